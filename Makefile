@@ -1,0 +1,38 @@
+# Set-up is part of every target: a fresh clone needs nothing but Python 3.11+.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+# The CPU build of PyTorch is pinned and installed first, so the package's own
+# "torch>=..." requirement is already met and no CUDA wheels are pulled in.
+TORCH  ?= torch==2.13.0
+CONFIG ?= configs/multi30k-de-en-transformer.yaml
+DEMO_MINUTES ?= 10
+
+.PHONY: setup demo test lint bench-quality clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet "$(TORCH)"
+	$(BIN)/pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python -m rosetta.demo --config $(CONFIG) --minutes $(DEMO_MINUTES)
+
+test: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+
+bench-quality: $(STAMP)
+	$(BIN)/python benchmarks/quality_multi30k.py --config $(CONFIG)
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache

@@ -1,0 +1,170 @@
+"""``rosetta prepare | train | translate | evaluate``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from pathlib import Path
+
+from rosetta.errors import RosettaError
+
+
+def default_run_dir(config_path: str) -> Path:
+    return Path("runs") / Path(config_path).stem
+
+
+def cmd_prepare(args: argparse.Namespace) -> None:
+    from rosetta.config import load_config
+    from rosetta.train.prepare import prepare_data
+
+    config = load_config(args.config, args.set)
+    run_dir = Path(args.output or default_run_dir(args.config))
+    prepare_data(config, run_dir)
+    print(f"prepared: {run_dir}")
+
+
+def cmd_train(args: argparse.Namespace) -> None:
+    from rosetta.config import load_config
+    from rosetta.train.run import run_training
+
+    config = load_config(args.config, args.set)
+    run_dir = Path(args.output or default_run_dir(args.config))
+    run_training(config, run_dir, resume=args.resume)
+    print(f"model: {run_dir}")
+
+
+def read_input_lines(paths: list[str]) -> list[str]:
+    from rosetta.data.corpus import read_lines
+
+    if not paths or paths == ["-"]:
+        data = sys.stdin.buffer.read()
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise RosettaError(
+                f"<stdin>: invalid UTF-8 at byte {error.start}"
+            ) from None
+        return text.splitlines()
+    return [line for path in paths for _, line in read_lines(Path(path))]
+
+
+def cmd_translate(args: argparse.Namespace) -> None:
+    from rosetta.translator import Translator
+
+    translator = Translator.load(args.model, device=args.device)
+    lines = read_input_lines(args.input)
+    outputs = translator.translate(
+        lines,
+        max_len_a=args.max_len_a,
+        max_len_b=args.max_len_b,
+        batch_size=args.batch_size,
+    )
+    text = "".join(line + "\n" for line in outputs)
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+
+
+def cmd_evaluate(args: argparse.Namespace) -> None:
+    from rosetta.evaluate.corpus import evaluate_all
+
+    references = read_input_lines([args.ref])
+    if args.model:
+        from rosetta.translator import Translator
+
+        if not args.src:
+            raise RosettaError("--model needs --src, the sentences to translate")
+        hypotheses = Translator.load(args.model, device=args.device).translate(
+            read_input_lines([args.src])
+        )
+    elif args.hyp:
+        hypotheses = read_input_lines([args.hyp])
+    else:
+        raise RosettaError("give --hyp FILE, or --model MODEL with --src FILE")
+    if len(hypotheses) != len(references):
+        raise RosettaError(
+            f"{len(hypotheses)} hypotheses but {args.ref} has {len(references)} lines"
+        )
+    for score in evaluate_all(hypotheses, references):
+        print(score)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rosetta", description="Sequence-to-sequence learning for translation."
+    )
+    verbs = parser.add_subparsers(dest="verb", required=True)
+
+    def config_verb(name: str, help_text: str) -> argparse.ArgumentParser:
+        verb = verbs.add_parser(name, help=help_text)
+        verb.add_argument("config", help="YAML configuration file")
+        verb.add_argument(
+            "-o", "--output", help="run folder (default runs/CONFIG_NAME)"
+        )
+        verb.add_argument(
+            "--set",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="override a config value, e.g. train.lr=3e-4",
+        )
+        return verb
+
+    prepare = config_verb("prepare", "read the corpora and train the tokenizers")
+    prepare.set_defaults(run=cmd_prepare)
+    train = config_verb("train", "train a model")
+    train.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue from the run folder's latest checkpoint",
+    )
+    train.set_defaults(run=cmd_train)
+
+    translate = verbs.add_parser("translate", help="translate text, one line per line")
+    translate.add_argument(
+        "-m", "--model", required=True, help="run folder or checkpoint folder"
+    )
+    translate.add_argument(
+        "-i",
+        "--input",
+        nargs="*",
+        default=[],
+        help="input files (default: standard input)",
+    )
+    translate.add_argument("-o", "--output", help="output file (default: stdout)")
+    translate.add_argument("--max-len-a", type=float, default=None)
+    translate.add_argument("--max-len-b", type=int, default=None)
+    translate.add_argument("--batch-size", type=int, default=None)
+    translate.add_argument("--device", default=None, help="cpu, cuda (default: auto)")
+    translate.set_defaults(run=cmd_translate)
+
+    evaluate = verbs.add_parser(
+        "evaluate", help="score translations against references"
+    )
+    evaluate.add_argument("--hyp", help="translations, one per line")
+    evaluate.add_argument("--ref", required=True, help="references, one per line")
+    evaluate.add_argument("-m", "--model", help="translate --src with this model first")
+    evaluate.add_argument("--src", help="source sentences (with --model)")
+    evaluate.add_argument("--device", default=None)
+    evaluate.set_defaults(run=cmd_evaluate)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    warnings.formatwarning = lambda message, category, *_: f"warning: {message}\n"
+    try:
+        args.run(args)
+    except RosettaError as error:
+        print(f"rosetta {args.verb}: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

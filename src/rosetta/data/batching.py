@@ -1,0 +1,142 @@
+"""Encoded examples, token-budget batches with length bucketing, and SPEC §1's shift.
+
+SPEC §1: the encoder input is ``source + <eos>``; the decoder input is
+``<bos> + target`` (shifted right) and the label is ``target + <eos>``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from rosetta.data.corpus import FilterReport
+from rosetta.data.tokenizer import TokenizerPair
+from rosetta.data.vocab import BOS_ID, EOS_ID, PAD_ID
+
+
+@dataclass(frozen=True)
+class Example:
+    src: list[int]
+    tgt: list[int]
+
+
+def encode_pairs(
+    pairs: list[tuple[str, str]], tokenizers: TokenizerPair, max_len: int
+) -> tuple[list[Example], FilterReport]:
+    """Tokenize pairs, dropping empty ones and those longer than ``max_len`` tokens."""
+    report = FilterReport(read=len(pairs))
+    examples = []
+    for src_text, tgt_text in pairs:
+        if not src_text.strip() or not tgt_text.strip():
+            report.drop("empty")
+            continue
+        src, tgt = tokenizers.src.encode(src_text), tokenizers.tgt.encode(tgt_text)
+        if len(src) + 1 > max_len or len(tgt) + 1 > max_len:
+            report.drop(f"longer than {max_len} tokens")
+            continue
+        examples.append(Example(src, tgt))
+    report.kept = len(examples)
+    return examples, report
+
+
+@dataclass
+class Batch:
+    """Padded tensors for one training step. All are (n, length) and batch-first."""
+
+    src: torch.Tensor  # (n, S) source + <eos>, padded
+    src_lengths: torch.Tensor  # (n,)
+    tgt_in: torch.Tensor  # (n, T) <bos> + target, padded
+    tgt_out: torch.Tensor  # (n, T) target + <eos>, padded
+    tgt_lengths: torch.Tensor  # (n,)
+
+    @property
+    def src_mask(self) -> torch.Tensor:
+        """(n, S) bool, True at real tokens (may attend)."""
+        return self.src != PAD_ID
+
+    @property
+    def num_tgt_tokens(self) -> int:
+        return int(self.tgt_lengths.sum())
+
+    def to(self, device: torch.device) -> Batch:
+        return Batch(*(t.to(device) for t in self.__dict__.values()))
+
+
+def pad(sequences: list[list[int]]) -> torch.Tensor:
+    """Right-pad id lists with ``<pad>`` into an (n, max_len) LongTensor."""
+    width = max(len(s) for s in sequences)
+    out = torch.full((len(sequences), width), PAD_ID, dtype=torch.long)
+    for row, sequence in enumerate(sequences):
+        out[row, : len(sequence)] = torch.tensor(sequence, dtype=torch.long)
+    return out
+
+
+def collate(examples: list[Example]) -> Batch:
+    """Build the encoder input, decoder input and label of SPEC §1."""
+    src = [[*e.src, EOS_ID] for e in examples]
+    tgt_in = [[BOS_ID, *e.tgt] for e in examples]
+    tgt_out = [[*e.tgt, EOS_ID] for e in examples]
+    return Batch(
+        src=pad(src),
+        src_lengths=torch.tensor([len(s) for s in src]),
+        tgt_in=pad(tgt_in),
+        tgt_out=pad(tgt_out),
+        tgt_lengths=torch.tensor([len(t) for t in tgt_out]),
+    )
+
+
+def make_batches(
+    examples: list[Example], batch_tokens: int, rng: np.random.Generator | None = None
+) -> list[list[int]]:
+    """Group example indices into batches of at most ``batch_tokens`` padded tokens.
+
+    Examples are sorted by (target, source) length so a batch holds similar
+    lengths (little padding); with ``rng`` ties are broken at random and the
+    batch order is shuffled, so every epoch differs but stays reproducible.
+    The budget counts ``n * max(padded source, padded target)``; a single
+    example longer than the budget still forms a batch of its own.
+    """
+    order = np.arange(len(examples))
+    if rng is not None:
+        order = rng.permutation(len(examples))
+    src_len = np.array([len(examples[i].src) + 1 for i in order])
+    tgt_len = np.array([len(examples[i].tgt) + 1 for i in order])
+    order = order[np.lexsort((src_len, tgt_len))]  # stable: keeps the random ties
+
+    batches: list[list[int]] = []
+    current: list[int] = []
+    longest = 0
+    for index in order:
+        example = examples[index]
+        length = max(len(example.src), len(example.tgt)) + 1
+        if current and max(longest, length) * (len(current) + 1) > batch_tokens:
+            batches.append(current)
+            current, longest = [], 0
+        current.append(int(index))
+        longest = max(longest, length)
+    if current:
+        batches.append(current)
+    if rng is not None:
+        batches = [batches[i] for i in rng.permutation(len(batches))]
+    return batches
+
+
+def padding_share(examples: list[Example], batches: list[list[int]]) -> float:
+    """Fraction of padded slots (source and target together) over all batches."""
+    real = slots = 0
+    for batch in batches:
+        src = [len(examples[i].src) + 1 for i in batch]
+        tgt = [len(examples[i].tgt) + 1 for i in batch]
+        real += sum(src) + sum(tgt)
+        slots += len(batch) * (max(src) + max(tgt))
+    return 1.0 - real / slots if slots else 0.0
+
+
+def shard(batches: list[list[int]], rank: int, world_size: int) -> list[list[int]]:
+    """The batches one process of ``world_size`` trains on (equal count per rank)."""
+    usable = (
+        len(batches) - len(batches) % world_size if world_size > 1 else len(batches)
+    )
+    return batches[rank:usable:world_size]

@@ -1,0 +1,103 @@
+"""Reading parallel corpora: two aligned files or one TSV, plain or gzip.
+
+Every problem is reported with the file, the line and what is wrong, because a
+silently misaligned corpus trains a model that translates sentence n into
+sentence n+1.
+"""
+
+from __future__ import annotations
+
+import gzip
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rosetta.config import CorpusFiles
+from rosetta.errors import RosettaError, where
+
+
+@dataclass
+class FilterReport:
+    """How many pairs were read and why some were dropped."""
+
+    read: int = 0
+    kept: int = 0
+    dropped: dict[str, int] = field(default_factory=dict)
+
+    def drop(self, reason: str) -> None:
+        self.dropped[reason] = self.dropped.get(reason, 0) + 1
+
+    def summary(self) -> str:
+        if not self.dropped:
+            return f"{self.kept} pairs"
+        reasons = ", ".join(f"{n} {why}" for why, n in sorted(self.dropped.items()))
+        return f"{self.kept} of {self.read} pairs kept ({reasons})"
+
+
+def read_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """Yield ``(line_number, text)`` from a UTF-8 file, gzip if it ends in .gz.
+
+    CRLF and LF line ends are both accepted; the line end is removed.
+    """
+    if not path.is_file():
+        raise RosettaError(f"{path}: file not found")
+    opener = gzip.open if path.suffix == ".gz" else open
+    try:
+        with opener(path, "rb") as handle:
+            for number, raw in enumerate(handle, start=1):
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError as error:
+                    raise RosettaError(
+                        f"{where(path, number)}: invalid UTF-8 at byte "
+                        f"{error.start} of the line"
+                    ) from None
+                yield number, text.rstrip("\r\n")
+    except (OSError, EOFError) as error:
+        if isinstance(error, RosettaError):
+            raise
+        raise RosettaError(f"{path}: cannot be read: {error}") from None
+
+
+def read_parallel(src_path: Path, tgt_path: Path) -> list[tuple[str, str]]:
+    """Read two line-aligned files into (source, target) pairs."""
+    src_lines = [text for _, text in read_lines(src_path)]
+    tgt_lines = [text for _, text in read_lines(tgt_path)]
+    if len(src_lines) != len(tgt_lines):
+        raise RosettaError(
+            f"{src_path} has {len(src_lines)} lines but {tgt_path} has "
+            f"{len(tgt_lines)}: parallel files must have one line per sentence pair"
+        )
+    if not src_lines:
+        raise RosettaError(f"{src_path}: empty corpus")
+    return list(zip(src_lines, tgt_lines, strict=True))
+
+
+def read_tsv(path: Path) -> list[tuple[str, str]]:
+    """Read ``source<TAB>target[<TAB>anything]`` lines; extra columns are ignored."""
+    pairs = []
+    for number, text in read_lines(path):
+        if not text.strip():
+            pairs.append(("", ""))
+            continue
+        columns = text.split("\t")
+        if len(columns) < 2:
+            raise RosettaError(
+                f"{where(path, number)}: no tab found; expected source<TAB>target"
+            )
+        pairs.append((columns[0], columns[1]))
+    if not pairs:
+        raise RosettaError(f"{path}: empty corpus")
+    return pairs
+
+
+def read_corpus(files: CorpusFiles) -> list[tuple[str, str]]:
+    """Read the pairs a config's corpus section names."""
+    if files.tsv is not None:
+        return read_tsv(files.tsv)
+    assert files.src is not None and files.tgt is not None
+    return read_parallel(files.src, files.tgt)
+
+
+def corpus_name(files: CorpusFiles) -> str:
+    return str(files.tsv) if files.tsv is not None else f"{files.src} / {files.tgt}"

@@ -1,0 +1,180 @@
+"""Tokenizers: SentencePiece (unigram or BPE) and a word-level one for teaching.
+
+Both map text to ids of one vocabulary whose first ids are
+``<pad>=0 <unk>=1 <bos>=2 <eos>=3``, and serialise to a JSON-ready dict so a
+checkpoint carries everything needed to translate.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import re
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+import sentencepiece as spm
+
+from rosetta.config import TokenizerConfig
+from rosetta.data.vocab import BOS, EOS, PAD, SPECIALS, UNK, Vocabulary
+from rosetta.errors import RosettaError
+
+
+class Tokenizer(Protocol):
+    """Text <-> ids. Implementations: SentencePieceTokenizer, WordTokenizer."""
+
+    def encode(self, text: str) -> list[int]: ...
+    def decode(self, ids: Iterable[int]) -> str: ...
+    def pieces(self, text: str) -> list[str]: ...
+    def __len__(self) -> int: ...
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+class SentencePieceTokenizer:
+    """A trained SentencePiece model (its serialised bytes are the whole state)."""
+
+    def __init__(self, model_bytes: bytes):
+        self.model_bytes = model_bytes
+        self.processor = spm.SentencePieceProcessor(model_proto=model_bytes)
+
+    @classmethod
+    def train(
+        cls, sentences: Iterable[str], config: TokenizerConfig
+    ) -> SentencePieceTokenizer:
+        stream = io.BytesIO()
+        text = [s for s in sentences if s.strip()]
+        if not text:
+            raise RosettaError("cannot train a tokenizer on an empty corpus")
+        try:
+            spm.SentencePieceTrainer.train(
+                sentence_iterator=iter(text),
+                model_writer=stream,
+                model_type=config.model_type,
+                vocab_size=config.vocab_size,
+                character_coverage=config.character_coverage,
+                pad_id=0,
+                unk_id=1,
+                bos_id=2,
+                eos_id=3,
+                pad_piece=PAD,
+                unk_piece=UNK,
+                bos_piece=BOS,
+                eos_piece=EOS,
+                hard_vocab_limit=False,
+                input_sentence_size=2_000_000,
+                shuffle_input_sentence=True,
+                num_threads=2,
+                minloglevel=2,
+            )
+        except RuntimeError as error:
+            raise RosettaError(f"SentencePiece training failed: {error}") from None
+        return cls(stream.getvalue())
+
+    def encode(self, text: str) -> list[int]:
+        return self.processor.encode(text)
+
+    def decode(self, ids: Iterable[int]) -> str:
+        return self.processor.decode([i for i in ids if i >= len(SPECIALS)])
+
+    def pieces(self, text: str) -> list[str]:
+        return self.processor.encode(text, out_type=str)
+
+    def __len__(self) -> int:
+        return self.processor.get_piece_size()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": "sentencepiece",
+            "model": base64.b64encode(self.model_bytes).decode("ascii"),
+        }
+
+
+_WORD_PATTERN = re.compile(r"\w+|[^\w\s]", re.UNICODE)
+
+
+class WordTokenizer:
+    """Lower-case, split words from punctuation, look words up in a Vocabulary."""
+
+    def __init__(self, vocab: Vocabulary):
+        self.vocab = vocab
+
+    @staticmethod
+    def split(text: str) -> list[str]:
+        return _WORD_PATTERN.findall(text.lower())
+
+    @classmethod
+    def train(cls, sentences: Iterable[str], config: TokenizerConfig) -> WordTokenizer:
+        vocab = Vocabulary.build(
+            (cls.split(s) for s in sentences),
+            min_freq=config.min_freq,
+            max_size=config.vocab_size,
+        )
+        if len(vocab) == len(SPECIALS):
+            raise RosettaError("cannot train a tokenizer on an empty corpus")
+        return cls(vocab)
+
+    def encode(self, text: str) -> list[int]:
+        return self.vocab.to_ids(self.split(text))
+
+    def decode(self, ids: Iterable[int]) -> str:
+        return " ".join(self.vocab.to_tokens(i for i in ids if i >= len(SPECIALS)))
+
+    def pieces(self, text: str) -> list[str]:
+        return self.split(text)
+
+    def __len__(self) -> int:
+        return len(self.vocab)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": "word", "tokens": self.vocab.tokens}
+
+
+def train_tokenizer(sentences: Iterable[str], config: TokenizerConfig) -> Tokenizer:
+    if config.kind == "sentencepiece":
+        return SentencePieceTokenizer.train(sentences, config)
+    return WordTokenizer.train(sentences, config)
+
+
+def tokenizer_from_dict(state: dict[str, Any]) -> Tokenizer:
+    kind = state.get("kind")
+    if kind == "sentencepiece":
+        return SentencePieceTokenizer(base64.b64decode(state["model"]))
+    if kind == "word":
+        return WordTokenizer(Vocabulary(state["tokens"]))
+    raise RosettaError(f"unknown tokenizer kind {kind!r}")
+
+
+class TokenizerPair:
+    """The source and target tokenizers (one shared object when joint)."""
+
+    def __init__(self, src: Tokenizer, tgt: Tokenizer):
+        self.src = src
+        self.tgt = tgt
+
+    @property
+    def joint(self) -> bool:
+        return self.src is self.tgt
+
+    @classmethod
+    def train(
+        cls, pairs: list[tuple[str, str]], config: TokenizerConfig
+    ) -> TokenizerPair:
+        if config.joint:
+            shared = train_tokenizer([text for pair in pairs for text in pair], config)
+            return cls(shared, shared)
+        return cls(
+            train_tokenizer([s for s, _ in pairs], config),
+            train_tokenizer([t for _, t in pairs], config),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.joint:
+            return {"joint": self.src.to_dict()}
+        return {"src": self.src.to_dict(), "tgt": self.tgt.to_dict()}
+
+    @classmethod
+    def from_dict(cls, state: dict[str, Any]) -> TokenizerPair:
+        if "joint" in state:
+            shared = tokenizer_from_dict(state["joint"])
+            return cls(shared, shared)
+        return cls(tokenizer_from_dict(state["src"]), tokenizer_from_dict(state["tgt"]))

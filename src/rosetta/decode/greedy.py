@@ -1,0 +1,73 @@
+"""Batched greedy search through ``encode`` / ``init_state`` / ``step`` (SPEC §5).
+
+``y_t = argmax_y P(y | y_<t, c)``, starting from ``<bos>`` and stopping at
+``<eos>`` or at the maximum length ``a * S + b``. Sentences that finish leave
+the batch (their rows are dropped from the state with ``reorder``), so no work
+is spent on them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from rosetta.models.interface import EncoderDecoder
+
+
+@dataclass
+class Hypothesis:
+    """A decoded sequence (without ``<bos>``/``<eos>``) and its log-probability."""
+
+    tokens: list[int]
+    score: float  # sum of log P(y_t | y_<t, c), including <eos> when produced
+
+
+def max_lengths(
+    src_lengths: torch.Tensor, a: float, b: int, cap: int | None = None
+) -> torch.Tensor:
+    """Per-sentence output limit ``floor(a * S + b)``, at least 1, at most ``cap``."""
+    limits = torch.floor(src_lengths.double() * a + b).long().clamp(min=1)
+    return limits.clamp(max=cap) if cap is not None else limits
+
+
+@torch.no_grad()
+def greedy_search(
+    model: EncoderDecoder,
+    src: torch.Tensor,
+    src_mask: torch.Tensor,
+    *,
+    bos_id: int,
+    eos_id: int,
+    max_len_a: float = 1.5,
+    max_len_b: int = 10,
+    max_len_cap: int | None = None,
+) -> list[Hypothesis]:
+    """Decode a batch ``src`` (n, S) with mask (n, S), True at real tokens."""
+    n = src.size(0)
+    device = src.device
+    limits = max_lengths(src_mask.sum(1), max_len_a, max_len_b, max_len_cap)
+    state = model.init_state(model.encode(src, src_mask), src_mask)
+    alive = torch.arange(n, device=device)  # original row of each state row
+    tokens = torch.full((n,), bos_id, dtype=torch.long, device=device)
+    output = torch.full((n, int(limits.max())), eos_id, dtype=torch.long, device=device)
+    lengths = limits.clone()
+    scores = torch.zeros(n, dtype=torch.float64, device=device)
+
+    for t in range(int(limits.max())):
+        log_probs, state = model.step(tokens, state)  # (alive, V)
+        best_lp, tokens = log_probs.max(dim=-1)
+        scores[alive] += best_lp.double()
+        output[alive, t] = tokens
+        ended_eos = tokens == eos_id
+        lengths[alive[ended_eos]] = t  # tokens before <eos>
+        done = ended_eos | (t + 1 >= limits[alive])
+        if bool(done.all()):
+            break
+        if bool(done.any()):
+            keep = (~done).nonzero().squeeze(1)
+            state = state.reorder(keep)
+            alive, tokens = alive[keep], tokens[keep]
+
+    rows, lengths_list, scores_list = output.tolist(), lengths.tolist(), scores.tolist()
+    return [Hypothesis(rows[i][: lengths_list[i]], scores_list[i]) for i in range(n)]

@@ -1,0 +1,14 @@
+"""The one exception type users see: a message, never a traceback."""
+
+
+class RosettaError(Exception):
+    """A problem with the user's input (file, config, model) that Rosetta explains.
+
+    The command line prints the message and exits with status 2; library callers
+    can catch it like any exception.
+    """
+
+
+def where(path: object, line: int | None = None) -> str:
+    """Format a location as ``path`` or ``path:line`` for error messages."""
+    return f"{path}:{line}" if line is not None else str(path)

@@ -1,0 +1,65 @@
+"""Corpus-level scores for reporting: sacreBLEU BLEU and chrF, with signatures."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sacrebleu.metrics import BLEU, CHRF
+
+from rosetta.evaluate.bleu import bleu as notes_bleu
+
+
+@dataclass(frozen=True)
+class Score:
+    name: str
+    value: float
+    signature: str
+
+    def __str__(self) -> str:
+        return f"{self.name} = {self.value:.2f}  ({self.signature})"
+
+
+def sacrebleu_score(hypotheses: list[str], references: list[str]) -> Score:
+    """Standard cased, detokenized corpus BLEU (sacreBLEU's 13a tokenizer)."""
+    metric = BLEU()
+    result = metric.corpus_score(hypotheses, [references])
+    return Score("BLEU", result.score, str(metric.get_signature()))
+
+
+def tokenized_lowercase_bleu(hypotheses: list[str], references: list[str]) -> Score:
+    """Lower-cased BLEU on 13a-tokenized text, the convention of published
+    Multi30k results (which score tokenized, lower-cased output)."""
+    metric = BLEU(lowercase=True, tokenize="13a")
+    result = metric.corpus_score(hypotheses, [references])
+    return Score("BLEU-tok-lc", result.score, str(metric.get_signature()))
+
+
+def chrf_score(hypotheses: list[str], references: list[str]) -> Score:
+    metric = CHRF()
+    result = metric.corpus_score(hypotheses, [references])
+    return Score("chrF", result.score, str(metric.get_signature()))
+
+
+def mean_notes_bleu(hypotheses: list[str], references: list[str], k: int = 4) -> float:
+    """Average of the notes' sentence-level BLEU (whitespace tokens), times 100."""
+    if not hypotheses:
+        return 0.0
+    pairs = zip(hypotheses, references, strict=True)
+    return 100.0 * sum(notes_bleu(h, r, k) for h, r in pairs) / len(hypotheses)
+
+
+def evaluate_all(hypotheses: list[str], references: list[str]) -> list[Score]:
+    if len(hypotheses) != len(references):
+        raise ValueError(
+            f"{len(hypotheses)} hypotheses but {len(references)} references"
+        )
+    return [
+        sacrebleu_score(hypotheses, references),
+        chrf_score(hypotheses, references),
+        tokenized_lowercase_bleu(hypotheses, references),
+        Score(
+            "notes-BLEU",
+            mean_notes_bleu(hypotheses, references),
+            "SPEC §6 sentence BLEU, k=4, whitespace tokens, averaged",
+        ),
+    ]

@@ -1,0 +1,27 @@
+"""Build a model from its config: a plain if/elif, no registry."""
+
+from __future__ import annotations
+
+from rosetta.config import ModelConfig
+from rosetta.models.interface import EncoderDecoder
+from rosetta.models.transformer import build_transformer
+
+
+def build_model(config: ModelConfig, src_vocab: int, tgt_vocab: int) -> EncoderDecoder:
+    if config.arch == "transformer":
+        return build_transformer(
+            src_vocab,
+            tgt_vocab,
+            encoder_layers=config.encoder_layers,
+            decoder_layers=config.decoder_layers,
+            d_model=config.d_model,
+            heads=config.heads,
+            d_ff=config.d_ff,
+            dropout=config.dropout,
+            attention_dropout=config.attention_dropout,
+            norm_first=config.norm == "pre",
+            share_embeddings=config.share_embeddings,
+            tie_output=config.tie_output,
+            max_positions=config.max_positions,
+        )
+    raise ValueError(f"unknown architecture {config.arch!r}")

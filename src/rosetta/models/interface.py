@@ -1,0 +1,86 @@
+"""The encoder-decoder interface of SPEC §3.3, which every model implements.
+
+``Encoder.forward(src, src_mask) -> memory``;
+``Decoder.init_state(memory, src_mask) -> state``;
+``Decoder.forward(tgt_in, state) -> (logits, state)``;
+``EncoderDecoder.forward(src, src_mask, tgt_in)`` runs the three in turn.
+
+Search drives a model only through ``encode``, ``init_state`` and
+``step(prev_tokens, state) -> (log_probs, state)``; the decoding state is a
+small object passed in and returned (nothing is cached on modules), and its
+``reorder(index)`` selects and reorders batch rows for beam search.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Protocol, Self
+
+import torch
+from torch import nn
+
+
+class DecoderState(Protocol):
+    """What a decoder carries from one step to the next."""
+
+    def reorder(self, index: torch.Tensor) -> Self:
+        """Rows ``index`` of the batch, in that order (for beams); a new state."""
+        ...
+
+
+class Encoder(nn.Module, ABC):
+    @abstractmethod
+    def forward(self, src: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
+        """(n, S) ids, (n, S) bool -> memory (n, S, d)."""
+
+
+class Decoder(nn.Module, ABC):
+    @abstractmethod
+    def init_state(self, memory: torch.Tensor, src_mask: torch.Tensor) -> DecoderState:
+        """The state before the first target token."""
+
+    @abstractmethod
+    def forward(
+        self,
+        tgt_in: torch.Tensor,
+        state: DecoderState,
+        tgt_mask: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, DecoderState]:
+        """(n, T) decoder input ids -> logits (n, T, V) and the advanced state.
+
+        ``tgt_mask`` (n, T) bool marks real target tokens (teacher forcing).
+        """
+
+
+class EncoderDecoder(nn.Module):
+    """An encoder and a decoder, composed by injection."""
+
+    def __init__(self, encoder: Encoder, decoder: Decoder):
+        super().__init__()
+        self.encoder = encoder
+        self.decoder = decoder
+
+    def forward(
+        self,
+        src: torch.Tensor,
+        src_mask: torch.Tensor,
+        tgt_in: torch.Tensor,
+        tgt_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Teacher-forced logits (n, T, V) for decoder input ``tgt_in`` (n, T)."""
+        memory = self.encode(src, src_mask)
+        logits, _ = self.decoder(tgt_in, self.init_state(memory, src_mask), tgt_mask)
+        return logits
+
+    def encode(self, src: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
+        return self.encoder(src, src_mask)
+
+    def init_state(self, memory: torch.Tensor, src_mask: torch.Tensor) -> DecoderState:
+        return self.decoder.init_state(memory, src_mask)
+
+    def step(
+        self, prev_tokens: torch.Tensor, state: DecoderState
+    ) -> tuple[torch.Tensor, DecoderState]:
+        """One decoding step: (n,) previous tokens -> (n, V) log-probabilities."""
+        logits, state = self.decoder(prev_tokens.unsqueeze(1), state)
+        return torch.log_softmax(logits[:, -1].float(), dim=-1), state

@@ -1,0 +1,266 @@
+"""The Transformer encoder-decoder (SPEC §3.1) with key/value caching."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import torch
+from torch import nn
+
+from rosetta.models.interface import Decoder, Encoder, EncoderDecoder
+from rosetta.nn import (
+    MultiHeadAttention,
+    PositionwiseFeedForward,
+    ResidualNorm,
+    positional_encoding,
+)
+
+KeyValue = tuple[torch.Tensor, torch.Tensor]  # (n, h, L, d_k) each
+
+
+class TransformerEmbedding(nn.Module):
+    """Token embedding scaled by sqrt(d), plus sinusoidal positions, then dropout."""
+
+    def __init__(
+        self, vocab_size: int, d_model: int, max_positions: int, dropout: float
+    ):
+        super().__init__()
+        self.token = nn.Embedding(vocab_size, d_model)
+        nn.init.normal_(self.token.weight, std=d_model**-0.5)
+        self.scale = math.sqrt(d_model)
+        self.register_buffer(
+            "positions", positional_encoding(max_positions, d_model), persistent=False
+        )
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, tokens: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        """(n, L) ids -> (n, L, d); ``offset`` is the position of the first token."""
+        length = tokens.size(1)
+        if offset + length > self.positions.size(0):
+            raise ValueError(
+                f"sequence of {offset + length} tokens exceeds max_positions "
+                f"({self.positions.size(0)})"
+            )
+        x = self.token(tokens) * self.scale + self.positions[offset : offset + length]
+        return self.dropout(x)
+
+
+class TransformerEncoderLayer(nn.Module):
+    """Self-attention then FFN, each wrapped in residual + LayerNorm."""
+
+    def __init__(
+        self,
+        d_model: int,
+        heads: int,
+        d_ff: int,
+        dropout: float = 0.1,
+        attention_dropout: float = 0.0,
+        norm_first: bool = False,
+    ):
+        super().__init__()
+        self.self_attn = MultiHeadAttention(d_model, heads, attention_dropout)
+        self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout)
+        self.attn_res = ResidualNorm(d_model, dropout, norm_first)
+        self.ffn_res = ResidualNorm(d_model, dropout, norm_first)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """x (n, S, d), mask (n, 1, 1, S) -> (n, S, d)."""
+        h = self.attn_res.before(x)
+        x = self.attn_res.after(x, self.self_attn(h, h, h, mask)[0])
+        return self.ffn_res.after(x, self.ffn(self.ffn_res.before(x)))
+
+
+class TransformerDecoderLayer(nn.Module):
+    """Masked self-attention, cross-attention over the memory, then FFN."""
+
+    def __init__(
+        self,
+        d_model: int,
+        heads: int,
+        d_ff: int,
+        dropout: float = 0.1,
+        attention_dropout: float = 0.0,
+        norm_first: bool = False,
+    ):
+        super().__init__()
+        self.self_attn = MultiHeadAttention(d_model, heads, attention_dropout)
+        self.cross_attn = MultiHeadAttention(d_model, heads, attention_dropout)
+        self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout)
+        self.self_res = ResidualNorm(d_model, dropout, norm_first)
+        self.cross_res = ResidualNorm(d_model, dropout, norm_first)
+        self.ffn_res = ResidualNorm(d_model, dropout, norm_first)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        memory_kv: KeyValue,
+        src_mask: torch.Tensor,
+        self_mask: torch.Tensor | None,
+        cache: KeyValue | None = None,
+    ) -> tuple[torch.Tensor, KeyValue]:
+        """x (n, t, d) new positions; ``cache`` holds keys/values of earlier ones.
+
+        Returns the output (n, t, d) and the keys/values of all positions so far.
+        """
+        h = self.self_res.before(x)
+        k, v = self.self_attn.project_key_value(h, h)
+        if cache is not None:
+            k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
+        attn, _ = self.self_attn.attend(
+            self.self_attn.project_query(h), k, v, self_mask
+        )
+        x = self.self_res.after(x, attn)
+
+        h = self.cross_res.before(x)
+        cross, _ = self.cross_attn.attend(
+            self.cross_attn.project_query(h), *memory_kv, src_mask
+        )
+        x = self.cross_res.after(x, cross)
+        return self.ffn_res.after(x, self.ffn(self.ffn_res.before(x))), (k, v)
+
+
+@dataclass
+class TransformerState:
+    """Decoding state: cross-attention keys/values of the memory (computed once),
+    self-attention keys/values of the tokens decoded so far, and their count."""
+
+    src_mask: torch.Tensor  # (n, 1, 1, S) bool
+    memory_kv: list[KeyValue]  # per layer
+    self_kv: list[KeyValue] | None  # per layer, None before the first token
+    length: int = 0
+
+    def reorder(self, index: torch.Tensor) -> TransformerState:
+        def pick(kv: KeyValue) -> KeyValue:
+            return kv[0].index_select(0, index), kv[1].index_select(0, index)
+
+        return replace(
+            self,
+            src_mask=self.src_mask.index_select(0, index),
+            memory_kv=[pick(kv) for kv in self.memory_kv],
+            self_kv=None if self.self_kv is None else [pick(kv) for kv in self.self_kv],
+        )
+
+
+class TransformerEncoder(Encoder):
+    def __init__(
+        self,
+        embedding: TransformerEmbedding,
+        layers: list[TransformerEncoderLayer],
+        final_norm: nn.Module,
+    ):
+        super().__init__()
+        self.embedding = embedding
+        self.layers = nn.ModuleList(layers)
+        self.final_norm = final_norm  # LayerNorm in pre-norm, Identity in post-norm
+
+    def forward(self, src: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
+        x = self.embedding(src)  # (n, S, d)
+        mask = src_mask[:, None, None, :]  # (n, 1, 1, S): every query sees real keys
+        for layer in self.layers:
+            x = layer(x, mask)
+        return self.final_norm(x)
+
+
+def causal_mask(new: int, total: int, device: torch.device) -> torch.Tensor:
+    """(new, total) bool: new position ``p`` (of ``total-new..total-1``) sees 0..p."""
+    rows = torch.arange(total - new, total, device=device).unsqueeze(1)
+    return torch.arange(total, device=device).unsqueeze(0) <= rows
+
+
+class TransformerDecoder(Decoder):
+    def __init__(
+        self,
+        embedding: TransformerEmbedding,
+        layers: list[TransformerDecoderLayer],
+        final_norm: nn.Module,
+        output_proj: nn.Linear,
+    ):
+        super().__init__()
+        self.embedding = embedding
+        self.layers = nn.ModuleList(layers)
+        self.final_norm = final_norm
+        self.output_proj = output_proj
+
+    def init_state(
+        self, memory: torch.Tensor, src_mask: torch.Tensor
+    ) -> TransformerState:
+        memory_kv = [
+            layer.cross_attn.project_key_value(memory, memory) for layer in self.layers
+        ]
+        return TransformerState(src_mask[:, None, None, :], memory_kv, None, 0)
+
+    def forward(
+        self,
+        tgt_in: torch.Tensor,
+        state: TransformerState,
+        tgt_mask: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, TransformerState]:
+        new = tgt_in.size(1)
+        total = state.length + new
+        self_mask: torch.Tensor | None = None
+        if new > 1 or tgt_mask is not None:  # a single new token may see everything
+            self_mask = causal_mask(new, total, tgt_in.device)  # (t, total)
+            if tgt_mask is not None:  # AND the padding mask over target keys
+                assert state.length == 0, "padding masks are for teacher forcing"
+                self_mask = self_mask & tgt_mask[:, None, None, :]
+        x = self.embedding(tgt_in, offset=state.length)
+        caches = []
+        for i, layer in enumerate(self.layers):
+            cache = None if state.self_kv is None else state.self_kv[i]
+            x, kv = layer(x, state.memory_kv[i], state.src_mask, self_mask, cache)
+            caches.append(kv)
+        logits = self.output_proj(self.final_norm(x))  # (n, t, V)
+        return logits, replace(state, self_kv=caches, length=total)
+
+
+def build_transformer(
+    src_vocab: int,
+    tgt_vocab: int,
+    *,
+    encoder_layers: int = 3,
+    decoder_layers: int = 3,
+    d_model: int = 256,
+    heads: int = 4,
+    d_ff: int = 1024,
+    dropout: float = 0.1,
+    attention_dropout: float = 0.0,
+    norm_first: bool = False,
+    share_embeddings: bool = False,
+    tie_output: bool = True,
+    max_positions: int = 1024,
+) -> EncoderDecoder:
+    """Assemble a Transformer; the sizes are those of ``ModelConfig``."""
+    if share_embeddings and src_vocab != tgt_vocab:
+        raise ValueError("shared embeddings need one vocabulary for source and target")
+
+    def embedding(vocab: int) -> TransformerEmbedding:
+        return TransformerEmbedding(vocab, d_model, max_positions, dropout)
+
+    def final_norm() -> nn.Module:
+        return nn.LayerNorm(d_model) if norm_first else nn.Identity()
+
+    layer_args = (d_model, heads, d_ff, dropout, attention_dropout, norm_first)
+    src_embedding = embedding(src_vocab)
+    tgt_embedding = src_embedding if share_embeddings else embedding(tgt_vocab)
+    output_proj = nn.Linear(d_model, tgt_vocab, bias=False)
+    encoder = TransformerEncoder(
+        src_embedding,
+        [TransformerEncoderLayer(*layer_args) for _ in range(encoder_layers)],
+        final_norm(),
+    )
+    decoder = TransformerDecoder(
+        tgt_embedding,
+        [TransformerDecoderLayer(*layer_args) for _ in range(decoder_layers)],
+        final_norm(),
+        output_proj,
+    )
+    for module in [*encoder.layers.modules(), *decoder.layers.modules()]:
+        if isinstance(module, nn.Linear):
+            nn.init.xavier_uniform_(module.weight)
+            nn.init.zeros_(module.bias)
+    if tie_output:
+        output_proj.weight = tgt_embedding.token.weight
+    else:
+        nn.init.normal_(output_proj.weight, std=d_model**-0.5)
+    return EncoderDecoder(encoder, decoder)

@@ -1,0 +1,122 @@
+"""Scaled dot-product and multi-head attention (SPEC §2).
+
+Mask polarity, for the whole code base: a boolean mask is **True where a query
+may attend** to a key (the polarity of ``torch.nn.functional.
+scaled_dot_product_attention``), and it broadcasts to
+(batch, heads, query_len, key_len).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+def scaled_dot_product_attention(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    dropout_p: float = 0.0,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Reference attention written from the formula ``softmax(Q K^T / sqrt(d_k)) V``.
+
+    Masked positions get -inf before the softmax, so their weight is 0.
+
+    Args:
+        query: (..., Lq, d_k); key: (..., Lk, d_k); value: (..., Lk, d_v).
+        mask: bool, broadcastable to (..., Lq, Lk), True = may attend.
+        dropout_p: dropout on the attention weights (pass 0 at inference).
+    Returns:
+        (output (..., Lq, d_v), weights (..., Lq, Lk)).
+    """
+    d_k = query.size(-1)
+    scores = query @ key.transpose(-2, -1) / math.sqrt(d_k)  # (..., Lq, Lk)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    if dropout_p > 0.0:
+        weights = F.dropout(weights, p=dropout_p)
+    return weights @ value, weights
+
+
+class MultiHeadAttention(nn.Module):
+    """``MultiHead(Q, K, V) = Concat(head_1..head_h) W^O`` (SPEC §2).
+
+    ``head_i = SDPA(Q W_i^Q, K W_i^K, V W_i^V)``.
+
+    The h per-head projections ``W_i^Q`` (d x d_k) are stored side by side in
+    one ``q_proj`` (d x h*d_k), likewise ``k_proj``, ``v_proj``; ``out_proj``
+    is ``W^O``. The fast path calls ``torch.nn.functional.
+    scaled_dot_product_attention``; the reference path (``fused=False``, or
+    whenever the weights are asked for) is :func:`scaled_dot_product_attention`.
+
+    Shape:
+        query (n, Lq, d), key/value (n, Lk, d) -> output (n, Lq, d),
+        weights (n, h, Lq, Lk).
+    """
+
+    def __init__(
+        self, d_model: int, num_heads: int, dropout: float = 0.0, fused: bool = True
+    ):
+        super().__init__()
+        if d_model % num_heads:
+            raise ValueError(f"num_heads ({num_heads}) must divide d_model ({d_model})")
+        self.num_heads = num_heads
+        self.d_k = d_model // num_heads
+        self.dropout = dropout
+        self.fused = fused
+        self.q_proj = nn.Linear(d_model, d_model)
+        self.k_proj = nn.Linear(d_model, d_model)
+        self.v_proj = nn.Linear(d_model, d_model)
+        self.out_proj = nn.Linear(d_model, d_model)
+
+    def split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """(n, L, h*d_k) -> (n, h, L, d_k)."""
+        n, length, _ = x.shape
+        return x.view(n, length, self.num_heads, self.d_k).transpose(1, 2)
+
+    def project_query(self, query: torch.Tensor) -> torch.Tensor:
+        return self.split_heads(self.q_proj(query))
+
+    def project_key_value(
+        self, key: torch.Tensor, value: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per-head keys and values, (n, h, Lk, d_k) each; what a cache stores."""
+        return self.split_heads(self.k_proj(key)), self.split_heads(self.v_proj(value))
+
+    def attend(
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        need_weights: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Attention over already projected heads, then concat and ``W^O``."""
+        dropout_p = self.dropout if self.training else 0.0
+        if self.fused and not need_weights:
+            heads = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=mask, dropout_p=dropout_p
+            )
+            weights = None
+        else:
+            heads, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p)
+        n, _, length, _ = heads.shape
+        concat = heads.transpose(1, 2).reshape(n, length, self.num_heads * self.d_k)
+        return self.out_proj(concat), weights
+
+    def forward(
+        self,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        need_weights: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Returns ``(output, weights)``; weights are None unless ``need_weights``."""
+        k, v = self.project_key_value(key, value)
+        return self.attend(self.project_query(query), k, v, mask, need_weights)

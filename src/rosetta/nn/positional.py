@@ -1,0 +1,24 @@
+"""Sinusoidal positional encoding (SPEC §2)."""
+
+from __future__ import annotations
+
+import torch
+
+
+def positional_encoding(max_len: int, d_model: int) -> torch.Tensor:
+    """The (max_len, d_model) sinusoid table added to the embeddings.
+
+    SPEC §2: ``PE[pos, 2i] = sin(pos / 10000^(2i/d))`` and
+    ``PE[pos, 2i+1] = cos(pos / 10000^(2i/d))``.
+    For d=4, position 1 is [0.841, 0.540, 0.010, 1.000].
+
+    Shape:
+        returns (max_len, d_model), float32.
+    """
+    position = torch.arange(max_len, dtype=torch.float64).unsqueeze(1)  # (L, 1)
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # (ceil(d/2),)
+    angle = position / torch.pow(10000.0, two_i / d_model)  # (L, ceil(d/2))
+    table = torch.zeros(max_len, d_model, dtype=torch.float64)
+    table[:, 0::2] = torch.sin(angle)
+    table[:, 1::2] = torch.cos(angle[:, : d_model // 2])
+    return table.float()

@@ -1,0 +1,188 @@
+"""Checkpoints: safetensors weights plus JSON metadata, written atomically.
+
+A checkpoint is a folder ``checkpoint-0001500/`` holding ``model.safetensors``,
+``optimizer.safetensors`` and ``checkpoint.json`` (config, tokenizers,
+optimizer hyper-parameters, trainer position, RNG states and the SHA-256 of
+both weight files). It is written under a temporary name, every file is
+fsynced, and only then is it renamed into place, so a crash never leaves a
+half-written checkpoint under a real name. Nothing is ever unpickled.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, load_model, save_file, save_model
+from torch import nn
+
+from rosetta.errors import RosettaError
+
+FORMAT_VERSION = 1
+MODEL_FILE, OPTIMIZER_FILE, META_FILE = (
+    "model.safetensors",
+    "optimizer.safetensors",
+    "checkpoint.json",
+)
+INDEX_FILE = "checkpoints.json"
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump(data, handle, indent=1)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+    _fsync(path.parent)
+
+
+def rng_state() -> dict[str, Any]:
+    state: dict[str, Any] = {"torch": _b64(torch.get_rng_state())}
+    if torch.cuda.is_available():
+        state["cuda"] = [_b64(s) for s in torch.cuda.get_rng_state_all()]
+    return state
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    torch.set_rng_state(_unb64(state["torch"]))
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all([_unb64(s) for s in state["cuda"]])
+
+
+def _b64(tensor: torch.Tensor) -> str:
+    return base64.b64encode(tensor.numpy().tobytes()).decode("ascii")
+
+
+def _unb64(text: str) -> torch.Tensor:
+    return torch.frombuffer(bytearray(base64.b64decode(text)), dtype=torch.uint8)
+
+
+def _optimizer_tensors(optimizer: torch.optim.Optimizer) -> tuple[dict, list]:
+    state = optimizer.state_dict()
+    tensors = {
+        f"{index}.{name}": value.contiguous()
+        for index, slots in state["state"].items()
+        for name, value in slots.items()
+        if isinstance(value, torch.Tensor)
+    }
+    return tensors, state["param_groups"]
+
+
+def save_checkpoint(
+    folder: Path,
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer | None,
+    meta: dict[str, Any],
+) -> None:
+    """Write a checkpoint folder atomically (temp folder, fsync, rename)."""
+    tmp = folder.with_name(folder.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    save_model(model, str(tmp / MODEL_FILE))
+    files = [MODEL_FILE]
+    meta = {"format_version": FORMAT_VERSION, **meta}
+    if optimizer is not None:
+        tensors, groups = _optimizer_tensors(optimizer)
+        save_file(tensors, str(tmp / OPTIMIZER_FILE))
+        files.append(OPTIMIZER_FILE)
+        meta["optimizer_param_groups"] = groups
+    meta["sha256"] = {name: _sha256(tmp / name) for name in files}
+    with open(tmp / META_FILE, "w", encoding="utf-8") as handle:
+        json.dump(meta, handle, indent=1)
+    for name in [*files, META_FILE]:
+        _fsync(tmp / name)
+    _fsync(tmp)
+    if folder.exists():
+        shutil.rmtree(folder)
+    os.replace(tmp, folder)
+    _fsync(folder.parent)
+
+
+def read_meta(folder: Path) -> dict[str, Any]:
+    """Read and check a checkpoint's metadata and the checksums of its files."""
+    meta_path = folder / META_FILE
+    if not meta_path.is_file():
+        raise RosettaError(f"{folder}: not a Rosetta checkpoint ({META_FILE} missing)")
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise RosettaError(f"{meta_path}: corrupted metadata: {error}") from None
+    version = meta.get("format_version")
+    if version != FORMAT_VERSION:
+        raise RosettaError(
+            f"{meta_path}: checkpoint format {version!r}, this Rosetta reads "
+            f"{FORMAT_VERSION}"
+        )
+    for name, expected in meta.get("sha256", {}).items():
+        path = folder / name
+        if not path.is_file():
+            raise RosettaError(f"{path}: missing from the checkpoint")
+        if _sha256(path) != expected:
+            raise RosettaError(f"{path}: checksum mismatch (truncated or corrupted)")
+    return meta
+
+
+def load_weights(folder: Path, model: nn.Module, device: torch.device) -> None:
+    """Load ``model.safetensors`` into ``model`` (tied weights are stored once)."""
+    path = folder / MODEL_FILE
+    try:
+        load_model(model, str(path), strict=True, device=str(device))
+    except (SafetensorError, OSError, RuntimeError) as error:
+        raise RosettaError(f"{path}: cannot load weights: {error}") from None
+
+
+def load_optimizer(
+    folder: Path, optimizer: torch.optim.Optimizer, meta: dict[str, Any]
+) -> None:
+    tensors = load_file(str(folder / OPTIMIZER_FILE))
+    state: dict[int, dict[str, torch.Tensor]] = {}
+    for key, value in tensors.items():
+        index, name = key.split(".", 1)
+        state.setdefault(int(index), {})[name] = value
+    optimizer.load_state_dict(
+        {"state": state, "param_groups": meta["optimizer_param_groups"]}
+    )
+
+
+def read_index(run_dir: Path) -> dict[str, Any]:
+    path = run_dir / INDEX_FILE
+    if not path.is_file():
+        return {"checkpoints": [], "best": None, "latest": None}
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def resolve_checkpoint(path: Path, which: str = "best") -> Path:
+    """A checkpoint folder from a run folder (its best or latest) or itself."""
+    if not path.exists():
+        raise RosettaError(f"{path}: no such model file or folder")
+    if (path / META_FILE).is_file():
+        return path
+    index = read_index(path)
+    name = index.get(which) or index.get("latest")
+    if not name:
+        raise RosettaError(f"{path}: neither a checkpoint nor a run with checkpoints")
+    return path / name

@@ -1,0 +1,382 @@
+"""The training loop: teacher forcing, label-smoothed loss, warm-up, clipping,
+validation with BLEU, early stopping, atomic checkpoints and exact resume.
+
+The data position is part of the state: epoch ``e``'s batch order comes from
+a generator seeded with ``(seed, e)``, so resuming at ``(epoch, batch)`` with
+the saved RNG, model, optimizer and schedule continues exactly as an
+uninterrupted run would. Only rank 0 logs and saves; each rank trains on its
+own shard of the batches, so ``torch.nn.parallel.DistributedDataParallel``
+can wrap the model without changes here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from rosetta.config import Config, config_to_dict
+from rosetta.data.batching import Example, collate, make_batches, shard
+from rosetta.data.tokenizer import TokenizerPair
+from rosetta.data.vocab import BOS_ID, EOS_ID, PAD_ID
+from rosetta.decode.greedy import greedy_search
+from rosetta.errors import RosettaError
+from rosetta.evaluate.corpus import sacrebleu_score
+from rosetta.models.interface import EncoderDecoder
+from rosetta.train import checkpoint as ckpt
+from rosetta.train.loss import label_smoothed_cross_entropy
+from rosetta.train.schedule import learning_rate
+
+MAX_BAD_STEPS = 10  # consecutive non-finite losses before training stops
+
+
+@dataclass
+class TrainerState:
+    step: int = 0  # optimizer updates done
+    epoch: int = 0  # current epoch (0-based)
+    batch_in_epoch: int = 0  # next batch index inside the epoch
+    best_score: float | None = None
+    best_step: int | None = None
+    validations_without_gain: int = 0
+    elapsed_seconds: float = 0.0
+    skipped_steps: int = 0
+    finished: bool = False
+
+
+class Trainer:
+    def __init__(
+        self,
+        config: Config,
+        run_dir: Path,
+        model: EncoderDecoder,
+        tokenizers: TokenizerPair,
+        train: list[Example],
+        valid: list[Example],
+        valid_pairs: list[tuple[str, str]],
+        device: torch.device,
+        rank: int = 0,
+        world_size: int = 1,
+    ):
+        self.config, self.cfg = config, config.train
+        self.run_dir = run_dir
+        self.model = model.to(device)
+        self.tokenizers = tokenizers
+        self.train_examples, self.valid_examples = train, valid
+        self.valid_pairs = valid_pairs
+        self.device = device
+        self.rank, self.world_size = rank, world_size
+        self.optimizer = torch.optim.Adam(
+            self.model.parameters(),
+            lr=self.cfg.lr,
+            betas=self.cfg.betas,
+            eps=self.cfg.eps,
+            weight_decay=self.cfg.weight_decay,
+        )
+        self.state = TrainerState()
+        self.bad_steps_in_a_row = 0
+        self.metrics_path = run_dir / "metrics.jsonl"
+
+    # ---- logging -----------------------------------------------------------
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    def log(self, message: str) -> None:
+        if self.is_main:
+            tqdm.write(message)
+
+    def record(self, kind: str, **values: Any) -> None:
+        if self.is_main:
+            with open(self.metrics_path, "a", encoding="utf-8") as handle:
+                handle.write(
+                    json.dumps({"kind": kind, "step": self.state.step, **values})
+                )
+                handle.write("\n")
+
+    # ---- checkpoints -------------------------------------------------------
+    def save(self) -> None:
+        if not self.is_main:
+            return
+        name = f"checkpoint-{self.state.step:07d}"
+        meta = {
+            "config": config_to_dict(self.config),
+            "tokenizers": self.tokenizers.to_dict(),
+            "trainer": asdict(self.state),
+            "rng": ckpt.rng_state(),
+        }
+        ckpt.save_checkpoint(self.run_dir / name, self.model, self.optimizer, meta)
+        index = ckpt.read_index(self.run_dir)
+        names = [n for n in index["checkpoints"] if n != name] + [name]
+        best = index.get("best")
+        if self.state.best_step == self.state.step:
+            best = name
+        keep = set(names[-self.cfg.keep_last :]) | {best}
+        for old in names:
+            if old not in keep:
+                shutil.rmtree(self.run_dir / old, ignore_errors=True)
+        names = [n for n in names if n in keep]
+        ckpt.write_json_atomic(
+            self.run_dir / ckpt.INDEX_FILE,
+            {
+                "checkpoints": names,
+                "latest": name,
+                "best": best,
+                "best_score": self.state.best_score,
+                "metric": self.cfg.early_stopping.metric,
+            },
+        )
+
+    def resume(self) -> None:
+        index = ckpt.read_index(self.run_dir)
+        if not index.get("latest"):
+            raise RosettaError(f"{self.run_dir}: no checkpoint to resume from")
+        folder = self.run_dir / index["latest"]
+        meta = ckpt.read_meta(folder)
+        ckpt.load_weights(folder, self.model, self.device)
+        ckpt.load_optimizer(folder, self.optimizer, meta)
+        self.state = TrainerState(**meta["trainer"])
+        ckpt.set_rng_state(meta["rng"])
+        self._truncate_metrics()
+        self.log(
+            f"resumed from {folder} (step {self.state.step}, "
+            f"epoch {self.state.epoch + 1}, batch {self.state.batch_in_epoch})"
+        )
+
+    def _truncate_metrics(self) -> None:
+        """Forget log records written after the checkpoint we resume from."""
+        if not (self.is_main and self.metrics_path.is_file()):
+            return
+        lines = self.metrics_path.read_text(encoding="utf-8").splitlines()
+        kept = [line for line in lines if json.loads(line)["step"] <= self.state.step]
+        self.metrics_path.write_text("".join(line + "\n" for line in kept))
+
+    # ---- one step ----------------------------------------------------------
+    def epoch_batches(self, epoch: int) -> list[list[int]]:
+        rng = np.random.default_rng([self.cfg.seed, epoch])
+        batches = make_batches(self.train_examples, self.cfg.batch_tokens, rng)
+        return shard(batches, self.rank, self.world_size)
+
+    def train_step(self, indices: list[int]) -> tuple[float, int] | None:
+        """One update; returns (mean loss, target tokens) or None if skipped."""
+        self.model.train()
+        batch = collate([self.train_examples[i] for i in indices]).to(self.device)
+        logits = self.model(
+            batch.src, batch.src_mask, batch.tgt_in, batch.tgt_in != PAD_ID
+        )
+        loss_sum, _, tokens = label_smoothed_cross_entropy(
+            logits, batch.tgt_out, self.cfg.label_smoothing, PAD_ID
+        )
+        loss = loss_sum / tokens
+        self.optimizer.zero_grad(set_to_none=True)
+        if not torch.isfinite(loss):
+            return self._skip("loss")
+        loss.backward()
+        if self.cfg.clip_norm is not None:
+            norm = torch.nn.utils.clip_grad_norm_(
+                self.model.parameters(), self.cfg.clip_norm
+            )
+            if not torch.isfinite(norm):
+                return self._skip("gradient norm")
+        lr = learning_rate(
+            self.state.step + 1, self.cfg.lr, self.cfg.warmup_steps, self.cfg.decay
+        )
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        self.optimizer.step()
+        self.state.step += 1
+        self.bad_steps_in_a_row = 0
+        return loss.item(), tokens
+
+    def _skip(self, what: str) -> None:
+        self.state.skipped_steps += 1
+        self.bad_steps_in_a_row += 1
+        self.log(
+            f"warning: non-finite {what} at step {self.state.step + 1}; "
+            f"update skipped ({self.state.skipped_steps} so far)"
+        )
+        if self.bad_steps_in_a_row >= MAX_BAD_STEPS:
+            raise RosettaError(
+                f"{MAX_BAD_STEPS} non-finite losses in a row at step "
+                f"{self.state.step}: lower train.lr or check the data"
+            )
+        return None
+
+    # ---- validation --------------------------------------------------------
+    @torch.no_grad()
+    def validate(self) -> dict[str, float]:
+        self.model.eval()
+        loss_sum = nll_sum = 0.0
+        count = 0
+        for indices in make_batches(self.valid_examples, self.cfg.batch_tokens):
+            batch = collate([self.valid_examples[i] for i in indices]).to(self.device)
+            logits = self.model(
+                batch.src, batch.src_mask, batch.tgt_in, batch.tgt_in != PAD_ID
+            )
+            loss, nll, tokens = label_smoothed_cross_entropy(
+                logits, batch.tgt_out, self.cfg.label_smoothing, PAD_ID
+            )
+            loss_sum, nll_sum, count = (
+                loss_sum + float(loss),
+                nll_sum + float(nll),
+                count + tokens,
+            )
+        result = {"loss": loss_sum / count, "ppl": math.exp(min(nll_sum / count, 50))}
+        if self.cfg.valid_bleu:
+            hypotheses = self.translate_valid()
+            references = [self.valid_pairs[i][1] for i in range(len(hypotheses))]
+            result["bleu"] = sacrebleu_score(hypotheses, references).value
+        return result
+
+    def translate_valid(self) -> list[str]:
+        decode = self.config.decode
+        sources = [
+            self.tokenizers.src.encode(s)[: decode.max_input_tokens - 1]
+            for s, _ in self.valid_pairs
+        ]
+        order = sorted(range(len(sources)), key=lambda i: len(sources[i]))
+        outputs: list[str] = [""] * len(sources)
+        for start in range(0, len(order), decode.batch_size):
+            chunk = order[start : start + decode.batch_size]
+            batch = collate([Example(sources[i], []) for i in chunk]).to(self.device)
+            hypotheses = greedy_search(
+                self.model,
+                batch.src,
+                batch.src_mask,
+                bos_id=BOS_ID,
+                eos_id=EOS_ID,
+                max_len_a=decode.max_len_a,
+                max_len_b=decode.max_len_b,
+                max_len_cap=self.config.model.max_positions,
+            )
+            for i, hypothesis in zip(chunk, hypotheses, strict=True):
+                outputs[i] = self.tokenizers.tgt.decode(hypothesis.tokens)
+        return outputs
+
+    def after_validation(self, result: dict[str, float]) -> bool:
+        """Track the best score; True if early stopping says stop."""
+        stopping = self.cfg.early_stopping
+        metric = stopping.metric if stopping.metric in result else "loss"
+        score = result[metric] if metric == "bleu" else -result[metric]
+        state = self.state
+        if state.best_score is None or score > state.best_score:
+            state.best_score, state.best_step = score, state.step
+            state.validations_without_gain = 0
+        else:
+            state.validations_without_gain += 1
+        self.record("valid", **result)
+        shown = ", ".join(f"{k} {v:.3f}" for k, v in result.items())
+        self.log(
+            f"step {state.step}: valid {shown} "
+            f"(best {metric} at step {state.best_step})"
+        )
+        return stopping.patience is not None and (
+            state.validations_without_gain >= stopping.patience
+        )
+
+    # ---- the loop ----------------------------------------------------------
+    def out_of_budget(self) -> bool:
+        cfg, state = self.cfg, self.state
+        if cfg.max_steps is not None and state.step >= cfg.max_steps:
+            return True
+        if cfg.max_epochs is not None and state.epoch >= cfg.max_epochs:
+            return True
+        return (
+            cfg.max_minutes is not None
+            and state.elapsed_seconds >= cfg.max_minutes * 60
+        )
+
+    def validate_and_save(self) -> bool:
+        stop = False
+        if self.valid_examples:
+            stop = self.after_validation(self.validate())
+        self.save()
+        return stop
+
+    def train(self) -> TrainerState:
+        state = self.state
+        if self.out_of_budget():
+            self.log("the training budget is already spent; nothing to do")
+            return state
+        last_validated = state.step
+        while not self.out_of_budget():
+            batches = self.epoch_batches(state.epoch)
+            bar = tqdm(
+                total=len(batches),
+                initial=state.batch_in_epoch,
+                desc=f"epoch {state.epoch + 1}",
+                disable=not self.is_main,
+                unit="batch",
+                mininterval=2.0,
+                dynamic_ncols=True,
+            )
+            window_tokens, window_loss, window_start = 0, 0.0, time.perf_counter()
+            stop = False
+            while state.batch_in_epoch < len(batches) and not self.out_of_budget():
+                started = time.perf_counter()
+                outcome = self.train_step(batches[state.batch_in_epoch])
+                state.batch_in_epoch += 1
+                state.elapsed_seconds += time.perf_counter() - started
+                bar.update(1)
+                if outcome is None:
+                    continue
+                loss, tokens = outcome
+                window_tokens += tokens
+                window_loss += loss * tokens
+                if state.step % self.cfg.log_every == 0:
+                    seconds = time.perf_counter() - window_start
+                    speed = window_tokens / max(seconds, 1e-9)
+                    lr = self.optimizer.param_groups[0]["lr"]
+                    mean = window_loss / max(window_tokens, 1)
+                    bar.set_postfix(
+                        loss=f"{mean:.3f}", lr=f"{lr:.2e}", tok_s=f"{speed:.0f}"
+                    )
+                    self.record(
+                        "train",
+                        epoch=state.epoch + 1,
+                        loss=mean,
+                        lr=lr,
+                        tokens_per_s=speed,
+                        elapsed_s=state.elapsed_seconds,
+                    )
+                    window_tokens, window_loss, window_start = (
+                        0,
+                        0.0,
+                        time.perf_counter(),
+                    )
+                if state.step % self.cfg.validate_every == 0:
+                    last_validated = state.step
+                    if self.validate_and_save():
+                        stop = True
+                        break
+            bar.close()
+            if stop:
+                self.log(
+                    f"early stopping: no gain in "
+                    f"{self.cfg.early_stopping.patience} validations"
+                )
+                break
+            if state.batch_in_epoch >= len(batches):
+                state.epoch += 1
+                state.batch_in_epoch = 0
+        state.finished = True
+        if (
+            last_validated != state.step
+            or not (self.run_dir / ckpt.INDEX_FILE).exists()
+        ):
+            self.validate_and_save()
+        else:
+            self.save()
+        self.log(
+            f"done: {state.step} steps, {state.epoch} epochs, "
+            f"{state.elapsed_seconds / 60:.1f} min of training; "
+            f"best at step {state.best_step}"
+        )
+        return state

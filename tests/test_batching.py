@@ -1,0 +1,54 @@
+import numpy as np
+
+from rosetta.data import Example, collate, make_batches, padding_share
+from rosetta.data.batching import shard
+from rosetta.data.vocab import BOS_ID, EOS_ID, PAD_ID
+
+
+def test_collate_makes_the_shift_of_spec_section_1():
+    batch = collate([Example([5, 6, 7], [8, 9]), Example([5], [10, 11, 12])])
+    assert batch.src.tolist() == [[5, 6, 7, EOS_ID], [5, EOS_ID, PAD_ID, PAD_ID]]
+    assert batch.src_lengths.tolist() == [4, 2]
+    assert batch.tgt_in.tolist() == [[BOS_ID, 8, 9, PAD_ID], [BOS_ID, 10, 11, 12]]
+    assert batch.tgt_out.tolist() == [[8, 9, EOS_ID, PAD_ID], [10, 11, 12, EOS_ID]]
+    assert batch.tgt_lengths.tolist() == [3, 4]
+    assert batch.src_mask.tolist() == [[True] * 4, [True, True, False, False]]
+
+
+def random_examples(count=500, seed=0):
+    """Source and target lengths correlate, as in real parallel text."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(1, 40, count)
+    return [
+        Example([4] * int(n), [5] * max(1, int(n + rng.integers(-3, 4))))
+        for n in lengths
+    ]
+
+
+def test_batches_respect_the_token_budget_and_cover_every_example():
+    examples = random_examples()
+    batches = make_batches(examples, 300, np.random.default_rng(1))
+    assert sorted(i for b in batches for i in b) == list(range(len(examples)))
+    for batch in batches:
+        longest = max(
+            max(len(examples[i].src), len(examples[i].tgt)) + 1 for i in batch
+        )
+        assert longest * len(batch) <= 300
+
+
+def test_bucketing_keeps_padding_low_and_epochs_differ_reproducibly():
+    examples = random_examples()
+    bucketed = make_batches(examples, 600, np.random.default_rng(1))
+    unsorted = [list(range(i, min(i + 20, 500))) for i in range(0, 500, 20)]
+    assert padding_share(examples, bucketed) < padding_share(examples, unsorted) / 2
+    again = make_batches(examples, 600, np.random.default_rng(1))
+    other = make_batches(examples, 600, np.random.default_rng(2))
+    assert bucketed == again and bucketed != other
+
+
+def test_shards_are_disjoint_and_equal_in_count():
+    batches = [[i] for i in range(11)]
+    shards = [shard(batches, rank, 3) for rank in range(3)]
+    assert [len(s) for s in shards] == [3, 3, 3]
+    flat = [b[0] for s in shards for b in s]
+    assert len(set(flat)) == 9

@@ -1,0 +1,98 @@
+"""End to end through the command line on a slice of real data:
+prepare -> train -> translate -> evaluate."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import sacrebleu
+
+TATOEBA = Path(__file__).parents[2] / "shared" / "data" / "tatoeba" / "eng-fra-5k.tsv"
+
+
+def rosetta(*args, stdin=None, check=True):
+    result = subprocess.run(
+        [sys.executable, "-m", "rosetta.cli", *map(str, args)],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(f"rosetta {args[0]} failed:\n{result.stderr[-3000:]}")
+    return result
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    if not TATOEBA.is_file():
+        pytest.skip(f"{TATOEBA} not found")
+    folder = tmp_path_factory.mktemp("cli")
+    lines = TATOEBA.read_text(encoding="utf-8").splitlines()
+    test, train = lines[::25], [line for i, line in enumerate(lines) if i % 25]
+    (folder / "train.tsv").write_text("\n".join(train) + "\n", encoding="utf-8")
+    (folder / "valid.tsv").write_text("\n".join(test[:60]) + "\n", encoding="utf-8")
+    (folder / "test.fr").write_text("".join(t.split("\t")[1] + "\n" for t in test))
+    (folder / "test.en").write_text("".join(t.split("\t")[0] + "\n" for t in test))
+    (folder / "config.yaml").write_text(
+        """
+data: {train: {tsv: train.tsv}, valid: {tsv: valid.tsv}, max_len: 40}
+tokenizer: {kind: sentencepiece, vocab_size: 1000, joint: true}
+model: {encoder_layers: 2, decoder_layers: 2, d_model: 128, heads: 4, d_ff: 256,
+        dropout: 0.1}
+train: {batch_tokens: 1500, lr: 2.0e-3, warmup_steps: 60, max_steps: 350,
+        max_epochs: null, validate_every: 175, threads: 1, log_every: 25}
+"""
+    )
+    # The TSV is English<TAB>French; train French -> English by swapping columns.
+    for name in ("train.tsv", "valid.tsv"):
+        path = folder / name
+        rows = [r.split("\t") for r in path.read_text().splitlines()]
+        path.write_text("".join(f"{r[1]}\t{r[0]}\n" for r in rows))
+    run = folder / "run"
+    prepared = rosetta("prepare", folder / "config.yaml", "-o", run)
+    assert "vocabulary: source 1000" in prepared.stdout
+    trained = rosetta("train", folder / "config.yaml", "-o", run)
+    assert "tokenizers: loaded" in trained.stdout  # reuses what prepare made
+    return folder, run
+
+
+@pytest.mark.slow
+def test_translate_and_evaluate_beat_copying_the_source(trained):
+    folder, run = trained
+    rosetta("translate", "-m", run, "-i", folder / "test.fr", "-o", folder / "hyp.en")
+    sources = (folder / "test.fr").read_text().splitlines()
+    hyps = (folder / "hyp.en").read_text().splitlines()
+    refs = (folder / "test.en").read_text().splitlines()
+    assert len(hyps) == len(sources)
+    model_bleu = sacrebleu.corpus_bleu(hyps, [refs]).score
+    copy_bleu = sacrebleu.corpus_bleu(sources, [refs]).score
+    assert model_bleu > copy_bleu + 5, (model_bleu, copy_bleu)
+
+    report = rosetta(
+        "evaluate", "--hyp", folder / "hyp.en", "--ref", folder / "test.en"
+    )
+    shown = float(re.search(r"^BLEU = ([\d.]+)", report.stdout, re.M).group(1))
+    assert shown == pytest.approx(model_bleu, abs=0.01)
+    assert "chrF" in report.stdout and "notes-BLEU" in report.stdout
+
+
+@pytest.mark.slow
+def test_stdin_lines_stay_aligned(trained):
+    _, run = trained
+    text = "Je suis étudiant.\n\n   \nMerci !\n" + "très " * 400 + "\n😀\n"
+    result = rosetta("translate", "-m", run, stdin=text)
+    assert result.stdout.count("\n") == 6
+    lines = result.stdout.split("\n")
+    assert lines[1] == "" and lines[2] == ""
+
+
+def test_bad_input_is_one_clear_line_without_traceback(tmp_path):
+    result = rosetta("train", tmp_path / "missing.yaml", check=False)
+    assert result.returncode == 2
+    assert "config file not found" in result.stderr
+    assert "Traceback" not in result.stderr
+    result = rosetta("translate", "-m", tmp_path / "nothing", stdin="x\n", check=False)
+    assert result.returncode == 2 and "no such model" in result.stderr

@@ -1,0 +1,69 @@
+"""A broken model cannot pass this: learn to reverse random sequences."""
+
+import time
+
+import pytest
+import torch
+
+from rosetta.data import Example, collate
+from rosetta.data.vocab import BOS_ID, EOS_ID, PAD_ID
+from rosetta.decode import greedy_search
+from rosetta.models import build_transformer
+from rosetta.train import label_smoothed_cross_entropy, learning_rate
+
+VOCAB, SYMBOLS = 14, range(4, 14)
+
+
+def reverse_examples(count, generator):
+    lengths = torch.randint(3, 9, (count,), generator=generator)
+    examples = []
+    for n in lengths.tolist():
+        seq = torch.randint(SYMBOLS.start, SYMBOLS.stop, (n,), generator=generator)
+        examples.append(Example(seq.tolist(), seq.flip(0).tolist()))
+    return examples
+
+
+def exact_match(model, test):
+    model.eval()
+    batch = collate(test)
+    hyps = greedy_search(model, batch.src, batch.src_mask, bos_id=BOS_ID, eos_id=EOS_ID)
+    return sum(h.tokens == e.tgt for h, e in zip(hyps, test, strict=True)) / len(test)
+
+
+@pytest.mark.slow
+def test_transformer_learns_to_reverse_within_a_minute():
+    torch.manual_seed(0)
+    generator = torch.Generator().manual_seed(0)
+    model = build_transformer(
+        VOCAB,
+        VOCAB,
+        encoder_layers=2,
+        decoder_layers=2,
+        d_model=64,
+        heads=4,
+        d_ff=128,
+        dropout=0.0,
+        share_embeddings=True,
+        max_positions=32,
+    )
+    optimizer = torch.optim.Adam(model.parameters(), betas=(0.9, 0.98))
+    test = reverse_examples(300, torch.Generator().manual_seed(123))
+    started = time.perf_counter()
+    for step in range(1, 1201):
+        batch = collate(reverse_examples(64, generator))
+        model.train()
+        logits = model(batch.src, batch.src_mask, batch.tgt_in, batch.tgt_in != PAD_ID)
+        loss, _, count = label_smoothed_cross_entropy(
+            logits, batch.tgt_out, 0.0, PAD_ID
+        )
+        optimizer.zero_grad()
+        (loss / count).backward()
+        for group in optimizer.param_groups:
+            group["lr"] = learning_rate(step, 2e-3, 100, "constant")
+        optimizer.step()
+        if step % 200 == 0 and exact_match(model, test) >= 0.99:
+            break
+        if time.perf_counter() - started > 55:
+            break
+    exact = exact_match(model, test)
+    assert exact >= 0.99, f"exact match {exact:.3f} after {step} steps"

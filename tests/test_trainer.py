@@ -1,0 +1,87 @@
+import json
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from rosetta import Translator
+from rosetta.errors import RosettaError
+from rosetta.train.run import run_training
+from tests.toy import toy_config
+
+
+def weights(folder):
+    return load_file(str(folder / "model.safetensors"))
+
+
+def latest(run_dir):
+    index = json.loads((run_dir / "checkpoints.json").read_text())
+    return run_dir / index["latest"], index
+
+
+def test_resume_continues_exactly(tmp_path):
+    config, _ = toy_config(tmp_path, "train.max_steps=40", "train.max_epochs=null")
+    run_training(config, tmp_path / "straight")
+
+    half, _ = toy_config(tmp_path, "train.max_steps=25", "train.max_epochs=null")
+    run_training(half, tmp_path / "resumed")  # stops at 25, mid-epoch
+    folder, _ = latest(tmp_path / "resumed")
+    assert json.loads((folder / "checkpoint.json").read_text())["trainer"]["step"] == 25
+    run_training(config, tmp_path / "resumed", resume=True)
+
+    a, _ = latest(tmp_path / "straight")
+    b, _ = latest(tmp_path / "resumed")
+    assert a.name == b.name == "checkpoint-0000040"
+    wa, wb = weights(a), weights(b)
+    assert wa.keys() == wb.keys()
+    assert all(torch.equal(wa[k], wb[k]) for k in wa)
+    opt_a = load_file(str(a / "optimizer.safetensors"))
+    opt_b = load_file(str(b / "optimizer.safetensors"))
+    assert all(torch.equal(opt_a[k], opt_b[k]) for k in opt_a)
+
+
+def test_checkpoints_kept_best_and_metrics_logged(tmp_path):
+    config, _ = toy_config(tmp_path, "train.max_epochs=2")
+    run_dir = tmp_path / "run"
+    run_training(config, run_dir)
+    _, index = latest(run_dir)
+    names = sorted(
+        p.name for p in run_dir.iterdir() if p.name.startswith("checkpoint-")
+    )
+    assert set(names) == set(index["checkpoints"])
+    assert len(names) <= 3 and index["best"] in names and index["latest"] in names
+    assert not list(run_dir.glob("*.tmp"))
+    records = [json.loads(line) for line in (run_dir / "metrics.jsonl").open()]
+    kinds = {r["kind"] for r in records}
+    assert kinds == {"train", "valid"}
+    assert all("bleu" in r for r in records if r["kind"] == "valid")
+
+
+def test_an_existing_run_is_not_overwritten_without_resume(tmp_path):
+    config, _ = toy_config(tmp_path, "train.max_steps=5", "train.max_epochs=null")
+    run_training(config, tmp_path / "run")
+    with pytest.raises(RosettaError, match="--resume"):
+        run_training(config, tmp_path / "run")
+
+
+def test_corrupted_checkpoint_is_refused(tmp_path):
+    config, _ = toy_config(tmp_path, "train.max_steps=10", "train.max_epochs=null")
+    run_training(config, tmp_path / "run")
+    folder, _ = latest(tmp_path / "run")
+    Translator.load(folder)  # loads while intact
+    data = (folder / "model.safetensors").read_bytes()
+    (folder / "model.safetensors").write_bytes(data[: len(data) // 2])
+    with pytest.raises(RosettaError, match="checksum mismatch"):
+        Translator.load(folder)
+
+
+def test_translator_keeps_one_output_per_input(tmp_path):
+    config, _ = toy_config(tmp_path, "train.max_steps=10", "train.max_epochs=null")
+    run_training(config, tmp_path / "run")
+    translator = Translator.load(tmp_path / "run")
+    inputs = ["alpha beta", "", "   ", "gamma " * 200, "😀 \u202eunknown\u0007", "eta"]
+    with pytest.warns(UserWarning, match="truncated"):
+        outputs = translator.translate(inputs)
+    assert len(outputs) == len(inputs)
+    assert outputs[1] == "" and outputs[2] == ""
+    assert all("\n" not in line for line in outputs)

@@ -1,0 +1,155 @@
+import pytest
+import torch
+from torch import nn
+
+from rosetta.models import (
+    TransformerDecoderLayer,
+    TransformerEncoderLayer,
+    build_transformer,
+)
+from rosetta.models.transformer import causal_mask
+from tests.test_attention import copy_into_torch
+
+D, HEADS, FF = 32, 4, 64
+
+
+def copy_ffn_and_norms(ours, theirs, norms):
+    with torch.no_grad():
+        theirs.linear1.load_state_dict(ours.ffn.linear1.state_dict())
+        theirs.linear2.load_state_dict(ours.ffn.linear2.state_dict())
+        for ours_norm, theirs_norm in norms:
+            theirs_norm.load_state_dict(ours_norm.norm.state_dict())
+
+
+@pytest.mark.reference
+def test_encoder_layer_equals_torch():
+    torch.manual_seed(0)
+    ours = TransformerEncoderLayer(D, HEADS, FF, dropout=0.0).eval()
+    theirs = nn.TransformerEncoderLayer(
+        D, HEADS, FF, dropout=0.0, batch_first=True, norm_first=False
+    ).eval()
+    copy_into_torch(ours.self_attn, theirs.self_attn)
+    copy_ffn_and_norms(
+        ours, theirs, [(ours.attn_res, theirs.norm1), (ours.ffn_res, theirs.norm2)]
+    )
+    x = torch.randn(3, 6, D)
+    real = torch.arange(6)[None] < torch.tensor([6, 3, 1])[:, None]
+    out = ours(x, real[:, None, None, :])
+    expected = theirs(x, src_key_padding_mask=~real)
+    # torch's fast path may zero padded rows; compare real positions
+    assert (out - expected)[real].abs().max() <= 1e-5
+
+
+@pytest.mark.reference
+def test_decoder_layer_equals_torch():
+    torch.manual_seed(1)
+    ours = TransformerDecoderLayer(D, HEADS, FF, dropout=0.0).eval()
+    theirs = nn.TransformerDecoderLayer(
+        D, HEADS, FF, dropout=0.0, batch_first=True, norm_first=False
+    ).eval()
+    copy_into_torch(ours.self_attn, theirs.self_attn)
+    copy_into_torch(ours.cross_attn, theirs.multihead_attn)
+    copy_ffn_and_norms(
+        ours,
+        theirs,
+        [
+            (ours.self_res, theirs.norm1),
+            (ours.cross_res, theirs.norm2),
+            (ours.ffn_res, theirs.norm3),
+        ],
+    )
+    x, memory = torch.randn(2, 5, D), torch.randn(2, 7, D)
+    src_real = torch.arange(7)[None] < torch.tensor([7, 4])[:, None]
+    tgt_real = torch.arange(5)[None] < torch.tensor([5, 3])[:, None]
+    self_mask = causal_mask(5, 5, x.device) & tgt_real[:, None, None, :]
+    memory_kv = ours.cross_attn.project_key_value(memory, memory)
+    out, _ = ours(x, memory_kv, src_real[:, None, None, :], self_mask)
+    expected = theirs(
+        x,
+        memory,
+        tgt_mask=~causal_mask(5, 5, x.device),
+        tgt_key_padding_mask=~tgt_real,
+        memory_key_padding_mask=~src_real,
+    )
+    assert (out - expected)[tgt_real].abs().max() <= 1e-5
+
+
+def tiny_model(**overrides):
+    torch.manual_seed(3)
+    options = dict(
+        encoder_layers=2,
+        decoder_layers=2,
+        d_model=D,
+        heads=HEADS,
+        d_ff=FF,
+        dropout=0.0,
+        max_positions=64,
+    )
+    options.update(overrides)
+    return build_transformer(11, 13, **options).eval()
+
+
+def random_batch(seed=4):
+    generator = torch.Generator().manual_seed(seed)
+    src = torch.randint(4, 11, (3, 8), generator=generator)
+    src_lengths = torch.tensor([8, 5, 2])
+    src_mask = torch.arange(8)[None] < src_lengths[:, None]
+    src = src.masked_fill(~src_mask, 0)
+    tgt = torch.randint(4, 13, (3, 6), generator=generator)
+    tgt[:, 0] = 2
+    return src, src_mask, tgt
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_cached_steps_equal_teacher_forcing(norm_first):
+    model = tiny_model(norm_first=norm_first)
+    src, src_mask, tgt = random_batch()
+    with torch.no_grad():
+        full = torch.log_softmax(model(src, src_mask, tgt), dim=-1)  # (n, T, V)
+        state = model.init_state(model.encode(src, src_mask), src_mask)
+        for t in range(tgt.size(1)):
+            log_probs, state = model.step(tgt[:, t], state)
+            assert (log_probs - full[:, t]).abs().max() <= 1e-5
+
+
+def test_reorder_selects_rows_of_the_cache():
+    model = tiny_model()
+    src, src_mask, tgt = random_batch()
+    with torch.no_grad():
+        state = model.init_state(model.encode(src, src_mask), src_mask)
+        _, state = model.step(tgt[:, 0], state)
+        index = torch.tensor([2, 0, 0])
+        reordered = state.reorder(index)
+        expected, _ = model.step(tgt[index, 1], reordered)
+        direct, _ = model.step(tgt[:, 1], state)
+        assert torch.allclose(expected, direct[index], atol=1e-6)
+
+
+def test_padding_content_never_changes_real_outputs():
+    model = tiny_model()
+    src, src_mask, tgt = random_batch()
+    tgt_mask = torch.arange(6)[None] < torch.tensor([6, 4, 2])[:, None]
+    with torch.no_grad():
+        before = model(src, src_mask, tgt, tgt_mask)
+        noisy_src = torch.where(src_mask, src, torch.randint(4, 11, src.shape))
+        noisy_tgt = torch.where(tgt_mask, tgt, torch.randint(4, 13, tgt.shape))
+        after = model(noisy_src, src_mask, noisy_tgt, tgt_mask)
+    assert (before - after)[tgt_mask].abs().max() <= 1e-5
+
+
+def test_shared_and_tied_embeddings_are_one_parameter():
+    model = build_transformer(
+        20, 20, d_model=16, heads=2, d_ff=32, share_embeddings=True, tie_output=True
+    )
+    assert model.encoder.embedding is model.decoder.embedding
+    assert model.decoder.output_proj.weight is model.decoder.embedding.token.weight
+    with pytest.raises(ValueError, match="one vocabulary"):
+        build_transformer(20, 21, d_model=16, heads=2, share_embeddings=True)
+
+
+def test_too_long_input_is_a_clear_error():
+    model = tiny_model()
+    src = torch.ones(1, 65, dtype=torch.long)
+    with pytest.raises(ValueError, match="max_positions"):
+        model.encode(src, src > 0)

@@ -1,0 +1,57 @@
+"""A tiny synthetic parallel corpus and config: target = source words reversed."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from rosetta.config import Config, load_config
+
+WORDS = [
+    "alpha",
+    "beta",
+    "gamma",
+    "delta",
+    "eps",
+    "zeta",
+    "eta",
+    "theta",
+    "iota",
+    "kappa",
+]
+
+
+def write_corpus(folder: Path, count: int, seed: int) -> tuple[Path, Path]:
+    rng = random.Random(seed)
+    src_lines, tgt_lines = [], []
+    for _ in range(count):
+        words = [rng.choice(WORDS) for _ in range(rng.randint(2, 6))]
+        src_lines.append(" ".join(words))
+        tgt_lines.append(" ".join(reversed(words)).upper())
+    src, tgt = folder / f"{seed}.src", folder / f"{seed}.tgt"
+    src.write_text("\n".join(src_lines) + "\n")
+    tgt.write_text("\n".join(tgt_lines) + "\n")
+    return src, tgt
+
+
+def toy_config(folder: Path, *overrides: str) -> tuple[Config, Path]:
+    train_src, train_tgt = write_corpus(folder, 400, seed=1)
+    valid_src, valid_tgt = write_corpus(folder, 30, seed=2)
+    path = folder / "toy.yaml"
+    path.write_text(
+        f"""
+data:
+  train: {{src: {train_src.name}, tgt: {train_tgt.name}}}
+  valid: {{src: {valid_src.name}, tgt: {valid_tgt.name}}}
+  test: {{src: {valid_src.name}, tgt: {valid_tgt.name}}}
+tokenizer: {{kind: word, joint: false}}
+model:
+  {{encoder_layers: 1, decoder_layers: 1, d_model: 32, heads: 2, d_ff: 64,
+   dropout: 0.1, share_embeddings: false, max_positions: 64}}
+train:
+  {{batch_tokens: 300, lr: 3.0e-3, warmup_steps: 10, max_epochs: 3,
+   validate_every: 10, log_every: 5, keep_last: 2, threads: 1}}
+decode: {{batch_size: 16}}
+"""
+    )
+    return load_config(path, list(overrides)), path
