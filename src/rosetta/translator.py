@@ -9,10 +9,8 @@ from pathlib import Path
 import torch
 
 from rosetta.config import Config, config_from_dict
-from rosetta.data.batching import Example, collate
 from rosetta.data.tokenizer import TokenizerPair
-from rosetta.data.vocab import BOS_ID, EOS_ID
-from rosetta.decode.greedy import greedy_search
+from rosetta.decode.batched import decode_in_batches
 from rosetta.models.build import build_model
 from rosetta.models.interface import EncoderDecoder
 from rosetta.train import checkpoint as ckpt
@@ -83,27 +81,19 @@ class Translator:
     ) -> list[str]:
         """Translate sentences; one output per input, in order (empty in, empty out)."""
         decode = self.config.decode
-        a = decode.max_len_a if max_len_a is None else max_len_a
-        b = decode.max_len_b if max_len_b is None else max_len_b
-        size = batch_size or decode.batch_size
         sentences = list(sentences)
         outputs = [""] * len(sentences)
         sources = {i: self._encode(s) for i, s in enumerate(sentences) if s.strip()}
-        order = sorted(sources, key=lambda i: len(sources[i]))
-        for start in range(0, len(order), size):
-            chunk = order[start : start + size]
-            batch = collate([Example(sources[i], []) for i in chunk]).to(self.device)
-            hypotheses = greedy_search(
-                self.model,
-                batch.src,
-                batch.src_mask,
-                bos_id=BOS_ID,
-                eos_id=EOS_ID,
-                max_len_a=a,
-                max_len_b=b,
-                max_len_cap=self.config.model.max_positions,
-            )
-            for i, hypothesis in zip(chunk, hypotheses, strict=True):
-                text = self.tokenizers.tgt.decode(hypothesis.tokens)
-                outputs[i] = " ".join(text.split())  # one line, whatever it holds
+        hypotheses = decode_in_batches(
+            self.model,
+            list(sources.values()),
+            self.device,
+            batch_size=batch_size or decode.batch_size,
+            max_len_a=decode.max_len_a if max_len_a is None else max_len_a,
+            max_len_b=decode.max_len_b if max_len_b is None else max_len_b,
+            max_len_cap=self.config.model.max_positions,
+        )
+        for i, hypothesis in zip(sources, hypotheses, strict=True):
+            text = self.tokenizers.tgt.decode(hypothesis.tokens)
+            outputs[i] = " ".join(text.split())  # one line, whatever it holds
         return outputs

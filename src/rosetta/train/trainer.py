@@ -12,7 +12,6 @@ can wrap the model without changes here.
 from __future__ import annotations
 
 import json
-import math
 import shutil
 import time
 from dataclasses import asdict, dataclass
@@ -23,19 +22,29 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from rosetta.config import Config, config_to_dict
+from rosetta.config import Config, TrainConfig, config_to_dict
 from rosetta.data.batching import Example, collate, make_batches, shard
 from rosetta.data.tokenizer import TokenizerPair
-from rosetta.data.vocab import BOS_ID, EOS_ID, PAD_ID
-from rosetta.decode.greedy import greedy_search
+from rosetta.data.vocab import PAD_ID
 from rosetta.errors import RosettaError
-from rosetta.evaluate.corpus import sacrebleu_score
 from rosetta.models.interface import EncoderDecoder
 from rosetta.train import checkpoint as ckpt
 from rosetta.train.loss import label_smoothed_cross_entropy
 from rosetta.train.schedule import learning_rate
+from rosetta.train.validation import validation_bleu, validation_loss
 
 MAX_BAD_STEPS = 10  # consecutive non-finite losses before training stops
+
+
+def make_adam(model: torch.nn.Module, cfg: TrainConfig) -> torch.optim.Adam:
+    """Adam, fused into one kernel per step where this PyTorch supports it."""
+    options = dict(
+        lr=cfg.lr, betas=cfg.betas, eps=cfg.eps, weight_decay=cfg.weight_decay
+    )
+    try:
+        return torch.optim.Adam(model.parameters(), fused=True, **options)
+    except (RuntimeError, TypeError, ValueError):
+        return torch.optim.Adam(model.parameters(), foreach=True, **options)
 
 
 @dataclass
@@ -73,13 +82,7 @@ class Trainer:
         self.valid_pairs = valid_pairs
         self.device = device
         self.rank, self.world_size = rank, world_size
-        self.optimizer = torch.optim.Adam(
-            self.model.parameters(),
-            lr=self.cfg.lr,
-            betas=self.cfg.betas,
-            eps=self.cfg.eps,
-            weight_decay=self.cfg.weight_decay,
-        )
+        self.optimizer = make_adam(self.model, self.cfg)
         self.state = TrainerState()
         self.bad_steps_in_a_row = 0
         self.metrics_path = run_dir / "metrics.jsonl"
@@ -210,55 +213,24 @@ class Trainer:
         return None
 
     # ---- validation --------------------------------------------------------
-    @torch.no_grad()
     def validate(self) -> dict[str, float]:
-        self.model.eval()
-        loss_sum = nll_sum = 0.0
-        count = 0
-        for indices in make_batches(self.valid_examples, self.cfg.batch_tokens):
-            batch = collate([self.valid_examples[i] for i in indices]).to(self.device)
-            logits = self.model(
-                batch.src, batch.src_mask, batch.tgt_in, batch.tgt_in != PAD_ID
-            )
-            loss, nll, tokens = label_smoothed_cross_entropy(
-                logits, batch.tgt_out, self.cfg.label_smoothing, PAD_ID
-            )
-            loss_sum, nll_sum, count = (
-                loss_sum + float(loss),
-                nll_sum + float(nll),
-                count + tokens,
-            )
-        result = {"loss": loss_sum / count, "ppl": math.exp(min(nll_sum / count, 50))}
+        result = validation_loss(
+            self.model,
+            self.valid_examples,
+            self.cfg.batch_tokens,
+            self.cfg.label_smoothing,
+            self.device,
+        )
         if self.cfg.valid_bleu:
-            hypotheses = self.translate_valid()
-            references = [self.valid_pairs[i][1] for i in range(len(hypotheses))]
-            result["bleu"] = sacrebleu_score(hypotheses, references).value
-        return result
-
-    def translate_valid(self) -> list[str]:
-        decode = self.config.decode
-        sources = [
-            self.tokenizers.src.encode(s)[: decode.max_input_tokens - 1]
-            for s, _ in self.valid_pairs
-        ]
-        order = sorted(range(len(sources)), key=lambda i: len(sources[i]))
-        outputs: list[str] = [""] * len(sources)
-        for start in range(0, len(order), decode.batch_size):
-            chunk = order[start : start + decode.batch_size]
-            batch = collate([Example(sources[i], []) for i in chunk]).to(self.device)
-            hypotheses = greedy_search(
+            result["bleu"] = validation_bleu(
                 self.model,
-                batch.src,
-                batch.src_mask,
-                bos_id=BOS_ID,
-                eos_id=EOS_ID,
-                max_len_a=decode.max_len_a,
-                max_len_b=decode.max_len_b,
-                max_len_cap=self.config.model.max_positions,
+                self.tokenizers,
+                self.valid_pairs,
+                self.config.decode,
+                self.config.model.max_positions,
+                self.device,
             )
-            for i, hypothesis in zip(chunk, hypotheses, strict=True):
-                outputs[i] = self.tokenizers.tgt.decode(hypothesis.tokens)
-        return outputs
+        return result
 
     def after_validation(self, result: dict[str, float]) -> bool:
         """Track the best score; True if early stopping says stop."""
@@ -356,6 +328,8 @@ class Trainer:
                     if self.validate_and_save():
                         stop = True
                         break
+                    window_tokens, window_loss = 0, 0.0  # speed excludes validation
+                    window_start = time.perf_counter()
             bar.close()
             if stop:
                 self.log(

@@ -1,0 +1,95 @@
+"""Translation quality of a configuration on its test set (Multi30k test_2016).
+
+Trains the configuration (or resumes/reuses the run folder), translates the
+test set with greedy search and prints a table with sacreBLEU (cased,
+detokenized), the tokenized lower-cased BLEU that published Multi30k results
+use, chrF, training time, epochs and the machine. Writes the same as JSON.
+
+    python benchmarks/quality_multi30k.py \
+        --config configs/multi30k-de-en-transformer.yaml
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+import torch
+
+from rosetta import Translator
+from rosetta.config import load_config
+from rosetta.data.corpus import read_corpus
+from rosetta.evaluate import chrf_score, sacrebleu_score, tokenized_lowercase_bleu
+from rosetta.train.checkpoint import read_index, read_meta, resolve_checkpoint
+from rosetta.train.run import run_training
+
+
+def cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", default="configs/multi30k-de-en-transformer.yaml")
+    parser.add_argument("--run-dir", help="default: runs/quality-CONFIG_NAME")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument(
+        "--no-train", action="store_true", help="only evaluate an existing run folder"
+    )
+    parser.add_argument("--json", default="benchmarks/results/quality.json")
+    args = parser.parse_args()
+
+    config = load_config(args.config, args.set)
+    run_dir = Path(args.run_dir or f"runs/quality-{Path(args.config).stem}")
+    if not args.no_train:
+        run_training(
+            config, run_dir, resume=read_index(run_dir).get("latest") is not None
+        )
+    checkpoint = resolve_checkpoint(run_dir, "best")
+    trainer = read_meta(resolve_checkpoint(run_dir, "latest"))["trainer"]
+    best_step = read_meta(checkpoint)["trainer"]["step"]
+
+    assert config.data.test is not None, "the config names no test set"
+    pairs = read_corpus(config.data.test)
+    sources, references = [s for s, _ in pairs], [t for _, t in pairs]
+    translator = Translator.load(checkpoint, device="cpu")
+    started = time.perf_counter()
+    hypotheses = translator.translate(sources)
+    seconds = time.perf_counter() - started
+
+    rows = {
+        "config": args.config,
+        "checkpoint": str(checkpoint),
+        "best_step": best_step,
+        "steps": trainer["step"],
+        "epochs_completed": trainer["epoch"],
+        "train_minutes": round(trainer["elapsed_seconds"] / 60, 1),
+        "test_sentences": len(sources),
+        "sacrebleu": round(sacrebleu_score(hypotheses, references).value, 2),
+        "bleu_tok_lc": round(tokenized_lowercase_bleu(hypotheses, references).value, 2),
+        "chrf": round(chrf_score(hypotheses, references).value, 2),
+        "decode_seconds_greedy": round(seconds, 1),
+        "machine": f"{cpu_name()}, {os.cpu_count()} cores, torch {torch.__version__}, "
+        f"{torch.get_num_threads()} threads",
+        "signature": sacrebleu_score(hypotheses[:1], references[:1]).signature,
+    }
+    width = max(len(k) for k in rows)
+    print("\n| metric | value |\n|---|---|")
+    for key, value in rows.items():
+        print(f"| {key:<{width}} | {value} |")
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

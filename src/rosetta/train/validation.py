@@ -1,0 +1,64 @@
+"""Validation during training: loss and perplexity, and BLEU of greedy output."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from rosetta.config import DecodeConfig
+from rosetta.data.batching import Example, collate, make_batches
+from rosetta.data.tokenizer import TokenizerPair
+from rosetta.data.vocab import PAD_ID
+from rosetta.decode.batched import decode_in_batches
+from rosetta.evaluate.corpus import sacrebleu_score
+from rosetta.models.interface import EncoderDecoder
+from rosetta.train.loss import label_smoothed_cross_entropy
+
+
+@torch.no_grad()
+def validation_loss(
+    model: EncoderDecoder,
+    examples: list[Example],
+    batch_tokens: int,
+    label_smoothing: float,
+    device: torch.device,
+) -> dict[str, float]:
+    """Per-token label-smoothed loss and perplexity (from the plain NLL)."""
+    model.eval()
+    loss_sum = nll_sum = 0.0
+    count = 0
+    for indices in make_batches(examples, batch_tokens):
+        batch = collate([examples[i] for i in indices]).to(device)
+        logits = model(batch.src, batch.src_mask, batch.tgt_in, batch.tgt_in != PAD_ID)
+        loss, nll, tokens = label_smoothed_cross_entropy(
+            logits, batch.tgt_out, label_smoothing, PAD_ID
+        )
+        loss_sum += float(loss)
+        nll_sum += float(nll)
+        count += tokens
+    return {"loss": loss_sum / count, "ppl": math.exp(min(nll_sum / count, 50.0))}
+
+
+def validation_bleu(
+    model: EncoderDecoder,
+    tokenizers: TokenizerPair,
+    pairs: list[tuple[str, str]],
+    decode: DecodeConfig,
+    max_positions: int,
+    device: torch.device,
+) -> float:
+    """sacreBLEU of greedy translations of the validation sources."""
+    limit = min(decode.max_input_tokens, max_positions) - 1
+    sources = [tokenizers.src.encode(source)[:limit] for source, _ in pairs]
+    hypotheses = decode_in_batches(
+        model,
+        sources,
+        device,
+        batch_size=decode.batch_size,
+        max_len_a=decode.max_len_a,
+        max_len_b=decode.max_len_b,
+        max_len_cap=max_positions,
+    )
+    texts = [tokenizers.tgt.decode(h.tokens) for h in hypotheses]
+    return sacrebleu_score(texts, [target for _, target in pairs]).value
