@@ -52,3 +52,15 @@ def test_shards_are_disjoint_and_equal_in_count():
     assert [len(s) for s in shards] == [3, 3, 3]
     flat = [b[0] for s in shards for b in s]
     assert len(set(flat)) == 9
+
+
+def test_empty_and_too_long_pairs_are_filtered_and_counted():
+    from rosetta.config import TokenizerConfig
+    from rosetta.data import TokenizerPair, encode_pairs
+
+    pairs = [("a b", "x y"), ("", "x"), ("a", "  "), ("a " * 50, "x"), ("b", "y")]
+    tokenizers = TokenizerPair.train(pairs, TokenizerConfig(kind="word"))
+    examples, report = encode_pairs(pairs, tokenizers, max_len=10)
+    assert len(examples) == report.kept == 2
+    assert report.dropped == {"empty": 2, "longer than 10 tokens": 1}
+    assert report.summary() == "2 of 5 pairs kept (2 empty, 1 longer than 10 tokens)"

@@ -23,10 +23,20 @@ def pick_device(name: str) -> torch.device:
 
 
 def distributed_rank() -> tuple[int, int]:
-    """(rank, world size) under torchrun, (0, 1) otherwise."""
+    """(rank, world size) of an initialised process group, (0, 1) otherwise.
+
+    The trainer shards batches by rank and only rank 0 logs and saves, but the
+    model is not wrapped in DistributedDataParallel yet, so several processes
+    without a process group are refused rather than trained unsynchronised.
+    """
     if torch.distributed.is_available() and torch.distributed.is_initialized():
         return torch.distributed.get_rank(), torch.distributed.get_world_size()
-    return int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        raise RosettaError(
+            "multi-process training (torchrun) is not supported by this version; "
+            "run one process"
+        )
+    return 0, 1
 
 
 def configure_torch(config: Config) -> None:
