@@ -82,9 +82,12 @@ def test_translate_and_evaluate_beat_copying_the_source(trained):
 @pytest.mark.slow
 def test_stdin_lines_stay_aligned(trained):
     _, run = trained
-    text = "Je suis étudiant.\n\n   \nMerci !\n" + "très " * 400 + "\n😀\n"
+    text = (
+        "Je suis étudiant.\n\n   \nMerci !\n" + "très " * 400 + "\n😀\n"
+        "un\u2028deux\x0ctrois\x85\r\nשלום עולם\n\x00\x07\n"
+    )
     result = rosetta("translate", "-m", run, stdin=text)
-    assert result.stdout.count("\n") == 6
+    assert result.stdout.count("\n") == 9
     lines = result.stdout.split("\n")
     assert lines[1] == "" and lines[2] == ""
 

@@ -51,3 +51,10 @@ def test_empty_and_missing(tmp_path):
         read_parallel(tmp_path / "s", tmp_path / "t")
     with pytest.raises(RosettaError, match="file not found"):
         read_tsv(tmp_path / "missing.tsv")
+
+
+def test_broken_gzip_is_a_clear_error(tmp_path):
+    path = tmp_path / "broken.tsv.gz"
+    path.write_bytes(b"not gzip at all")
+    with pytest.raises(RosettaError, match=r"broken\.tsv\.gz: cannot be read"):
+        read_tsv(path)

@@ -45,7 +45,12 @@ def read_input_lines(paths: list[str]) -> list[str]:
             raise RosettaError(
                 f"<stdin>: invalid UTF-8 at byte {error.start}"
             ) from None
-        return text.splitlines()
+        # Only "\n" (and "\r\n") ends a line: str.splitlines() would also split
+        # on U+2028, form feeds and others, breaking one-output-per-input-line.
+        lines = text.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        return [line.removesuffix("\r") for line in lines]
     return [line for path in paths for _, line in read_lines(Path(path))]
 
 
@@ -63,8 +68,9 @@ def cmd_translate(args: argparse.Namespace) -> None:
     text = "".join(line + "\n" for line in outputs)
     if args.output:
         Path(args.output).write_text(text, encoding="utf-8")
-    else:
-        sys.stdout.write(text)
+    else:  # bytes, so the locale's encoding can never fail on a translation
+        sys.stdout.buffer.write(text.encode("utf-8"))
+        sys.stdout.flush()
 
 
 def cmd_evaluate(args: argparse.Namespace) -> None:

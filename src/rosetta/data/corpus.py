@@ -53,9 +53,7 @@ def read_lines(path: Path) -> Iterator[tuple[int, str]]:
                         f"{error.start} of the line"
                     ) from None
                 yield number, text.rstrip("\r\n")
-    except (OSError, EOFError) as error:
-        if isinstance(error, RosettaError):
-            raise
+    except (OSError, EOFError) as error:  # unreadable, or a broken gzip stream
         raise RosettaError(f"{path}: cannot be read: {error}") from None
 
 
