@@ -37,18 +37,22 @@ def test_max_length_is_a_times_source_plus_b():
     assert [len(h.tokens) for h in hyps] == [5, 3]
 
 
-def test_batched_greedy_equals_one_sentence_at_a_time_on_a_real_model():
-    torch.manual_seed(0)
-    model = build_transformer(
+def tiny_transformer(layers, seed):
+    torch.manual_seed(seed)
+    return build_transformer(
         12,
         12,
         d_model=32,
         heads=4,
         d_ff=64,
         dropout=0.0,
-        encoder_layers=2,
-        decoder_layers=2,
+        encoder_layers=layers,
+        decoder_layers=layers,
     ).eval()
+
+
+def test_batched_greedy_equals_one_sentence_at_a_time_on_a_real_model():
+    model = tiny_transformer(layers=2, seed=0)
     src = torch.randint(4, 12, (5, 7))
     lengths = torch.tensor([7, 6, 3, 1, 5])
     mask = torch.arange(7)[None] < lengths[:, None]
@@ -65,17 +69,7 @@ def test_batched_greedy_equals_one_sentence_at_a_time_on_a_real_model():
 
 @pytest.mark.reference
 def test_greedy_score_equals_teacher_forced_rescoring():
-    torch.manual_seed(1)
-    model = build_transformer(
-        12,
-        12,
-        d_model=32,
-        heads=4,
-        d_ff=64,
-        dropout=0.0,
-        encoder_layers=1,
-        decoder_layers=1,
-    ).eval()
+    model = tiny_transformer(layers=1, seed=1)
     src = torch.randint(4, 12, (3, 6))
     mask = torch.ones_like(src, dtype=torch.bool)
     for hyp, row in zip(
