@@ -8,6 +8,7 @@ from rosetta.models import (
     build_transformer,
 )
 from rosetta.models.transformer import causal_mask
+from rosetta.train import label_smoothed_cross_entropy
 from tests.test_attention import copy_into_torch
 
 D, HEADS, FF = 32, 4, 64
@@ -126,7 +127,7 @@ def test_reorder_selects_rows_of_the_cache():
         assert torch.allclose(expected, direct[index], atol=1e-6)
 
 
-def test_padding_content_never_changes_real_outputs():
+def test_padding_content_never_changes_real_outputs_or_the_loss():
     model = tiny_model()
     src, src_mask, tgt = random_batch()
     tgt_mask = torch.arange(6)[None] < torch.tensor([6, 4, 2])[:, None]
@@ -136,6 +137,10 @@ def test_padding_content_never_changes_real_outputs():
         noisy_tgt = torch.where(tgt_mask, tgt, torch.randint(4, 13, tgt.shape))
         after = model(noisy_src, src_mask, noisy_tgt, tgt_mask)
     assert (before - after)[tgt_mask].abs().max() <= 1e-5
+    labels = torch.where(tgt_mask, torch.randint(4, 13, tgt.shape), 0)
+    loss_before = label_smoothed_cross_entropy(before, labels, 0.1, 0)[0]
+    loss_after = label_smoothed_cross_entropy(after, labels, 0.1, 0)[0]
+    assert abs(loss_before.item() - loss_after.item()) <= 1e-4
 
 
 def test_shared_and_tied_embeddings_are_one_parameter():
