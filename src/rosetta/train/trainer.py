@@ -57,7 +57,6 @@ class TrainerState:
     validations_without_gain: int = 0
     elapsed_seconds: float = 0.0
     skipped_steps: int = 0
-    finished: bool = False
 
 
 class Trainer:
@@ -223,12 +222,7 @@ class Trainer:
         )
         if self.cfg.valid_bleu:
             result["bleu"] = validation_bleu(
-                self.model,
-                self.tokenizers,
-                self.valid_pairs,
-                self.config.decode,
-                self.config.model.max_positions,
-                self.device,
+                self.model, self.tokenizers, self.valid_pairs, self.config, self.device
             )
         return result
 
@@ -340,14 +334,13 @@ class Trainer:
             if state.batch_in_epoch >= len(batches):
                 state.epoch += 1
                 state.batch_in_epoch = 0
-        state.finished = True
+        # The last validation's checkpoint already holds this step, unless
+        # training went on after it (or never reached one).
         if (
             last_validated != state.step
             or not (self.run_dir / ckpt.INDEX_FILE).exists()
         ):
             self.validate_and_save()
-        else:
-            self.save()
         self.log(
             f"done: {state.step} steps, {state.epoch} epochs, "
             f"{state.elapsed_seconds / 60:.1f} min of training; "

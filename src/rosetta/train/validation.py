@@ -6,14 +6,14 @@ import math
 
 import torch
 
-from rosetta.config import DecodeConfig
+from rosetta.config import Config
 from rosetta.data.batching import Example, collate, make_batches
 from rosetta.data.tokenizer import TokenizerPair
 from rosetta.data.vocab import PAD_ID
-from rosetta.decode.batched import decode_in_batches
 from rosetta.evaluate.corpus import sacrebleu_score
 from rosetta.models.interface import EncoderDecoder
 from rosetta.train.loss import label_smoothed_cross_entropy
+from rosetta.translator import Translator
 
 
 @torch.no_grad()
@@ -44,21 +44,10 @@ def validation_bleu(
     model: EncoderDecoder,
     tokenizers: TokenizerPair,
     pairs: list[tuple[str, str]],
-    decode: DecodeConfig,
-    max_positions: int,
+    config: Config,
     device: torch.device,
 ) -> float:
     """sacreBLEU of greedy translations of the validation sources."""
-    limit = min(decode.max_input_tokens, max_positions) - 1
-    sources = [tokenizers.src.encode(source)[:limit] for source, _ in pairs]
-    hypotheses = decode_in_batches(
-        model,
-        sources,
-        device,
-        batch_size=decode.batch_size,
-        max_len_a=decode.max_len_a,
-        max_len_b=decode.max_len_b,
-        max_len_cap=max_positions,
-    )
-    texts = [tokenizers.tgt.decode(h.tokens) for h in hypotheses]
-    return sacrebleu_score(texts, [target for _, target in pairs]).value
+    translator = Translator(model, tokenizers, config, device)
+    hypotheses = translator.translate([source for source, _ in pairs])
+    return sacrebleu_score(hypotheses, [target for _, target in pairs]).value
