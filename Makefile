@@ -9,7 +9,7 @@ TORCH  ?= torch==2.13.0
 CONFIG ?= configs/multi30k-de-en-transformer.yaml
 DEMO_MINUTES ?= 10
 
-.PHONY: setup demo test lint bench-quality clean
+.PHONY: setup demo test lint bench-quality bench-quality-rnn clean
 
 setup: $(STAMP)
 
@@ -35,6 +35,17 @@ lint: $(STAMP)
 bench-quality: $(STAMP)
 	$(BIN)/python benchmarks/quality_multi30k.py --config $(CONFIG) \
 		--set train.max_minutes=100
+
+# The recurrent rows of the README's quality table (RNN_MINUTES each).
+RNN_MINUTES ?= 40
+RNN_CONFIGS = gru lstm gru-attention lstm-bi-attention
+bench-quality-rnn: $(STAMP)
+	for name in $(RNN_CONFIGS); do \
+		$(BIN)/python benchmarks/quality_multi30k.py \
+			--config configs/multi30k-de-en-$$name.yaml \
+			--set train.max_minutes=$(RNN_MINUTES) \
+			--json benchmarks/results/quality-$$name.json || exit 1; \
+	done
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

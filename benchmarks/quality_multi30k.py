@@ -70,6 +70,10 @@ def main() -> None:
     rows = {
         "config": args.config,
         "checkpoint": str(checkpoint),
+        "arch": config.model.arch,
+        "parameters_millions": round(
+            sum(p.numel() for p in translator.model.parameters()) / 1e6, 2
+        ),
         "best_step": best_step,
         "steps": trainer["step"],
         "epochs_completed": trainer["epoch"],

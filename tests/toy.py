@@ -34,7 +34,16 @@ def write_corpus(folder: Path, count: int, seed: int) -> tuple[Path, Path]:
     return src, tgt
 
 
-def toy_config(folder: Path, *overrides: str) -> tuple[Config, Path]:
+TRANSFORMER = """{encoder_layers: 1, decoder_layers: 1, d_model: 32, heads: 2, d_ff: 64,
+   dropout: 0.1, share_embeddings: false, max_positions: 64}"""
+RNN_ATTENTION = """{arch: rnn, cell: gru, encoder_layers: 1, decoder_layers: 1,
+   d_model: 32, hidden_size: 32, bidirectional: true, attention: bahdanau,
+   dropout: 0.1, share_embeddings: false}"""
+
+
+def toy_config(
+    folder: Path, *overrides: str, model: str = TRANSFORMER
+) -> tuple[Config, Path]:
     train_src, train_tgt = write_corpus(folder, 400, seed=1)
     valid_src, valid_tgt = write_corpus(folder, 30, seed=2)
     path = folder / "toy.yaml"
@@ -46,8 +55,7 @@ data:
   test: {{src: {valid_src.name}, tgt: {valid_tgt.name}}}
 tokenizer: {{kind: word, joint: false}}
 model:
-  {{encoder_layers: 1, decoder_layers: 1, d_model: 32, heads: 2, d_ff: 64,
-   dropout: 0.1, share_embeddings: false, max_positions: 64}}
+  {model}
 train:
   {{batch_tokens: 300, lr: 3.0e-3, warmup_steps: 10, max_epochs: 3,
    validate_every: 10, log_every: 5, keep_last: 2, threads: 1}}

@@ -56,25 +56,76 @@ class TokenizerConfig(_Section):
     character_coverage: float = Field(1.0, gt=0.0, le=1.0)
 
 
+TRANSFORMER_ONLY = ("heads", "d_ff", "attention_dropout", "norm", "max_positions")
+RNN_ONLY = (
+    "cell",
+    "hidden_size",
+    "bidirectional",
+    "attention",
+    "rnn_impl",
+    "gru_variant",
+)
+
+
 class ModelConfig(_Section):
-    arch: Literal["transformer"] = "transformer"
+    """The model. ``arch`` picks the family; each family reads its own keys.
+
+    Shared: ``encoder_layers``, ``decoder_layers``, ``d_model`` (the embedding
+    width), ``dropout``, ``share_embeddings``, ``tie_output``.
+    """
+
+    arch: Literal["transformer", "rnn"] = "transformer"
     encoder_layers: int = Field(3, gt=0)
     decoder_layers: int = Field(3, gt=0)
     d_model: int = Field(256, gt=0)
-    heads: int = Field(4, gt=0)
-    d_ff: int = Field(1024, gt=0)
     dropout: float = Field(0.1, ge=0.0, lt=1.0)
-    attention_dropout: float = Field(0.0, ge=0.0, lt=1.0)
-    norm: Literal["post", "pre"] = "post"
     share_embeddings: bool = True
     tie_output: bool = True
+    # transformer
+    heads: int = Field(4, gt=0)
+    d_ff: int = Field(1024, gt=0)
+    attention_dropout: float = Field(0.0, ge=0.0, lt=1.0)
+    norm: Literal["post", "pre"] = "post"
     max_positions: int = Field(1024, gt=0)
+    # rnn
+    cell: Literal["gru", "lstm", "rnn"] = "gru"
+    hidden_size: int = Field(512, gt=0)
+    bidirectional: bool = Field(False, description="bidirectional encoder")
+    attention: Literal["none", "bahdanau"] = "none"
+    rnn_impl: Literal["fused", "reference"] = Field(
+        "fused", description="torch's fused kernels, or the cells step by step"
+    )
+    gru_variant: Literal["torch", "notes"] = Field(
+        "torch", description="where the GRU's reset gate acts; fused needs 'torch'"
+    )
 
     @model_validator(mode="after")
-    def _heads_divide_width(self) -> ModelConfig:
-        if self.d_model % self.heads:
+    def _consistent(self) -> ModelConfig:
+        # a key of the other family that would change something is a mistake
+        foreign = RNN_ONLY if self.arch == "transformer" else TRANSFORMER_ONLY
+        stray = [
+            key
+            for key in foreign
+            if getattr(self, key) != type(self).model_fields[key].default
+        ]
+        if stray:
+            raise ValueError(
+                f"{', '.join(stray)}: not used by arch '{self.arch}'; remove "
+                f"{'it' if len(stray) == 1 else 'them'}"
+            )
+        if self.arch == "transformer" and self.d_model % self.heads:
             raise ValueError(
                 f"heads ({self.heads}) must divide d_model ({self.d_model})"
+            )
+        if (
+            self.arch == "rnn"
+            and self.cell == "gru"
+            and self.rnn_impl == "fused"
+            and self.gru_variant == "notes"
+        ):
+            raise ValueError(
+                "the fused kernels compute the torch form of the GRU: "
+                "set gru_variant: torch, or rnn_impl: reference for the notes' form"
             )
         return self
 
@@ -198,5 +249,12 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> Config:
 
 
 def config_to_dict(config: Config) -> dict[str, Any]:
-    """A JSON-ready dict (paths as strings) that ``config_from_dict`` reads back."""
-    return config.model_dump(mode="json")
+    """A JSON-ready dict (paths as strings) that ``config_from_dict`` reads back.
+
+    The model section lists only the keys its architecture reads.
+    """
+    raw = config.model_dump(mode="json")
+    foreign = RNN_ONLY if config.model.arch == "transformer" else TRANSFORMER_ONLY
+    for key in foreign:
+        del raw["model"][key]
+    return raw

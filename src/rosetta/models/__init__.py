@@ -2,6 +2,13 @@
 
 from rosetta.models.build import build_model
 from rosetta.models.interface import Decoder, DecoderState, Encoder, EncoderDecoder
+from rosetta.models.rnn import (
+    EncoderOutput,
+    RecurrentDecoder,
+    RecurrentDecoderState,
+    RecurrentEncoder,
+    build_rnn_seq2seq,
+)
 from rosetta.models.transformer import (
     TransformerDecoderLayer,
     TransformerEncoderLayer,
@@ -14,9 +21,14 @@ __all__ = [
     "DecoderState",
     "Encoder",
     "EncoderDecoder",
+    "EncoderOutput",
+    "RecurrentDecoder",
+    "RecurrentDecoderState",
+    "RecurrentEncoder",
     "TransformerDecoderLayer",
     "TransformerEncoderLayer",
     "TransformerState",
     "build_model",
+    "build_rnn_seq2seq",
     "build_transformer",
 ]

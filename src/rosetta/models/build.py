@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rosetta.config import ModelConfig
 from rosetta.models.interface import EncoderDecoder
+from rosetta.models.rnn import build_rnn_seq2seq
 from rosetta.models.transformer import build_transformer
 
 
@@ -23,5 +24,22 @@ def build_model(config: ModelConfig, src_vocab: int, tgt_vocab: int) -> EncoderD
             share_embeddings=config.share_embeddings,
             tie_output=config.tie_output,
             max_positions=config.max_positions,
+        )
+    if config.arch == "rnn":
+        return build_rnn_seq2seq(
+            src_vocab,
+            tgt_vocab,
+            cell=config.cell,
+            embedding_size=config.d_model,
+            hidden_size=config.hidden_size,
+            encoder_layers=config.encoder_layers,
+            decoder_layers=config.decoder_layers,
+            bidirectional=config.bidirectional,
+            attention=config.attention == "bahdanau",
+            dropout=config.dropout,
+            share_embeddings=config.share_embeddings,
+            tie_output=config.tie_output,
+            impl=config.rnn_impl,
+            gru_variant=config.gru_variant,
         )
     raise ValueError(f"unknown architecture {config.arch!r}")

@@ -1,6 +1,8 @@
 """The encoder-decoder interface of SPEC §3.3, which every model implements.
 
-``Encoder.forward(src, src_mask) -> memory``;
+``Encoder.forward(src, src_mask) -> memory`` (whatever the encoder hands its
+decoder: a tensor for the Transformer, states and final states for recurrent
+encoders; search passes it along without looking inside);
 ``Decoder.init_state(memory, src_mask) -> state``;
 ``Decoder.forward(tgt_in, state) -> (logits, state)``;
 ``EncoderDecoder.forward(src, src_mask, tgt_in)`` runs the three in turn.
@@ -14,10 +16,12 @@ small object passed in and returned (nothing is cached on modules), and its
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Protocol, Self
+from typing import Any, Protocol, Self
 
 import torch
 from torch import nn
+
+Memory = Any  # what an encoder hands its own decoder; opaque to everyone else
 
 
 class DecoderState(Protocol):
@@ -30,13 +34,13 @@ class DecoderState(Protocol):
 
 class Encoder(nn.Module, ABC):
     @abstractmethod
-    def forward(self, src: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
-        """(n, S) ids, (n, S) bool -> memory (n, S, d)."""
+    def forward(self, src: torch.Tensor, src_mask: torch.Tensor) -> Memory:
+        """(n, S) ids, (n, S) bool (True at real tokens) -> memory."""
 
 
 class Decoder(nn.Module, ABC):
     @abstractmethod
-    def init_state(self, memory: torch.Tensor, src_mask: torch.Tensor) -> DecoderState:
+    def init_state(self, memory: Memory, src_mask: torch.Tensor) -> DecoderState:
         """The state before the first target token."""
 
     @abstractmethod
@@ -72,10 +76,10 @@ class EncoderDecoder(nn.Module):
         logits, _ = self.decoder(tgt_in, self.init_state(memory, src_mask), tgt_mask)
         return logits
 
-    def encode(self, src: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
+    def encode(self, src: torch.Tensor, src_mask: torch.Tensor) -> Memory:
         return self.encoder(src, src_mask)
 
-    def init_state(self, memory: torch.Tensor, src_mask: torch.Tensor) -> DecoderState:
+    def init_state(self, memory: Memory, src_mask: torch.Tensor) -> DecoderState:
         return self.decoder.init_state(memory, src_mask)
 
     def step(

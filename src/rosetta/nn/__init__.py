@@ -1,13 +1,22 @@
-"""Building blocks: positional encoding, attention, feed-forward, residual norm."""
+"""Building blocks: positional encoding, attention (scaled dot-product,
+multi-head, additive), feed-forward, residual norm, recurrent cells and layers."""
 
+from rosetta.nn.additive_attention import AdditiveAttention
 from rosetta.nn.attention import MultiHeadAttention, scaled_dot_product_attention
+from rosetta.nn.cells import GRUCell, LSTMCell, RNNCell
 from rosetta.nn.feedforward import PositionwiseFeedForward
 from rosetta.nn.positional import positional_encoding
+from rosetta.nn.recurrent import RNN
 from rosetta.nn.residual import ResidualNorm
 
 __all__ = [
+    "RNN",
+    "AdditiveAttention",
+    "GRUCell",
+    "LSTMCell",
     "MultiHeadAttention",
     "PositionwiseFeedForward",
+    "RNNCell",
     "ResidualNorm",
     "positional_encoding",
     "scaled_dot_product_attention",
