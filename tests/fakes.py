@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 from dataclasses import dataclass, replace
 
 import torch
@@ -10,42 +11,97 @@ import torch
 BOS, EOS = 2, 3
 
 
+Table = dict[tuple[int, ...], dict[int, float]]
+
+
 @dataclass
 class PrefixState:
     prefixes: list[tuple[int, ...]]  # tokens decoded so far, per row
+    sentences: list[int]  # which sentence (and table) each row belongs to
+    attention: torch.Tensor | None = None
 
     def reorder(self, index: torch.Tensor) -> PrefixState:
-        return replace(self, prefixes=[self.prefixes[i] for i in index.tolist()])
+        rows = index.tolist()
+        return replace(
+            self,
+            prefixes=[self.prefixes[i] for i in rows],
+            sentences=[self.sentences[i] for i in rows],
+        )
 
 
 class TableModel:
-    """``table[prefix] = {token: probability}``; prefixes not listed end with <eos>."""
+    """``table[prefix] = {token: probability}``; prefixes not listed end with <eos>.
 
-    def __init__(self, table: dict[tuple[int, ...], dict[int, float]], vocab: int):
-        self.table, self.vocab = table, vocab
+    With a list of tables, sentence ``i`` of a batch (``src[i, 0] == i``) uses
+    ``tables[i]``. Every step's expanded prefixes are recorded in ``calls``.
+    """
+
+    def __init__(self, table: Table | list[Table], vocab: int):
+        self.tables = table if isinstance(table, list) else None
+        self.table = table if isinstance(table, dict) else {}
+        self.vocab = vocab
+        self.calls: list[list[tuple[int, tuple[int, ...]]]] = []
+
+    def table_of(self, sentence: int) -> Table:
+        return self.table if self.tables is None else self.tables[sentence]
 
     def encode(self, src: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
         return src
 
     def init_state(self, memory: torch.Tensor, src_mask: torch.Tensor) -> PrefixState:
-        return PrefixState([() for _ in range(memory.size(0))])
+        return PrefixState([() for _ in range(memory.size(0))], memory[:, 0].tolist())
 
     def step(self, prev: torch.Tensor, state: PrefixState):
         prefixes = [
             (*p, t) if t != BOS else p
             for p, t in zip(state.prefixes, prev.tolist(), strict=True)
         ]
+        self.calls.append(list(zip(state.sentences, prefixes, strict=True)))
         rows = []
-        for prefix in prefixes:
+        for sentence, prefix in zip(state.sentences, prefixes, strict=True):
             row = torch.full((self.vocab,), -math.inf, dtype=torch.float32)
-            for token, prob in self.table.get(prefix, {EOS: 1.0}).items():
+            for token, prob in self.table_of(sentence).get(prefix, {EOS: 1.0}).items():
                 row[token] = math.log(prob)
             rows.append(row)
-        return torch.stack(rows), PrefixState(prefixes)
+        return torch.stack(rows), PrefixState(prefixes, state.sentences)
 
-    def log_prob(self, tokens: list[int]) -> float:
-        total, prefix = 0.0, ()
+    def log_prob(self, tokens: list[int], sentence: int = 0) -> float:
+        table, total, prefix = self.table_of(sentence), 0.0, ()
         for token in tokens:
-            total += math.log(self.table.get(prefix, {EOS: 1.0})[token])
+            total += math.log(table.get(prefix, {EOS: 1.0})[token])
             prefix = (*prefix, token)
         return total
+
+
+def random_table(rng: random.Random, tokens: list[int], depth: int) -> Table:
+    """A random prefix tree: each prefix continues with some tokens or <eos>."""
+    table: Table = {}
+
+    def grow(prefix: tuple[int, ...]) -> None:
+        if len(prefix) == depth:
+            return
+        choices = rng.sample(tokens, rng.randint(1, len(tokens)))
+        if prefix and rng.random() < 0.6:
+            choices.append(EOS)
+        weights = [rng.random() + 0.05 for _ in choices]
+        table[prefix] = {
+            c: w / sum(weights) for c, w in zip(choices, weights, strict=True)
+        }
+        for c in choices:
+            if c != EOS:
+                grow((*prefix, c))
+
+    grow(())
+    return table
+
+
+def sequences_of(table: Table, depth: int) -> int:
+    """How many complete sequences the tree holds (ending in <eos> or at depth)."""
+
+    def count(prefix: tuple[int, ...]) -> int:
+        if len(prefix) == depth:
+            return 1
+        nexts = table.get(prefix, {EOS: 1.0})
+        return sum(1 if t == EOS else count((*prefix, t)) for t in nexts)
+
+    return count(())

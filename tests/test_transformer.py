@@ -64,7 +64,7 @@ def test_decoder_layer_equals_torch():
     tgt_real = torch.arange(5)[None] < torch.tensor([5, 3])[:, None]
     self_mask = causal_mask(5, 5, x.device) & tgt_real[:, None, None, :]
     memory_kv = ours.cross_attn.project_key_value(memory, memory)
-    out, _ = ours(x, memory_kv, src_real[:, None, None, :], self_mask)
+    out, _, _ = ours(x, memory_kv, src_real[:, None, None, :], self_mask)
     expected = theirs(
         x,
         memory,

@@ -54,17 +54,57 @@ def read_input_lines(paths: list[str]) -> list[str]:
     return [line for path in paths for _, line in read_lines(Path(path))]
 
 
+def search_options(args: argparse.Namespace) -> dict[str, object]:
+    """The search flags shared by ``translate`` and ``evaluate -m``."""
+    return {
+        "beam_size": args.beam,
+        "alpha": args.alpha,
+        "penalty": args.penalty,
+        "stopping": args.stopping,
+        "max_len_a": args.max_len_a,
+        "max_len_b": args.max_len_b,
+        "sample": args.sample,
+        "temperature": args.temperature,
+        "top_k": args.top_k,
+        "top_p": args.top_p,
+        "seed": args.seed,
+    }
+
+
 def cmd_translate(args: argparse.Namespace) -> None:
+    import json
+
     from rosetta.translator import Translator
 
+    if args.format == "text" and (args.nbest > 1 or args.attention):
+        raise RosettaError("--nbest and --attention need --format jsonl")
     translator = Translator.load(args.model, device=args.device)
     lines = read_input_lines(args.input)
-    outputs = translator.translate(
-        lines,
-        max_len_a=args.max_len_a,
-        max_len_b=args.max_len_b,
-        batch_size=args.batch_size,
-    )
+    try:
+        options = search_options(args) | {
+            "nbest": args.nbest,
+            "need_attention": args.attention,
+        }
+        translator.search_options(**options)  # validate before the work
+    except ValueError as error:
+        raise RosettaError(f"translate: {error}") from None
+    results = translator.translate_nbest(lines, batch_size=args.batch_size, **options)
+    if args.format == "text":
+        outputs = [found[0].text if found else "" for found in results]
+    else:
+        outputs = [
+            json.dumps(
+                {
+                    "line": number,
+                    "source": source,
+                    "hypotheses": [t.to_dict() for t in found],
+                },
+                ensure_ascii=False,
+            )
+            for number, (source, found) in enumerate(
+                zip(lines, results, strict=True), start=1
+            )
+        ]
     text = "".join(line + "\n" for line in outputs)
     if args.output:
         Path(args.output).write_text(text, encoding="utf-8")
@@ -82,8 +122,13 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
 
         if not args.src:
             raise RosettaError("--model needs --src, the sentences to translate")
-        hypotheses = Translator.load(args.model, device=args.device).translate(
-            read_input_lines([args.src])
+        translator = Translator.load(args.model, device=args.device)
+        try:
+            translator.search_options(**search_options(args))
+        except ValueError as error:
+            raise RosettaError(f"evaluate: {error}") from None
+        hypotheses = translator.translate(
+            read_input_lines([args.src]), **search_options(args)
         )
     elif args.hyp:
         hypotheses = read_input_lines([args.hyp])
@@ -95,6 +140,35 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
         )
     for score in evaluate_all(hypotheses, references):
         print(score)
+
+
+def add_search_flags(verb: argparse.ArgumentParser) -> None:
+    group = verb.add_argument_group("search")
+    group.add_argument("--beam", type=int, default=1, help="beam size (1: greedy)")
+    group.add_argument(
+        "--alpha", type=float, default=0.75, help="length normalisation exponent"
+    )
+    group.add_argument(
+        "--penalty",
+        choices=["notes", "gnmt"],
+        default="notes",
+        help="divide Σ log P by L^α (notes) or ((5+L)/6)^α (gnmt)",
+    )
+    group.add_argument(
+        "--stopping",
+        choices=["exact", "k_finished", "max_length"],
+        default="exact",
+        help="when a sentence's beam search ends",
+    )
+    group.add_argument("--max-len-a", type=float, default=None, help="limit a·S + b")
+    group.add_argument("--max-len-b", type=int, default=None)
+    group.add_argument("--sample", action="store_true", help="sample instead")
+    group.add_argument("--temperature", type=float, default=1.0)
+    group.add_argument("--top-k", type=int, default=0, help="sampling: k best only")
+    group.add_argument(
+        "--top-p", type=float, default=1.0, help="sampling: nucleus probability"
+    )
+    group.add_argument("--seed", type=int, default=None, help="sampling seed")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -140,8 +214,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="input files (default: standard input)",
     )
     translate.add_argument("-o", "--output", help="output file (default: stdout)")
-    translate.add_argument("--max-len-a", type=float, default=None)
-    translate.add_argument("--max-len-b", type=int, default=None)
+    add_search_flags(translate)
+    translate.add_argument("--nbest", type=int, default=1, help="hypotheses per line")
+    translate.add_argument(
+        "--format",
+        choices=["text", "jsonl"],
+        default="text",
+        help="text: the best translation per line; jsonl: one JSON object per "
+        "line with the n-best hypotheses, scores, tokens and ids",
+    )
+    translate.add_argument(
+        "--attention",
+        action="store_true",
+        help="jsonl: add the best hypotheses' attention weights",
+    )
     translate.add_argument("--batch-size", type=int, default=None)
     translate.add_argument("--device", default=None, help="cpu, cuda (default: auto)")
     translate.set_defaults(run=cmd_translate)
@@ -153,6 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--ref", required=True, help="references, one per line")
     evaluate.add_argument("-m", "--model", help="translate --src with this model first")
     evaluate.add_argument("--src", help="source sentences (with --model)")
+    add_search_flags(evaluate)
     evaluate.add_argument("--device", default=None)
     evaluate.set_defaults(run=cmd_evaluate)
     return parser

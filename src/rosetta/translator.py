@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterable
+from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import Any
 
 import torch
 
 from rosetta.config import Config, config_from_dict
 from rosetta.data.tokenizer import TokenizerPair
+from rosetta.data.vocab import EOS
 from rosetta.decode.batched import decode_in_batches
+from rosetta.decode.greedy import Hypothesis
+from rosetta.decode.options import SearchOptions
 from rosetta.models.build import build_model
 from rosetta.models.interface import EncoderDecoder
 from rosetta.train import checkpoint as ckpt
@@ -75,25 +80,101 @@ class Translator:
         self,
         sentences: Iterable[str],
         *,
-        max_len_a: float | None = None,
-        max_len_b: int | None = None,
         batch_size: int | None = None,
+        **search: Any,
     ) -> list[str]:
-        """Translate sentences; one output per input, in order (empty in, empty out)."""
-        decode = self.config.decode
+        """Translate sentences; one output per input, in order (empty in, empty out).
+
+        Keyword arguments are ``SearchOptions`` fields: ``beam_size``, ``alpha``,
+        ``penalty``, ``stopping``, ``max_len_a``, ``max_len_b``, ``sample``,
+        ``temperature``, ``top_k``, ``top_p``, ``seed``. The default is greedy
+        search with the config's length limit.
+        """
+        results = self.translate_nbest(sentences, batch_size=batch_size, **search)
+        return [found[0].text if found else "" for found in results]
+
+    @torch.no_grad()
+    def translate_nbest(
+        self,
+        sentences: Iterable[str],
+        *,
+        batch_size: int | None = None,
+        **search: Any,
+    ) -> list[list[Translation]]:
+        """Per input, its n-best list of ``Translation`` (empty for a blank line).
+
+        Takes the ``SearchOptions`` fields of ``translate`` and also ``nbest`` and
+        ``need_attention``.
+        """
+        options = self.search_options(**search)
         sentences = list(sentences)
-        outputs = [""] * len(sentences)
         sources = {i: self._encode(s) for i, s in enumerate(sentences) if s.strip()}
-        hypotheses = decode_in_batches(
+        found = decode_in_batches(
             self.model,
             list(sources.values()),
             self.device,
-            batch_size=batch_size or decode.batch_size,
-            max_len_a=decode.max_len_a if max_len_a is None else max_len_a,
-            max_len_b=decode.max_len_b if max_len_b is None else max_len_b,
+            batch_size=batch_size or self.config.decode.batch_size,
+            options=options,
             max_len_cap=self.config.model.max_positions,
         )
-        for i, hypothesis in zip(sources, hypotheses, strict=True):
-            text = self.tokenizers.tgt.decode(hypothesis.tokens)
-            outputs[i] = " ".join(text.split())  # one line, whatever it holds
-        return outputs
+        results: list[list[Translation]] = [[] for _ in sentences]
+        for i, source, hypotheses in zip(sources, sources.values(), found, strict=True):
+            source_pieces = [*self.tokenizers.src.id_pieces(source), EOS]
+            results[i] = [self._translation(h, source_pieces) for h in hypotheses]
+        return results
+
+    def search_options(self, **search: Any) -> SearchOptions:
+        """``SearchOptions`` from keywords; the length limit defaults to the config."""
+        search = {key: value for key, value in search.items() if value is not None}
+        search.setdefault("max_len_a", self.config.decode.max_len_a)
+        search.setdefault("max_len_b", self.config.decode.max_len_b)
+        unknown = set(search) - {f.name for f in fields(SearchOptions)}
+        if unknown:
+            raise TypeError(f"unknown search option(s): {', '.join(sorted(unknown))}")
+        return SearchOptions(**search)
+
+    def _translation(
+        self, hypothesis: Hypothesis, source_pieces: list[str]
+    ) -> Translation:
+        text = self.tokenizers.tgt.decode(hypothesis.tokens)
+        return Translation(
+            text=" ".join(text.split()),  # one line, whatever it holds
+            score=hypothesis.score,
+            normalized_score=hypothesis.normalized_score,
+            token_ids=hypothesis.tokens,
+            tokens=self.tokenizers.tgt.id_pieces(hypothesis.tokens),
+            source_tokens=source_pieces,
+            attention=hypothesis.attention,
+        )
+
+
+@dataclass
+class Translation:
+    """One hypothesis for one input.
+
+    ``attention`` (when asked for) has one row per scored output token (the
+    tokens, then ``</s>`` if it was produced), per layer and head, over
+    ``source_tokens``: shape (L, layers, heads, S).
+    """
+
+    text: str
+    score: float  # Σ log P(y_t | y_<t, c), <eos> included when produced
+    normalized_score: float | None  # what beam search ranked by
+    token_ids: list[int]
+    tokens: list[str]
+    source_tokens: list[str]
+    attention: torch.Tensor | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: attention as nested lists rounded to 4 decimals."""
+        record: dict[str, Any] = {
+            "text": self.text,
+            "score": self.score,
+            "normalized_score": self.normalized_score,
+            "token_ids": self.token_ids,
+            "tokens": self.tokens,
+            "source_tokens": self.source_tokens,
+        }
+        if self.attention is not None:
+            record["attention"] = torch.round(self.attention, decimals=4).tolist()
+        return record

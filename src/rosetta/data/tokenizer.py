@@ -26,6 +26,7 @@ class Tokenizer(Protocol):
     def encode(self, text: str) -> list[int]: ...
     def decode(self, ids: Iterable[int]) -> str: ...
     def pieces(self, text: str) -> list[str]: ...
+    def id_pieces(self, ids: Iterable[int]) -> list[str]: ...
     def __len__(self) -> int: ...
     def to_dict(self) -> dict[str, Any]: ...
 
@@ -79,6 +80,9 @@ class SentencePieceTokenizer:
     def pieces(self, text: str) -> list[str]:
         return self.processor.encode(text, out_type=str)
 
+    def id_pieces(self, ids: Iterable[int]) -> list[str]:
+        return [self.processor.id_to_piece(i) for i in ids]
+
     def __len__(self) -> int:
         return self.processor.get_piece_size()
 
@@ -121,6 +125,9 @@ class WordTokenizer:
 
     def pieces(self, text: str) -> list[str]:
         return self.split(text)
+
+    def id_pieces(self, ids: Iterable[int]) -> list[str]:
+        return self.vocab.to_tokens(ids)
 
     def __len__(self) -> int:
         return len(self.vocab)

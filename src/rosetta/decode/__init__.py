@@ -1,6 +1,20 @@
 """Search algorithms that drive any model through encode / init_state / step."""
 
 from rosetta.decode.batched import decode_in_batches
+from rosetta.decode.beam import beam_search, length_penalty, normalized_score
+from rosetta.decode.exhaustive import exhaustive_search
 from rosetta.decode.greedy import Hypothesis, greedy_search, max_lengths
+from rosetta.decode.sampling import sample_search, sampler
 
-__all__ = ["Hypothesis", "decode_in_batches", "greedy_search", "max_lengths"]
+__all__ = [
+    "Hypothesis",
+    "beam_search",
+    "decode_in_batches",
+    "exhaustive_search",
+    "greedy_search",
+    "length_penalty",
+    "max_lengths",
+    "normalized_score",
+    "sample_search",
+    "sampler",
+]

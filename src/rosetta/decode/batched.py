@@ -6,7 +6,8 @@ import torch
 
 from rosetta.data.batching import Example, collate
 from rosetta.data.vocab import BOS_ID, EOS_ID
-from rosetta.decode.greedy import Hypothesis, greedy_search
+from rosetta.decode.greedy import Hypothesis
+from rosetta.decode.options import SearchOptions, search
 from rosetta.models.interface import EncoderDecoder
 
 
@@ -16,31 +17,39 @@ def decode_in_batches(
     device: torch.device,
     *,
     batch_size: int,
-    max_len_a: float,
-    max_len_b: int,
+    options: SearchOptions,
     max_len_cap: int | None = None,
-) -> list[Hypothesis]:
-    """Greedy-decode token-id sources (without ``<eos>``); one hypothesis each.
+) -> list[list[Hypothesis]]:
+    """Decode token-id sources (without ``<eos>``); an n-best list for each.
 
     Sentences of similar length are batched together so little work is spent
-    on padding; the results come back in the order of ``sources``.
+    on padding; the results come back in the order of ``sources``. Sampling
+    draws from one generator seeded by ``options.seed``, so a seeded run is
+    reproducible for a given batch size.
     """
     model.eval()
+    generator = None
+    if options.sample:
+        generator = torch.Generator(device=device)
+        if options.seed is not None:
+            generator.manual_seed(options.seed)
+        else:
+            generator.seed()
     order = sorted(range(len(sources)), key=lambda i: len(sources[i]))
-    results: list[Hypothesis | None] = [None] * len(sources)
+    results: list[list[Hypothesis]] = [[] for _ in sources]
     for start in range(0, len(order), batch_size):
         chunk = order[start : start + batch_size]
         batch = collate([Example(sources[i], []) for i in chunk]).to(device)
-        hypotheses = greedy_search(
+        found = search(
             model,
             batch.src,
             batch.src_mask,
+            options,
             bos_id=BOS_ID,
             eos_id=EOS_ID,
-            max_len_a=max_len_a,
-            max_len_b=max_len_b,
             max_len_cap=max_len_cap,
+            generator=generator,
         )
-        for i, hypothesis in zip(chunk, hypotheses, strict=True):
-            results[i] = hypothesis
-    return [h for h in results if h is not None]
+        for i, hypotheses in zip(chunk, found, strict=True):
+            results[i] = hypotheses
+    return results

@@ -8,6 +8,7 @@ is spent on them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -21,6 +22,8 @@ class Hypothesis:
 
     tokens: list[int]
     score: float  # sum of log P(y_t | y_<t, c), including <eos> when produced
+    normalized_score: float | None = None  # what beam search ranked by
+    attention: torch.Tensor | None = None  # (L, layers, heads, S) when asked for
 
 
 def max_lengths(
@@ -29,6 +32,14 @@ def max_lengths(
     """Per-sentence output limit ``floor(a * S + b)``, at least 1, at most ``cap``."""
     limits = torch.floor(src_lengths.double() * a + b).long().clamp(min=1)
     return limits.clamp(max=cap) if cap is not None else limits
+
+
+TokenChooser = Callable[[torch.Tensor], torch.Tensor]  # (n, V) log P -> (n,) ids
+
+
+def most_likely(log_probs: torch.Tensor) -> torch.Tensor:
+    """``y_t = argmax_y P(y | y_<t, c)``."""
+    return log_probs.argmax(dim=-1)
 
 
 @torch.no_grad()
@@ -42,8 +53,14 @@ def greedy_search(
     max_len_a: float = 1.5,
     max_len_b: int = 10,
     max_len_cap: int | None = None,
+    choose: TokenChooser = most_likely,
 ) -> list[Hypothesis]:
-    """Decode a batch ``src`` (n, S) with mask (n, S), True at real tokens."""
+    """Decode a batch ``src`` (n, S) with mask (n, S), True at real tokens.
+
+    ``choose`` picks each next token from the log-probabilities (the most
+    likely one; sampling passes its own). Scores are the model's
+    log-probabilities of the chosen tokens.
+    """
     n = src.size(0)
     device = src.device
     limits = max_lengths(src_mask.sum(1), max_len_a, max_len_b, max_len_cap)
@@ -56,8 +73,8 @@ def greedy_search(
 
     for t in range(int(limits.max())):
         log_probs, state = model.step(tokens, state)  # (alive, V)
-        best_lp, tokens = log_probs.max(dim=-1)
-        scores[alive] += best_lp.double()
+        tokens = choose(log_probs)
+        scores[alive] += log_probs.gather(1, tokens.unsqueeze(1)).squeeze(1).double()
         output[alive, t] = tokens
         ended_eos = tokens == eos_id
         lengths[alive[ended_eos]] = t  # tokens before <eos>

@@ -25,7 +25,13 @@ Memory = Any  # what an encoder hands its own decoder; opaque to everyone else
 
 
 class DecoderState(Protocol):
-    """What a decoder carries from one step to the next."""
+    """What a decoder carries from one step to the next.
+
+    ``attention`` holds the cross-attention weights of the positions just
+    decoded, (n, t, layers, heads, S), when they were asked for, else None.
+    """
+
+    attention: torch.Tensor | None
 
     def reorder(self, index: torch.Tensor) -> Self:
         """Rows ``index`` of the batch, in that order (for beams); a new state."""
@@ -49,10 +55,12 @@ class Decoder(nn.Module, ABC):
         tgt_in: torch.Tensor,
         state: DecoderState,
         tgt_mask: torch.Tensor | None = None,
+        need_attention: bool = False,
     ) -> tuple[torch.Tensor, DecoderState]:
         """(n, T) decoder input ids -> logits (n, T, V) and the advanced state.
 
         ``tgt_mask`` (n, T) bool marks real target tokens (teacher forcing).
+        With ``need_attention`` the state's ``attention`` holds the weights.
         """
 
 
@@ -83,8 +91,13 @@ class EncoderDecoder(nn.Module):
         return self.decoder.init_state(memory, src_mask)
 
     def step(
-        self, prev_tokens: torch.Tensor, state: DecoderState
+        self,
+        prev_tokens: torch.Tensor,
+        state: DecoderState,
+        need_attention: bool = False,
     ) -> tuple[torch.Tensor, DecoderState]:
         """One decoding step: (n,) previous tokens -> (n, V) log-probabilities."""
-        logits, state = self.decoder(prev_tokens.unsqueeze(1), state)
+        logits, state = self.decoder(
+            prev_tokens.unsqueeze(1), state, need_attention=need_attention
+        )
         return torch.log_softmax(logits[:, -1].float(), dim=-1), state

@@ -106,6 +106,7 @@ class RecurrentDecoderState:
     memory: torch.Tensor | None  # (n, S, C): encoder states, with attention
     projected_keys: torch.Tensor | None  # (n, S, A): U h_j, with attention
     src_mask: torch.Tensor  # (n, S)
+    attention: torch.Tensor | None = None  # (n, t, 1, 1, S) if asked
 
     def reorder(self, index: torch.Tensor) -> RecurrentDecoderState:
         def rows(x: torch.Tensor | None) -> torch.Tensor | None:
@@ -126,6 +127,7 @@ class RecurrentDecoderState:
             memory=rows(self.memory),
             projected_keys=rows(self.projected_keys),
             src_mask=self.src_mask.index_select(0, index),
+            attention=rows(self.attention),
         )
 
 
@@ -180,10 +182,12 @@ class RecurrentDecoder(Decoder):
         tgt_in: torch.Tensor,
         state: RecurrentDecoderState,
         tgt_mask: torch.Tensor | None = None,
+        need_attention: bool = False,
     ) -> tuple[torch.Tensor, RecurrentDecoderState]:
         """Padding after a target's end only affects later positions, which the
         loss ignores, so ``tgt_mask`` is not needed."""
         embedded = self.dropout(self.embedding(tgt_in))  # (n, T, E)
+        attention = None
         if self.attention is None:
             assert state.context is not None
             contexts = state.context.unsqueeze(1).expand(-1, tgt_in.size(1), -1)
@@ -191,30 +195,38 @@ class RecurrentDecoder(Decoder):
                 torch.cat([embedded, contexts], dim=-1), None, state.hidden
             )
         else:
-            outputs, contexts, hidden = self._attend_and_step(embedded, state)
-        state = replace(state, hidden=hidden)
+            outputs, contexts, hidden, weights = self._attend_and_step(embedded, state)
+            if need_attention:  # (n, T, S) -> (n, T, layers=1, heads=1, S)
+                attention = weights[:, :, None, None, :]
+        state = replace(state, hidden=hidden, attention=attention)
         features = torch.cat([outputs, contexts, embedded], dim=-1)
         readout = torch.tanh(self.readout(self.dropout(features)))  # (n, T, E)
         return self.output_proj(self.dropout(readout)), state
 
     def _attend_and_step(
         self, embedded: torch.Tensor, state: RecurrentDecoderState
-    ) -> tuple[torch.Tensor, torch.Tensor, RecurrentState]:
+    ) -> tuple[torch.Tensor, torch.Tensor, RecurrentState, torch.Tensor]:
         """Bahdanau's decoder, one target position at a time."""
         assert self.attention is not None and state.memory is not None
         assert state.projected_keys is not None
         hidden = state.hidden
-        outputs, contexts = [], []
+        outputs, contexts, weights = [], [], []
         for t in range(embedded.size(1)):
             query = (hidden[0] if isinstance(hidden, tuple) else hidden)[-1]  # s_{i-1}
-            context, _ = self.attention(
+            context, alpha = self.attention(
                 query, state.projected_keys, state.memory, state.src_mask
             )  # c_i (n, C)
             step_input = torch.cat([embedded[:, t], context], dim=-1).unsqueeze(1)
             output, hidden = self.rnn(step_input, None, hidden)
             outputs.append(output)
             contexts.append(context)
-        return torch.cat(outputs, dim=1), torch.stack(contexts, dim=1), hidden
+            weights.append(alpha)
+        return (
+            torch.cat(outputs, dim=1),
+            torch.stack(contexts, dim=1),
+            hidden,
+            torch.stack(weights, dim=1),
+        )
 
 
 def build_rnn_seq2seq(

@@ -98,10 +98,12 @@ class TransformerDecoderLayer(nn.Module):
         src_mask: torch.Tensor,
         self_mask: torch.Tensor | None,
         cache: KeyValue | None = None,
-    ) -> tuple[torch.Tensor, KeyValue]:
+        need_weights: bool = False,
+    ) -> tuple[torch.Tensor, KeyValue, torch.Tensor | None]:
         """x (n, t, d) new positions; ``cache`` holds keys/values of earlier ones.
 
-        Returns the output (n, t, d) and the keys/values of all positions so far.
+        Returns the output (n, t, d), the keys/values of all positions so far,
+        and the cross-attention weights (n, heads, t, S) if ``need_weights``.
         """
         h = self.self_res.before(x)
         k, v = self.self_attn.project_key_value(h, h)
@@ -113,11 +115,12 @@ class TransformerDecoderLayer(nn.Module):
         x = self.self_res.after(x, attn)
 
         h = self.cross_res.before(x)
-        cross, _ = self.cross_attn.attend(
-            self.cross_attn.project_query(h), *memory_kv, src_mask
+        cross, weights = self.cross_attn.attend(
+            self.cross_attn.project_query(h), *memory_kv, src_mask, need_weights
         )
         x = self.cross_res.after(x, cross)
-        return self.ffn_res.after(x, self.ffn(self.ffn_res.before(x))), (k, v)
+        x = self.ffn_res.after(x, self.ffn(self.ffn_res.before(x)))
+        return x, (k, v), weights
 
 
 @dataclass
@@ -129,6 +132,7 @@ class TransformerState:
     memory_kv: list[KeyValue]  # per layer
     self_kv: list[KeyValue] | None  # per layer, None before the first token
     length: int = 0
+    attention: torch.Tensor | None = None  # (n, t, layers, heads, S) if asked
 
     def reorder(self, index: torch.Tensor) -> TransformerState:
         def pick(kv: KeyValue) -> KeyValue:
@@ -139,6 +143,9 @@ class TransformerState:
             src_mask=self.src_mask.index_select(0, index),
             memory_kv=[pick(kv) for kv in self.memory_kv],
             self_kv=None if self.self_kv is None else [pick(kv) for kv in self.self_kv],
+            attention=None
+            if self.attention is None
+            else self.attention.index_select(0, index),
         )
 
 
@@ -195,6 +202,7 @@ class TransformerDecoder(Decoder):
         tgt_in: torch.Tensor,
         state: TransformerState,
         tgt_mask: torch.Tensor | None = None,
+        need_attention: bool = False,
     ) -> tuple[torch.Tensor, TransformerState]:
         new = tgt_in.size(1)
         total = state.length + new
@@ -205,13 +213,19 @@ class TransformerDecoder(Decoder):
                 assert state.length == 0, "padding masks are for teacher forcing"
                 self_mask = self_mask & tgt_mask[:, None, None, :]
         x = self.embedding(tgt_in, offset=state.length)
-        caches = []
+        caches, weights = [], []
         for i, layer in enumerate(self.layers):
             cache = None if state.self_kv is None else state.self_kv[i]
-            x, kv = layer(x, state.memory_kv[i], state.src_mask, self_mask, cache)
+            x, kv, w = layer(
+                x, state.memory_kv[i], state.src_mask, self_mask, cache, need_attention
+            )
             caches.append(kv)
+            weights.append(w)
         logits = self.output_proj(self.final_norm(x))  # (n, t, V)
-        return logits, replace(state, self_kv=caches, length=total)
+        attention = None
+        if need_attention:  # per layer (n, heads, t, S) -> (n, t, layers, heads, S)
+            attention = torch.stack(weights, dim=1).permute(0, 3, 1, 2, 4)
+        return logits, replace(state, self_kv=caches, length=total, attention=attention)
 
 
 def build_transformer(

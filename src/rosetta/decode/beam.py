@@ -1,0 +1,284 @@
+"""Batched beam search through ``encode`` / ``init_state`` / ``step`` (SPEC §5).
+
+Every sentence keeps ``k`` live prefixes; all sentences and beams sit in one
+(n*k)-row decoding state, so a step is one ``model.step`` call and a handful of
+tensor operations, with no Python loop over sentences or beams.
+
+At each step every live prefix is expanded by every token (k·V candidates per
+sentence, scored by the sum of log-probabilities) and exactly the ``k`` best
+expansions are kept: those that end (``<eos>``, or the sentence's maximum
+length ``a·S + b``) are set aside as finished candidates, the others are the
+next step's live prefixes. With ``k = 1`` this is greedy search.
+
+The final choice among all finished candidates is by the length-normalised
+score ``(1 / L^α) Σ_{t=1..L} log P(y_t | y_<t, c)`` (SPEC §5, α = 0.75), where
+``L`` counts the scored tokens (``<eos>`` included when produced), or by the
+GNMT penalty ``Σ log P / ((5 + L) / 6)^α``.
+
+A sentence stops when
+
+- ``stopping="exact"`` (default): no live prefix can still enter its n-best
+  list. Log-probabilities are ≤ 0, so a live prefix with sum ``s`` can at best
+  reach ``s / penalty(max length)``; when that is not above the n-th best
+  finished score, decoding further cannot change the result;
+- ``stopping="k_finished"``: ``k`` candidates have finished;
+- ``stopping="max_length"``: only when no prefix is live any more;
+- and always at its maximum length.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+
+from rosetta.decode.greedy import Hypothesis, max_lengths
+from rosetta.models.interface import DecoderState, EncoderDecoder
+
+LengthPenalty = Literal["notes", "gnmt"]
+Stopping = Literal["exact", "k_finished", "max_length"]
+
+
+def length_penalty(
+    length: torch.Tensor, alpha: float, kind: LengthPenalty = "notes"
+) -> torch.Tensor:
+    """The divisor of the summed log-probability: ``L^α`` or ``((5 + L) / 6)^α``."""
+    length = length.double()
+    if kind == "notes":
+        return length**alpha
+    if kind == "gnmt":
+        return ((5 + length) / 6) ** alpha
+    raise ValueError(f"unknown length penalty {kind!r}: use 'notes' or 'gnmt'")
+
+
+def normalized_score(
+    score: float, length: int, alpha: float, kind: LengthPenalty = "notes"
+) -> float:
+    """The ranking score of one finished sequence of ``length`` scored tokens."""
+    return score / float(length_penalty(torch.tensor(length), alpha, kind))
+
+
+@torch.no_grad()
+def beam_search(
+    model: EncoderDecoder,
+    src: torch.Tensor,
+    src_mask: torch.Tensor,
+    *,
+    bos_id: int,
+    eos_id: int,
+    beam_size: int = 5,
+    alpha: float = 0.75,
+    penalty: LengthPenalty = "notes",
+    stopping: Stopping = "exact",
+    nbest: int = 1,
+    max_len_a: float = 1.5,
+    max_len_b: int = 10,
+    max_len_cap: int | None = None,
+    need_attention: bool = False,
+) -> list[list[Hypothesis]]:
+    """Decode a batch ``src`` (n, S) with mask (n, S), True at real tokens.
+
+    Returns, per sentence, its ``nbest`` finished hypotheses, best first, each
+    with its summed log-probability (``score``) and the score it was ranked by
+    (``normalized_score``); with ``need_attention``, the attention weights of
+    every output step (``attention``, (L, layers, heads, S)).
+    """
+    if beam_size < 1:
+        raise ValueError(f"beam size must be at least 1, got {beam_size}")
+    if not 1 <= nbest <= beam_size:
+        raise ValueError(f"nbest must be between 1 and the beam size, got {nbest}")
+    if stopping not in ("exact", "k_finished", "max_length"):
+        raise ValueError(
+            f"unknown stopping {stopping!r}: use 'exact', 'k_finished' or 'max_length'"
+        )
+    length_penalty(torch.tensor(1), alpha, penalty)  # validates the penalty kind
+    n, k, device = src.size(0), beam_size, src.device
+    limits = max_lengths(src_mask.sum(1), max_len_a, max_len_b, max_len_cap)
+    steps = int(limits.max())
+    best_possible_divisor = length_penalty(limits, alpha, penalty)  # (n,)
+    state = model.init_state(model.encode(src, src_mask), src_mask)
+    state = state.reorder(torch.arange(n, device=device).repeat_interleave(k))
+    neg_inf = float("-inf")
+
+    # live beams of the active sentences (a = number of active sentences)
+    active = torch.arange(n, device=device)  # original index of each
+    live_scores = torch.full((n, k), neg_inf, dtype=torch.float64, device=device)
+    live_scores[:, 0] = 0.0  # one live prefix, <bos>, at the start
+    live_tokens = torch.zeros((n, k, 0), dtype=torch.long, device=device)
+    prev = torch.full((n * k,), bos_id, dtype=torch.long, device=device)
+    live_attention: torch.Tensor | None = None  # (a, k, t, layers, heads, S)
+    # the best k finished candidates of every sentence
+    done_rank = torch.full((n, k), neg_inf, dtype=torch.float64, device=device)
+    done_score = torch.full((n, k), neg_inf, dtype=torch.float64, device=device)
+    done_length = torch.zeros((n, k), dtype=torch.long, device=device)
+    done_tokens = torch.full((n, k, steps), eos_id, dtype=torch.long, device=device)
+    done_count = torch.zeros(n, dtype=torch.long, device=device)
+    done_attention: list[list[torch.Tensor | None]] = [[None] * k for _ in range(n)]
+
+    for t in range(steps):
+        a = active.numel()
+        if need_attention:
+            log_probs, state = model.step(prev, state, need_attention=True)
+        else:
+            log_probs, state = model.step(prev, state)  # (a*k, V)
+        vocab = log_probs.size(-1)
+        candidates = live_scores.unsqueeze(-1) + log_probs.double().view(a, k, vocab)
+        top_scores, top_index = candidates.view(a, k * vocab).topk(k, dim=1)
+        parent, token = top_index // vocab, top_index % vocab  # (a, k)
+        at_limit = (t + 1 >= limits[active]).unsqueeze(1)  # (a, 1)
+        ends = (token == eos_id) | at_limit
+        sequences = torch.cat(
+            [
+                live_tokens.gather(1, parent.unsqueeze(-1).expand(-1, -1, t)),
+                token.unsqueeze(-1),
+            ],
+            dim=-1,
+        )  # (a, k, t+1)
+        step_attention = None
+        if need_attention:
+            step_attention = _beam_attention(state, live_attention, parent, a, k)
+
+        # the k best expansions: those that end are finished, the rest live on
+        finishing = ends & top_scores.isfinite()
+        rank = top_scores / float(length_penalty(torch.tensor(t + 1), alpha, penalty))
+        rank = rank.masked_fill(~finishing, neg_inf)
+        done_count[active] += finishing.sum(1)
+        _merge_finished(
+            (done_rank, done_score, done_length, done_tokens, done_attention),
+            active,
+            rank,
+            top_scores,
+            sequences,
+            token == eos_id,
+            step_attention,
+            t,
+        )
+
+        live_scores = top_scores.masked_fill(ends, neg_inf)
+        live_tokens, prev_rows, live_attention = sequences, token, step_attention
+        # the state row each new live prefix continues
+        beam_rows = torch.arange(a, device=device).unsqueeze(1) * k + parent
+
+        kth_done = done_rank[active, nbest - 1]  # the n-best list's last entry
+        if stopping == "exact":
+            reachable = live_scores.max(dim=1).values / best_possible_divisor[active]
+            finished = kth_done >= reachable
+        elif stopping == "k_finished":
+            finished = done_count[active] >= k
+        else:
+            finished = torch.zeros_like(kth_done, dtype=torch.bool)
+        finished |= at_limit.squeeze(1) | ~live_scores.isfinite().any(dim=1)
+        if bool(finished.all()):
+            break
+        keep = (~finished).nonzero().squeeze(1)
+        state = state.reorder(beam_rows[keep].flatten())
+        active, live_scores = active[keep], live_scores[keep]
+        live_tokens, prev = live_tokens[keep], prev_rows[keep].flatten()
+        if live_attention is not None:
+            live_attention = live_attention[keep]
+
+    return _collect(
+        done_rank,
+        done_score,
+        done_length,
+        done_tokens,
+        done_attention,
+        nbest,
+        src_mask.sum(1).tolist(),
+    )
+
+
+def _expand_like(index: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """(a, m) beam index -> an index for gathering dim 1 of ``target``."""
+    shape = (*index.shape, *target.shape[2:])
+    return index.view(*index.shape, *([1] * (target.dim() - 2))).expand(shape)
+
+
+def _beam_attention(
+    state: DecoderState,
+    live_attention: torch.Tensor | None,
+    parent: torch.Tensor,
+    a: int,
+    k: int,
+) -> torch.Tensor:
+    """Every candidate's attention history: (a, k, t+1, layers, heads, S)."""
+    if state.attention is None:
+        raise ValueError("this model does not report attention weights")
+    weights = state.attention[:, -1]  # (a*k, layers, heads, S)
+    weights = weights.reshape(a, k, 1, *weights.shape[1:])
+    history = (
+        weights
+        if live_attention is None
+        else torch.cat([live_attention, weights], dim=2)
+    )
+    return history.gather(1, _expand_like(parent, history))
+
+
+def _merge_finished(
+    done: tuple,
+    active: torch.Tensor,
+    rank: torch.Tensor,
+    scores: torch.Tensor,
+    sequences: torch.Tensor,
+    ended_with_eos: torch.Tensor,
+    attention: torch.Tensor | None,
+    t: int,
+) -> None:
+    """Keep the k best finished candidates per sentence, the old and the new."""
+    done_rank, done_score, done_length, done_tokens, done_attention = done
+    k, steps = done_rank.size(1), done_tokens.size(2)
+    if not bool(rank.isfinite().any()):
+        return
+    padded = torch.nn.functional.pad(sequences, (0, steps - t - 1), value=0)
+    lengths = torch.full_like(rank, t + 1, dtype=torch.long) - ended_with_eos.long()
+    all_rank = torch.cat([done_rank[active], rank], dim=1)  # (a, 2k)
+    best_rank, best = all_rank.topk(k, dim=1)
+    from_old = best < k
+
+    def pick(old: torch.Tensor, new: torch.Tensor) -> torch.Tensor:
+        merged = torch.cat([old, new], dim=1)
+        return merged.gather(1, _expand_like(best, merged))
+
+    done_rank[active] = best_rank
+    done_score[active] = pick(done_score[active], scores)
+    done_length[active] = pick(done_length[active], lengths)
+    done_tokens[active] = pick(done_tokens[active], padded)
+    if attention is not None:  # rare and small: bookkeeping per finished entry
+        for row, sentence in enumerate(active.tolist()):
+            old = done_attention[sentence]
+            done_attention[sentence] = [
+                old[j] if from_old[row, i] else attention[row, j - k]
+                for i, j in enumerate(best[row].tolist())
+            ]
+
+
+def _collect(
+    done_rank: torch.Tensor,
+    done_score: torch.Tensor,
+    done_length: torch.Tensor,
+    done_tokens: torch.Tensor,
+    done_attention: list[list[torch.Tensor | None]],
+    nbest: int,
+    src_lengths: list[int],
+) -> list[list[Hypothesis]]:
+    ranks, scores = done_rank.tolist(), done_score.tolist()
+    lengths, tokens = done_length.tolist(), done_tokens.tolist()
+    results = []
+    for i in range(len(ranks)):
+        hypotheses = []
+        for j in range(len(ranks[i])):  # already sorted, best first
+            if len(hypotheses) == nbest or ranks[i][j] == float("-inf"):
+                break
+            attention = done_attention[i][j]
+            hypotheses.append(
+                Hypothesis(
+                    tokens[i][j][: lengths[i][j]],
+                    scores[i][j],
+                    normalized_score=ranks[i][j],
+                    attention=None
+                    if attention is None
+                    else attention[..., : src_lengths[i]].cpu(),  # no padding
+                )
+            )
+        results.append(hypotheses)
+    return results

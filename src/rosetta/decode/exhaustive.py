@@ -1,0 +1,84 @@
+"""Exhaustive search (SPEC §5): score every sequence in ``V^T'``.
+
+Only feasible for a tiny vocabulary and length; it is the exactness reference
+for beam search, under the same scoring (``rosetta.decode.beam``): every
+sequence that ends with ``<eos>`` or reaches the maximum length ``T' = a·S + b``
+is a candidate, ranked by ``Σ log P / penalty(L)``.
+
+Prefixes of probability zero are dropped as they appear: every extension of
+one also has probability zero, so none of them can be the best sequence.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from rosetta.decode.beam import LengthPenalty, normalized_score
+from rosetta.decode.greedy import Hypothesis, max_lengths
+from rosetta.models.interface import EncoderDecoder
+
+
+@torch.no_grad()
+def exhaustive_search(
+    model: EncoderDecoder,
+    src: torch.Tensor,
+    src_mask: torch.Tensor,
+    *,
+    bos_id: int,
+    eos_id: int,
+    alpha: float = 0.75,
+    penalty: LengthPenalty = "notes",
+    nbest: int = 1,
+    max_len_a: float = 1.5,
+    max_len_b: int = 10,
+    max_len_cap: int | None = None,
+    max_sequences: int = 1_000_000,
+) -> list[list[Hypothesis]]:
+    """The ``nbest`` best sequences of every sentence of the batch, best first.
+
+    Raises ``ValueError`` when ``V^T'`` exceeds ``max_sequences``.
+    """
+    limits = max_lengths(src_mask.sum(1), max_len_a, max_len_b, max_len_cap)
+    results = []
+    for i in range(src.size(0)):  # one sentence at a time: this is the reference
+        length = int(src_mask[i].sum())
+        source, mask = src[i : i + 1, :length], src_mask[i : i + 1, :length]
+        state = model.init_state(model.encode(source, mask), mask)
+        limit = int(limits[i])
+        prefixes: list[list[int]] = [[]]
+        scores = torch.zeros(1, dtype=torch.float64)
+        prev = torch.full((1,), bos_id, dtype=torch.long, device=src.device)
+        finished: list[Hypothesis] = []
+        for t in range(limit):
+            log_probs, state = model.step(prev, state)  # (P, V)
+            vocab = log_probs.size(-1)
+            if t == 0 and vocab**limit > max_sequences:
+                raise ValueError(
+                    f"exhaustive search would score V^T' = {vocab}^{limit} "
+                    f"sequences, more than max_sequences={max_sequences}; "
+                    "use a smaller vocabulary or maximum length, or beam search"
+                )
+            candidates = scores.unsqueeze(1) + log_probs.double().cpu()  # (P, V)
+            for row, prefix in enumerate(prefixes):
+                for token in range(vocab):
+                    score = float(candidates[row, token])
+                    if score == float("-inf"):
+                        continue
+                    ends = token == eos_id
+                    if ends or t + 1 == limit:  # L = t + 1 scored tokens
+                        rank = normalized_score(score, t + 1, alpha, penalty)
+                        tokens = prefix if ends else [*prefix, token]
+                        finished.append(Hypothesis(tokens, score, rank))
+            if t + 1 == limit:
+                break
+            live = (candidates.isfinite()).nonzero()  # (P', 2): parent, token
+            live = live[live[:, 1] != eos_id]
+            if live.numel() == 0:
+                break
+            prefixes = [[*prefixes[p], tok] for p, tok in live.tolist()]
+            scores = candidates[live[:, 0], live[:, 1]]
+            state = state.reorder(live[:, 0].to(src.device))
+            prev = live[:, 1].to(src.device)
+        finished.sort(key=lambda h: -(h.normalized_score or 0.0))
+        results.append(finished[:nbest])
+    return results

@@ -1,0 +1,109 @@
+"""The search options shared by the API, the CLI and the server, and dispatch.
+
+One dataclass names every choice; ``search`` picks the algorithm from it: the
+dedicated greedy path for beam size 1 (same result as ``beam_search`` with
+``beam_size=1``, less work), beam search otherwise, or sampling.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from rosetta.decode.beam import LengthPenalty, Stopping, beam_search, length_penalty
+from rosetta.decode.greedy import Hypothesis, greedy_search
+from rosetta.decode.sampling import sampler
+from rosetta.models.interface import EncoderDecoder
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    """How to decode. The defaults are greedy search with the notes' scoring."""
+
+    beam_size: int = 1
+    alpha: float = 0.75  # length normalisation (1 / L^α) Σ log P
+    penalty: LengthPenalty = "notes"  # or "gnmt": ((5 + L) / 6)^α
+    stopping: Stopping = "exact"
+    nbest: int = 1
+    max_len_a: float = 1.5  # output limit a·S + b
+    max_len_b: int = 10
+    sample: bool = False
+    temperature: float = 1.0
+    top_k: int = 0
+    top_p: float = 1.0
+    seed: int | None = None  # sampling: reproducible draws
+    need_attention: bool = False
+
+    def __post_init__(self) -> None:
+        if self.beam_size < 1:
+            raise ValueError(f"beam size must be at least 1, got {self.beam_size}")
+        if not 1 <= self.nbest <= self.beam_size:
+            raise ValueError(
+                f"nbest ({self.nbest}) must be between 1 and the beam size "
+                f"({self.beam_size})"
+            )
+        if self.alpha < 0:
+            raise ValueError(f"alpha must be >= 0, got {self.alpha}")
+        if self.max_len_a < 0 or self.max_len_b < 0:
+            raise ValueError("max_len_a and max_len_b must be >= 0")
+        length_penalty(torch.tensor(1), self.alpha, self.penalty)
+        if self.sample:
+            if self.beam_size > 1 or self.nbest > 1:
+                raise ValueError("sampling draws one translation: use beam size 1")
+            if self.need_attention:
+                raise ValueError("attention weights come with greedy or beam search")
+            sampler(self.temperature, self.top_k, self.top_p)  # validates them
+
+    @property
+    def uses_beam(self) -> bool:
+        return not self.sample and (
+            self.beam_size > 1 or self.nbest > 1 or self.need_attention
+        )
+
+
+def search(
+    model: EncoderDecoder,
+    src: torch.Tensor,
+    src_mask: torch.Tensor,
+    options: SearchOptions,
+    *,
+    bos_id: int,
+    eos_id: int,
+    max_len_cap: int | None = None,
+    generator: torch.Generator | None = None,
+) -> list[list[Hypothesis]]:
+    """Decode a batch with ``options``; per sentence its n-best list."""
+    limits = dict(
+        max_len_a=options.max_len_a,
+        max_len_b=options.max_len_b,
+        max_len_cap=max_len_cap,
+    )
+    if options.uses_beam:
+        return beam_search(
+            model,
+            src,
+            src_mask,
+            bos_id=bos_id,
+            eos_id=eos_id,
+            beam_size=options.beam_size,
+            alpha=options.alpha,
+            penalty=options.penalty,
+            stopping=options.stopping,
+            nbest=options.nbest,
+            need_attention=options.need_attention,
+            **limits,
+        )
+    choose = None
+    if options.sample:
+        choose = sampler(options.temperature, options.top_k, options.top_p, generator)
+    hypotheses = greedy_search(
+        model,
+        src,
+        src_mask,
+        bos_id=bos_id,
+        eos_id=eos_id,
+        **({} if choose is None else {"choose": choose}),
+        **limits,
+    )
+    return [[h] for h in hypotheses]

@@ -1,0 +1,204 @@
+"""Search on real trained models: a Transformer and a recurrent attention model."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from rosetta import Translator
+from rosetta.data import Example, collate
+from rosetta.data.vocab import BOS_ID, EOS_ID
+from rosetta.decode import beam_search, greedy_search, sample_search
+from rosetta.train.run import run_training
+from tests.toy import RNN_ATTENTION, TRANSFORMER, WORDS, toy_config
+
+MODELS = {"transformer": TRANSFORMER, "rnn-attention": RNN_ATTENTION}
+SENTENCES = [
+    "alpha beta gamma",
+    "delta",
+    "eps zeta eta theta iota kappa",
+    "kappa alpha",
+    "beta beta gamma delta eps",
+]
+
+
+@pytest.fixture(scope="module", params=list(MODELS))
+def trained(request, tmp_path_factory):
+    folder = tmp_path_factory.mktemp(request.param)
+    config, _ = toy_config(
+        folder,
+        "train.max_epochs=null",
+        "train.max_steps=60",
+        "train.validate_every=60",
+        model=MODELS[request.param],
+    )
+    run_training(config, folder / "run")
+    return Translator.load(folder / "run", device="cpu"), folder / "run"
+
+
+def batch_of(translator, sentences):
+    examples = [Example(translator.tokenizers.src.encode(s), []) for s in sentences]
+    batch = collate(examples)
+    return batch.src, batch.src_mask
+
+
+def beam(model, src, mask, **options):
+    return beam_search(model, src, mask, bos_id=BOS_ID, eos_id=EOS_ID, **options)
+
+
+def teacher_forced_score(model, src, mask, tokens, limit):
+    """Σ log P of ``tokens`` (+ <eos> when the hypothesis ended with it)."""
+    ended = len(tokens) < limit
+    target = [*tokens, EOS_ID] if ended else tokens
+    tgt_in = torch.tensor([[BOS_ID, *target[:-1]]])
+    with torch.no_grad():
+        log_probs = torch.log_softmax(model(src, mask, tgt_in).double(), dim=-1)
+    return float(log_probs[0, torch.arange(len(target)), torch.tensor(target)].sum())
+
+
+def test_batched_beam_search_equals_one_sentence_at_a_time(trained):
+    translator, _ = trained
+    model = translator.model
+    src, mask = batch_of(translator, SENTENCES)
+    batched = beam(model, src, mask, beam_size=4, nbest=3)
+    for i in range(len(SENTENCES)):
+        length = int(mask[i].sum())
+        [alone] = beam(
+            model,
+            src[i : i + 1, :length],
+            mask[i : i + 1, :length],
+            beam_size=4,
+            nbest=3,
+        )
+        assert [h.tokens for h in alone] == [h.tokens for h in batched[i]]
+        for a, b in zip(alone, batched[i], strict=True):
+            assert a.score == pytest.approx(b.score, abs=1e-4)
+
+
+def test_greedy_is_beam_of_one_and_scores_are_teacher_forced_scores(trained):
+    translator, _ = trained
+    model = translator.model
+    src, mask = batch_of(translator, SENTENCES)
+    greedy = greedy_search(model, src, mask, bos_id=BOS_ID, eos_id=EOS_ID)
+    beams = beam(model, src, mask, beam_size=1)
+    limits = (mask.sum(1) * 1.5 + 10).floor().long()
+    for g, [b] in zip(greedy, beams, strict=True):
+        assert b.tokens == g.tokens
+        assert b.score == pytest.approx(g.score, abs=1e-5)
+    for i, hypotheses in enumerate(beam(model, src, mask, beam_size=4, nbest=4)):
+        length = int(mask[i].sum())
+        for h in hypotheses:
+            rescored = teacher_forced_score(
+                model,
+                src[i : i + 1, :length],
+                mask[i : i + 1, :length],
+                h.tokens,
+                int(limits[i]),
+            )
+            assert h.score == pytest.approx(rescored, abs=1e-4)
+
+
+def test_attention_of_the_best_hypotheses(trained):
+    translator, _ = trained
+    found = translator.translate_nbest(
+        SENTENCES, beam_size=3, nbest=2, need_attention=True
+    )
+    for sentence, hypotheses in zip(SENTENCES, found, strict=True):
+        assert len(hypotheses) == 2
+        assert hypotheses[0].normalized_score >= hypotheses[1].normalized_score
+        for h in hypotheses:
+            steps = len(h.token_ids) + 1  # every token, then <eos>
+            assert h.attention is not None
+            assert h.attention.shape[0] == steps
+            assert h.attention.shape[-1] == len(sentence.split()) + 1
+            assert h.source_tokens == [*sentence.split(), "<eos>"]
+            sums = h.attention.sum(-1)
+            torch.testing.assert_close(sums, torch.ones_like(sums))
+
+
+def test_sampling_is_reproducible_and_top_k_of_one_is_greedy(trained):
+    translator, _ = trained
+    model = translator.model
+    src, mask = batch_of(translator, SENTENCES)
+    greedy = greedy_search(model, src, mask, bos_id=BOS_ID, eos_id=EOS_ID)
+    top1 = sample_search(model, src, mask, bos_id=BOS_ID, eos_id=EOS_ID, top_k=1)
+    assert [h.tokens for h in top1] == [h.tokens for h in greedy]
+    first = translator.translate(SENTENCES * 4, sample=True, seed=3, temperature=2.0)
+    again = translator.translate(SENTENCES * 4, sample=True, seed=3, temperature=2.0)
+    other = translator.translate(SENTENCES * 4, sample=True, seed=4, temperature=2.0)
+    assert first == again
+    assert first != other
+
+
+def test_translator_options_match_the_search_functions(trained):
+    translator, _ = trained
+    src, mask = batch_of(translator, SENTENCES)
+    beams = beam(translator.model, src, mask, beam_size=4, alpha=1.0, penalty="gnmt")
+    texts = translator.translate(SENTENCES, beam_size=4, alpha=1.0, penalty="gnmt")
+    for text, [h] in zip(texts, beams, strict=True):
+        assert text == translator.tokenizers.tgt.decode(h.tokens)
+    with pytest.raises(ValueError, match="nbest"):
+        translator.translate(SENTENCES, beam_size=2, nbest=3)
+    with pytest.raises(TypeError, match="unknown search option"):
+        translator.translate(SENTENCES, beam=2)
+
+
+def rosetta(*args, stdin=""):
+    return subprocess.run(
+        [sys.executable, "-m", "rosetta.cli", *args],
+        input=stdin.encode(),
+        capture_output=True,
+        timeout=120,
+    )
+
+
+def test_cli_writes_one_json_line_per_input_line(trained):
+    _, run_dir = trained
+    lines = ["alpha beta", "", "gamma delta eps", " ".join(WORDS)]
+    done = rosetta(
+        "translate",
+        "-m",
+        str(run_dir),
+        "--beam",
+        "3",
+        "--nbest",
+        "2",
+        "--format",
+        "jsonl",
+        "--attention",
+        stdin="\n".join(lines) + "\n",
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    records = [json.loads(line) for line in done.stdout.decode().splitlines()]
+    assert [r["line"] for r in records] == [1, 2, 3, 4]
+    assert [r["source"] for r in records] == lines
+    assert records[1]["hypotheses"] == []
+    for record in (records[0], records[2], records[3]):
+        assert len(record["hypotheses"]) == 2
+        best = record["hypotheses"][0]
+        assert {"text", "score", "normalized_score", "token_ids", "tokens"} <= set(best)
+        assert len(best["attention"]) == len(best["token_ids"]) + 1
+
+
+def test_cli_refuses_bad_search_options(trained):
+    _, run_dir = trained
+    done = rosetta("translate", "-m", str(run_dir), "--nbest", "2", stdin="alpha\n")
+    assert done.returncode == 2
+    assert b"--format jsonl" in done.stderr
+    done = rosetta(
+        "translate",
+        "-m",
+        str(run_dir),
+        "--format",
+        "jsonl",
+        "--beam",
+        "2",
+        "--nbest",
+        "3",
+        stdin="alpha\n",
+    )
+    assert done.returncode == 2
+    assert b"nbest (3) must be between 1 and the beam size (2)" in done.stderr
+    assert b"Traceback" not in done.stderr
