@@ -1,0 +1,216 @@
+"""Decoding speed: Rosetta against Hugging Face generate() and CTranslate2.
+
+The trained Rosetta Transformer is copied weight for weight into a Hugging Face
+``MarianMTModel`` and a CTranslate2 model (``benchmarks/peers.py``; the copy is
+checked before timing). Every engine then decodes the same token ids of
+Multi30k test_2016, sorted by length and cut into the same batches, with the
+same search (greedy, or beam 5 with length penalty 0.75) and the same output
+limit ``1.5·S + 10``. Tokenization is not timed.
+
+Runs are interleaved (Rosetta, HF, CT2, Rosetta, ...) and repeated; the table
+gives the median sentences/s and generated tokens/s with the spread (min-max),
+the BLEU of each engine's output, and Rosetta's speed ratio to each peer.
+
+    python benchmarks/decode_speed.py --run-dir runs/quality-de-en
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from peers import check_copy, to_ctranslate2, to_marian
+from quality_multi30k import cpu_name
+from rosetta import Translator
+from rosetta.config import load_config
+from rosetta.data import Example, collate
+from rosetta.data.corpus import read_corpus
+from rosetta.data.vocab import BOS_ID, EOS, EOS_ID, PAD_ID
+from rosetta.decode.options import SearchOptions, search
+from rosetta.evaluate import sacrebleu_score
+
+ALPHA = 0.75
+
+
+def limit(batch_ids: list[list[int]]) -> int:
+    return int(1.5 * max(len(s) for s in batch_ids) + 10)
+
+
+def run_rosetta(translator, batches, beam):
+    options = SearchOptions(beam_size=beam, alpha=ALPHA)
+    outputs = []
+    for ids in batches:
+        batch = collate([Example(s[:-1], []) for s in ids])  # collate adds <eos>
+        found = search(
+            translator.model,
+            batch.src,
+            batch.src_mask,
+            options,
+            bos_id=BOS_ID,
+            eos_id=EOS_ID,
+        )
+        outputs += [f[0].tokens for f in found]
+    return outputs
+
+
+def run_marian(marian, batches, beam):
+    outputs = []
+    for ids in batches:
+        width = max(len(s) for s in ids)
+        src = torch.tensor([s + [PAD_ID] * (width - len(s)) for s in ids])
+        generated = marian.generate(
+            input_ids=src,
+            attention_mask=(src != PAD_ID).long(),
+            num_beams=beam,
+            do_sample=False,
+            length_penalty=ALPHA,
+            max_new_tokens=limit(ids),
+            early_stopping=False,
+        )
+        for row in generated.tolist():
+            tokens = row[1:]  # after the start token
+            outputs.append(
+                tokens[: tokens.index(EOS_ID)] if EOS_ID in tokens else tokens
+            )
+    return outputs
+
+
+def run_ctranslate2(ct2, pieces_of, batches, beam):
+    outputs = []
+    for ids in batches:
+        results = ct2.translate_batch(
+            [pieces_of(s) for s in ids],
+            beam_size=beam,
+            length_penalty=ALPHA,
+            max_decoding_length=limit(ids),
+            max_batch_size=len(ids),
+        )
+        outputs += [r.hypotheses[0] for r in results]
+    return outputs
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--run-dir", default="runs/quality-multi30k-de-en-transformer")
+    parser.add_argument("--config", default="configs/multi30k-de-en-transformer.yaml")
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 32])
+    parser.add_argument("--beams", type=int, nargs="+", default=[1, 5])
+    parser.add_argument(
+        "--batch-1-sentences",
+        type=int,
+        default=100,
+        help="batch 1 decodes only the first N sentences (it is slow for all)",
+    )
+    parser.add_argument("--sentences", type=int, default=None, help="first N only")
+    parser.add_argument("--json", default="benchmarks/results/decode_speed.json")
+    args = parser.parse_args()
+
+    translator = Translator.load(args.run_dir, device="cpu")
+    pairs = read_corpus(load_config(args.config).data.test)
+    pairs = pairs[: args.sentences]
+    sources = [[*translator.tokenizers.src.encode(s), EOS_ID] for s, _ in pairs]
+    references = [t for _, t in pairs]
+    tgt = translator.tokenizers.tgt
+    marian = to_marian(translator)
+    difference = check_copy(translator, marian, [s for s, _ in pairs[:64]])
+    assert difference < 1e-3, f"the Marian copy differs by {difference}"
+    workdir = Path(tempfile.mkdtemp(prefix="rosetta-ct2-"))
+    ctranslate2 = to_ctranslate2(translator, workdir, None)
+    src_vocab = translator.tokenizers.src
+
+    def pieces_of(ids):
+        return [*src_vocab.id_pieces(ids[:-1]), EOS]
+
+    def ct2_ids(output):
+        return [tgt_index.get(p, 1) for p in output]
+
+    tgt_index = {p: i for i, p in enumerate(tgt.id_pieces(range(len(tgt))))}
+    print(f"copies checked: Marian max |Δ log P| = {difference:.2e}")
+
+    rows = []
+    for threads in args.threads:
+        torch.set_num_threads(threads)
+        ct2 = ctranslate2.Translator(str(workdir), device="cpu", intra_threads=threads)
+        engines = {
+            "rosetta": lambda b, k: run_rosetta(translator, b, k),
+            "hf": lambda b, k: run_marian(marian, b, k),
+            "ct2": lambda b, k, ct2=ct2: [
+                ct2_ids(o) for o in run_ctranslate2(ct2, pieces_of, b, k)
+            ],
+        }
+        for batch_size in args.batch_sizes:
+            count = args.batch_1_sentences if batch_size == 1 else len(sources)
+            order = sorted(range(count), key=lambda i: len(sources[i]))
+            batches = [
+                [sources[i] for i in order[s : s + batch_size]]
+                for s in range(0, count, batch_size)
+            ]
+            for beam in args.beams:
+                times: dict[str, list[float]] = {e: [] for e in engines}
+                outputs: dict[str, list[list[int]]] = {}
+                for _ in range(args.repeats):
+                    for name, engine in engines.items():  # interleaved
+                        started = time.perf_counter()
+                        outputs[name] = engine(batches, beam)
+                        times[name].append(time.perf_counter() - started)
+                for name in engines:
+                    ordered = [None] * count
+                    for i, out in zip(order, outputs[name], strict=True):
+                        ordered[i] = out
+                    hyps = [tgt.decode(o) for o in ordered]
+                    tokens = sum(len(o) for o in ordered)
+                    median = statistics.median(times[name])
+                    rows.append(
+                        {
+                            "engine": name,
+                            "threads": threads,
+                            "batch": batch_size,
+                            "beam": beam,
+                            "sentences": count,
+                            "seconds_median": round(median, 3),
+                            "seconds_min": round(min(times[name]), 3),
+                            "seconds_max": round(max(times[name]), 3),
+                            "sentences_per_s": round(count / median, 1),
+                            "tokens_per_s": round(tokens / median, 1),
+                            "generated_tokens": tokens,
+                            "bleu": round(
+                                sacrebleu_score(hyps, references[:count]).value, 2
+                            ),
+                        }
+                    )
+                    print(rows[-1], flush=True)
+
+    print(f"\nMachine: {cpu_name()}, torch {torch.__version__}")
+    print(
+        "| threads | batch | beam | engine | sent/s (median) | spread (s) "
+        "| tokens/s | BLEU | Rosetta ÷ engine |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for row in rows:
+        ours = next(
+            r
+            for r in rows
+            if r["engine"] == "rosetta"
+            and (r["threads"], r["batch"], r["beam"])
+            == (row["threads"], row["batch"], row["beam"])
+        )
+        ratio = ours["sentences_per_s"] / row["sentences_per_s"]
+        print(
+            f"| {row['threads']} | {row['batch']} | {row['beam']} | {row['engine']} "
+            f"| {row['sentences_per_s']} | {row['seconds_min']}–{row['seconds_max']} "
+            f"| {row['tokens_per_s']} | {row['bleu']} | {ratio:.2f} |"
+        )
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,219 @@
+"""Copy a trained Rosetta Transformer into the peer engines, weight for weight.
+
+- Hugging Face ``MarianMTModel``: the same post-norm architecture. Marian lays
+  its sinusoids out as [sin | cos] halves where Rosetta interleaves them
+  (SPEC §2), so the model width is permuted consistently everywhere (every
+  residual-stream weight, LayerNorm and embedding), which computes the same
+  function.
+- CTranslate2: a ``TransformerSpec`` filled directly with Rosetta's weights and
+  positional table (post-norm, scaled embeddings, ``<bos>`` start token).
+
+``check_copy`` compares the peers' log-probabilities with Rosetta's on real
+input, so a benchmark never compares different models.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from rosetta import Translator
+from rosetta.data.vocab import BOS, BOS_ID, EOS, EOS_ID, PAD_ID, UNK
+from rosetta.models.transformer import TransformerDecoder, TransformerEncoder
+
+
+def _width_permutation(d_model: int) -> torch.Tensor:
+    """Marian dim i < d/2 is Rosetta dim 2i (sin); dim d/2 + i is 2i + 1 (cos)."""
+    return torch.cat([torch.arange(0, d_model, 2), torch.arange(1, d_model, 2)])
+
+
+def to_marian(translator: Translator):
+    """A ``MarianMTModel`` computing what ``translator.model`` computes."""
+    from transformers import MarianConfig, MarianMTModel
+
+    model = translator.model
+    encoder: TransformerEncoder = model.encoder
+    decoder: TransformerDecoder = model.decoder
+    if encoder.embedding.token is not decoder.embedding.token:
+        raise ValueError("the Marian copy needs shared source/target embeddings")
+    first = encoder.layers[0]
+    d_model = encoder.embedding.token.embedding_dim
+    config = MarianConfig(
+        vocab_size=encoder.embedding.token.num_embeddings,
+        d_model=d_model,
+        encoder_layers=len(encoder.layers),
+        decoder_layers=len(decoder.layers),
+        encoder_attention_heads=first.self_attn.num_heads,
+        decoder_attention_heads=first.self_attn.num_heads,
+        encoder_ffn_dim=first.ffn.linear1.out_features,
+        decoder_ffn_dim=first.ffn.linear1.out_features,
+        activation_function="relu",
+        max_position_embeddings=encoder.embedding.positions.size(0),
+        scale_embedding=True,
+        share_encoder_decoder_embeddings=True,
+        tie_word_embeddings=True,
+        pad_token_id=PAD_ID,
+        eos_token_id=EOS_ID,
+        bos_token_id=BOS_ID,
+        decoder_start_token_id=BOS_ID,
+        forced_eos_token_id=None,
+        dropout=0.0,
+        attention_dropout=0.0,
+        activation_dropout=0.0,
+    )
+    marian = MarianMTModel(config).eval()
+    p = _width_permutation(d_model)
+    ours = model.state_dict()
+    theirs: dict[str, torch.Tensor] = {}
+
+    def linear(dst: str, src: str, permute_in: bool, permute_out: bool) -> None:
+        weight, bias = ours[f"{src}.weight"], ours[f"{src}.bias"]
+        if permute_in:
+            weight = weight[:, p]
+        if permute_out:
+            weight, bias = weight[p], bias[p]
+        theirs[f"{dst}.weight"], theirs[f"{dst}.bias"] = weight, bias
+
+    def norm(dst: str, src: str) -> None:
+        theirs[f"{dst}.weight"] = ours[f"{src}.weight"][p]
+        theirs[f"{dst}.bias"] = ours[f"{src}.bias"][p]
+
+    def attention(dst: str, src: str) -> None:
+        for a, b in (("q_proj", "q_proj"), ("k_proj", "k_proj"), ("v_proj", "v_proj")):
+            linear(f"{dst}.{a}", f"{src}.{b}", permute_in=True, permute_out=False)
+        linear(f"{dst}.out_proj", f"{src}.out_proj", permute_in=False, permute_out=True)
+
+    def ffn(dst: str, src: str) -> None:
+        linear(f"{dst}.fc1", f"{src}.ffn.linear1", permute_in=True, permute_out=False)
+        linear(f"{dst}.fc2", f"{src}.ffn.linear2", permute_in=False, permute_out=True)
+
+    embedding = ours["encoder.embedding.token.weight"][:, p]
+    theirs["model.shared.weight"] = embedding
+    theirs["model.encoder.embed_tokens.weight"] = embedding
+    theirs["model.decoder.embed_tokens.weight"] = embedding
+    theirs["lm_head.weight"] = embedding
+    for i in range(len(encoder.layers)):
+        dst, src = f"model.encoder.layers.{i}", f"encoder.layers.{i}"
+        attention(f"{dst}.self_attn", f"{src}.self_attn")
+        norm(f"{dst}.self_attn_layer_norm", f"{src}.attn_res.norm")
+        ffn(dst, src)
+        norm(f"{dst}.final_layer_norm", f"{src}.ffn_res.norm")
+    for i in range(len(decoder.layers)):
+        dst, src = f"model.decoder.layers.{i}", f"decoder.layers.{i}"
+        attention(f"{dst}.self_attn", f"{src}.self_attn")
+        norm(f"{dst}.self_attn_layer_norm", f"{src}.self_res.norm")
+        attention(f"{dst}.encoder_attn", f"{src}.cross_attn")
+        norm(f"{dst}.encoder_attn_layer_norm", f"{src}.cross_res.norm")
+        ffn(dst, src)
+        norm(f"{dst}.final_layer_norm", f"{src}.ffn_res.norm")
+    missing, unexpected = marian.load_state_dict(theirs, strict=False)
+    left = [k for k in missing if "embed_positions" not in k and "logits_bias" not in k]
+    if left or unexpected:
+        raise RuntimeError(f"Marian copy: missing {left}, unexpected {unexpected}")
+    return marian
+
+
+def to_ctranslate2(translator: Translator, output_dir: Path, quantization: str | None):
+    """Write a CTranslate2 model of ``translator.model`` to ``output_dir``."""
+    import ctranslate2
+    from ctranslate2.converters import Converter
+    from ctranslate2.specs import transformer_spec
+
+    model = translator.model
+    encoder: TransformerEncoder = model.encoder
+    decoder: TransformerDecoder = model.decoder
+    ours = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
+    vocabulary = translator.tokenizers.tgt.id_pieces(
+        range(len(translator.tokenizers.tgt))
+    )
+
+    def linear(spec, *names: str) -> None:  # several names: fused along the rows
+        spec.weight = _concat([ours[f"{n}.weight"] for n in names])
+        spec.bias = _concat([ours[f"{n}.bias"] for n in names])
+
+    def norm(spec, name: str) -> None:
+        spec.gamma, spec.beta = ours[f"{name}.weight"], ours[f"{name}.bias"]
+
+    class RosettaConverter(Converter):
+        def _load(self):
+            spec = transformer_spec.TransformerSpec.from_config(
+                (len(encoder.layers), len(decoder.layers)),
+                encoder.layers[0].self_attn.num_heads,
+                pre_norm=False,
+            )
+            spec.config.decoder_start_token = BOS
+            spec.config.bos_token, spec.config.eos_token = BOS, EOS
+            spec.config.unk_token = UNK
+            table = encoder.embedding.positions.numpy()
+            for side in (spec.encoder, spec.decoder):
+                side.scale_embeddings = True
+                side.position_encodings.encodings = table
+            spec.encoder.embeddings[0].weight = ours["encoder.embedding.token.weight"]
+            spec.decoder.embeddings.weight = ours["decoder.embedding.token.weight"]
+            spec.decoder.projection.weight = ours["decoder.output_proj.weight"]
+            for i, layer in enumerate(spec.encoder.layer):
+                s = f"encoder.layers.{i}"
+                att = f"{s}.self_attn"
+                linear(
+                    layer.self_attention.linear[0],
+                    f"{att}.q_proj",
+                    f"{att}.k_proj",
+                    f"{att}.v_proj",
+                )
+                linear(layer.self_attention.linear[1], f"{att}.out_proj")
+                norm(layer.self_attention.layer_norm, f"{s}.attn_res.norm")
+                linear(layer.ffn.linear_0, f"{s}.ffn.linear1")
+                linear(layer.ffn.linear_1, f"{s}.ffn.linear2")
+                norm(layer.ffn.layer_norm, f"{s}.ffn_res.norm")
+            for i, layer in enumerate(spec.decoder.layer):
+                s = f"decoder.layers.{i}"
+                att, cross = f"{s}.self_attn", f"{s}.cross_attn"
+                linear(
+                    layer.self_attention.linear[0],
+                    f"{att}.q_proj",
+                    f"{att}.k_proj",
+                    f"{att}.v_proj",
+                )
+                linear(layer.self_attention.linear[1], f"{att}.out_proj")
+                norm(layer.self_attention.layer_norm, f"{s}.self_res.norm")
+                linear(layer.attention.linear[0], f"{cross}.q_proj")
+                linear(layer.attention.linear[1], f"{cross}.k_proj", f"{cross}.v_proj")
+                linear(layer.attention.linear[2], f"{cross}.out_proj")
+                norm(layer.attention.layer_norm, f"{s}.cross_res.norm")
+                linear(layer.ffn.linear_0, f"{s}.ffn.linear1")
+                linear(layer.ffn.linear_1, f"{s}.ffn.linear2")
+                norm(layer.ffn.layer_norm, f"{s}.ffn_res.norm")
+            spec.register_source_vocabulary(vocabulary)
+            spec.register_target_vocabulary(vocabulary)
+            return spec
+
+    RosettaConverter().convert(str(output_dir), quantization=quantization, force=True)
+    return ctranslate2
+
+
+def _concat(arrays):
+    import numpy as np
+
+    return arrays[0] if len(arrays) == 1 else np.concatenate(arrays, axis=0)
+
+
+@torch.no_grad()
+def check_copy(translator: Translator, marian, sentences: list[str]) -> float:
+    """Largest difference of teacher-forced log-probabilities, Rosetta vs Marian."""
+    from rosetta.data import Example, collate
+
+    tok = translator.tokenizers
+    examples = [Example(tok.src.encode(s), tok.tgt.encode(s)) for s in sentences]
+    batch = collate(examples)
+    mask = batch.tgt_in != PAD_ID
+    ours = torch.log_softmax(
+        translator.model(batch.src, batch.src_mask, batch.tgt_in, mask), dim=-1
+    )
+    theirs = marian(
+        input_ids=batch.src,
+        attention_mask=batch.src_mask.long(),
+        decoder_input_ids=batch.tgt_in,
+        decoder_attention_mask=mask.long(),
+    ).logits.log_softmax(dim=-1)
+    return float((ours - theirs)[mask].abs().max())
