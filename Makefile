@@ -9,7 +9,7 @@ TORCH  ?= torch==2.13.0
 CONFIG ?= configs/multi30k-de-en-transformer.yaml
 DEMO_MINUTES ?= 10
 
-.PHONY: setup demo test lint bench-quality bench-quality-rnn clean
+.PHONY: setup demo test lint bench-quality bench-quality-rnn bench-decode clean
 
 setup: $(STAMP)
 
@@ -46,6 +46,12 @@ bench-quality-rnn: $(STAMP)
 			--set train.max_minutes=$(RNN_MINUTES) \
 			--json benchmarks/results/quality-$$name.json || exit 1; \
 	done
+
+# Decoding speed against Hugging Face generate() and CTranslate2 (same weights).
+DECODE_RUN ?= runs/quality-multi30k-de-en-transformer
+bench-decode: $(STAMP)
+	$(BIN)/pip install -q -e .[bench]
+	$(BIN)/python benchmarks/decode_speed.py --run-dir $(DECODE_RUN)
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

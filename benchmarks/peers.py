@@ -135,6 +135,16 @@ def to_ctranslate2(translator: Translator, output_dir: Path, quantization: str |
     def norm(spec, name: str) -> None:
         spec.gamma, spec.beta = ours[f"{name}.weight"], ours[f"{name}.bias"]
 
+    def self_attention_and_ffn(layer, scope: str, attention_norm: str) -> None:
+        att = f"{scope}.self_attn"
+        qkv = (f"{att}.q_proj", f"{att}.k_proj", f"{att}.v_proj")
+        linear(layer.self_attention.linear[0], *qkv)
+        linear(layer.self_attention.linear[1], f"{att}.out_proj")
+        norm(layer.self_attention.layer_norm, f"{scope}.{attention_norm}.norm")
+        linear(layer.ffn.linear_0, f"{scope}.ffn.linear1")
+        linear(layer.ffn.linear_1, f"{scope}.ffn.linear2")
+        norm(layer.ffn.layer_norm, f"{scope}.ffn_res.norm")
+
     class RosettaConverter(Converter):
         def _load(self):
             spec = transformer_spec.TransformerSpec.from_config(
@@ -153,37 +163,15 @@ def to_ctranslate2(translator: Translator, output_dir: Path, quantization: str |
             spec.decoder.embeddings.weight = ours["decoder.embedding.token.weight"]
             spec.decoder.projection.weight = ours["decoder.output_proj.weight"]
             for i, layer in enumerate(spec.encoder.layer):
-                s = f"encoder.layers.{i}"
-                att = f"{s}.self_attn"
-                linear(
-                    layer.self_attention.linear[0],
-                    f"{att}.q_proj",
-                    f"{att}.k_proj",
-                    f"{att}.v_proj",
-                )
-                linear(layer.self_attention.linear[1], f"{att}.out_proj")
-                norm(layer.self_attention.layer_norm, f"{s}.attn_res.norm")
-                linear(layer.ffn.linear_0, f"{s}.ffn.linear1")
-                linear(layer.ffn.linear_1, f"{s}.ffn.linear2")
-                norm(layer.ffn.layer_norm, f"{s}.ffn_res.norm")
+                self_attention_and_ffn(layer, f"encoder.layers.{i}", "attn_res")
             for i, layer in enumerate(spec.decoder.layer):
                 s = f"decoder.layers.{i}"
-                att, cross = f"{s}.self_attn", f"{s}.cross_attn"
-                linear(
-                    layer.self_attention.linear[0],
-                    f"{att}.q_proj",
-                    f"{att}.k_proj",
-                    f"{att}.v_proj",
-                )
-                linear(layer.self_attention.linear[1], f"{att}.out_proj")
-                norm(layer.self_attention.layer_norm, f"{s}.self_res.norm")
+                self_attention_and_ffn(layer, s, "self_res")
+                cross = f"{s}.cross_attn"
                 linear(layer.attention.linear[0], f"{cross}.q_proj")
                 linear(layer.attention.linear[1], f"{cross}.k_proj", f"{cross}.v_proj")
                 linear(layer.attention.linear[2], f"{cross}.out_proj")
                 norm(layer.attention.layer_norm, f"{s}.cross_res.norm")
-                linear(layer.ffn.linear_0, f"{s}.ffn.linear1")
-                linear(layer.ffn.linear_1, f"{s}.ffn.linear2")
-                norm(layer.ffn.layer_norm, f"{s}.ffn_res.norm")
             spec.register_source_vocabulary(vocabulary)
             spec.register_target_vocabulary(vocabulary)
             return spec
