@@ -231,6 +231,15 @@ def config_from_dict(raw: dict[str, Any], source: str = "config") -> Config:
         raise RosettaError(format_validation_error(error, source)) from None
 
 
+def yaml_error_message(path: Path, error: yaml.YAMLError) -> str:
+    """One line: ``file:line:column: not valid YAML: problem``."""
+    mark = getattr(error, "problem_mark", None)
+    problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+    if mark is None:
+        return f"{path}: not valid YAML: {problem}"
+    return f"{path}:{mark.line + 1}:{mark.column + 1}: not valid YAML: {problem}"
+
+
 def load_config(path: str | Path, overrides: list[str] | None = None) -> Config:
     """Read a YAML config, apply ``KEY=VALUE`` overrides and validate it."""
     path = Path(path)
@@ -239,7 +248,7 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> Config:
     except FileNotFoundError:
         raise RosettaError(f"{path}: config file not found") from None
     except yaml.YAMLError as error:
-        raise RosettaError(f"{path}: not valid YAML: {error}") from None
+        raise RosettaError(yaml_error_message(path, error)) from None
     if not isinstance(raw, dict):
         raise RosettaError(f"{path}: the top level must be a mapping of sections")
     for assignment in overrides or []:

@@ -62,14 +62,14 @@ class Translator:
         return cls(model, tokenizers, config, device)
 
     def _encode(self, sentence: str) -> list[int]:
-        limit = min(
-            self.config.decode.max_input_tokens, self.config.model.max_positions
-        )
+        limits = {"decode.max_input_tokens": self.config.decode.max_input_tokens}
+        if self.config.model.arch == "transformer":
+            limits["model.max_positions"] = self.config.model.max_positions
+        setting, limit = min(limits.items(), key=lambda item: item[1])
         ids = self.tokenizers.src.encode(sentence)
-        if len(ids) + 1 > limit:
+        if len(ids) + 1 > limit:  # + 1 for <eos>
             warnings.warn(
-                f"input of {len(ids)} tokens truncated to {limit - 1} "
-                "(decode.max_input_tokens)",
+                f"input of {len(ids)} tokens truncated to {limit - 1} ({setting})",
                 stacklevel=3,
             )
             ids = ids[: limit - 1]
