@@ -55,6 +55,8 @@ def run_training(config: Config, run_dir: Path, resume: bool = False) -> Trainer
             "it, or choose another output folder"
         )
     run_dir.mkdir(parents=True, exist_ok=True)
+    if not resume:  # no checkpoint exists: any log here is from a run that died
+        (run_dir / "metrics.jsonl").unlink(missing_ok=True)
     configure_torch(config)
     rank, world_size = distributed_rank()
     data = prepare_data(config, run_dir, log=print if rank == 0 else lambda *_: None)

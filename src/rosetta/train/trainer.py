@@ -105,8 +105,20 @@ class Trainer:
 
     # ---- checkpoints -------------------------------------------------------
     def save(self) -> None:
+        """Write a checkpoint, then the index naming it, then drop old ones.
+
+        Each write is atomic, and the index is updated before any old
+        checkpoint is deleted, so a crash at any point leaves the index
+        naming checkpoints that exist.
+        """
         if not self.is_main:
             return
+        bad = [n for n, p in self.model.named_parameters() if not p.isfinite().all()]
+        if bad:
+            raise RosettaError(
+                f"non-finite weights at step {self.state.step} ({', '.join(bad[:3])}"
+                f"{', ...' if len(bad) > 3 else ''}); the checkpoint was not written"
+            )
         name = f"checkpoint-{self.state.step:07d}"
         meta = {
             "config": config_to_dict(self.config),
@@ -121,25 +133,26 @@ class Trainer:
         if self.state.best_step == self.state.step:
             best = name
         keep = set(names[-self.cfg.keep_last :]) | {best}
-        for old in names:
-            if old not in keep:
-                shutil.rmtree(self.run_dir / old, ignore_errors=True)
-        names = [n for n in names if n in keep]
         ckpt.write_json_atomic(
             self.run_dir / ckpt.INDEX_FILE,
             {
-                "checkpoints": names,
+                "checkpoints": [n for n in names if n in keep],
                 "latest": name,
                 "best": best,
                 "best_score": self.state.best_score,
                 "metric": self.cfg.early_stopping.metric,
             },
         )
+        for old in names:
+            if old not in keep:
+                shutil.rmtree(self.run_dir / old, ignore_errors=True)
 
     def resume(self) -> None:
         index = ckpt.read_index(self.run_dir)
-        if not index.get("latest"):
-            raise RosettaError(f"{self.run_dir}: no checkpoint to resume from")
+        if not index.get("latest"):  # stopped before its first checkpoint
+            self.log(f"{self.run_dir}: no checkpoint yet; starting from the beginning")
+            self._truncate_metrics()
+            return
         folder = self.run_dir / index["latest"]
         meta = ckpt.read_meta(folder)
         ckpt.load_weights(folder, self.model, self.device)

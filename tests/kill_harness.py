@@ -1,0 +1,88 @@
+"""Run ``rosetta train`` and freeze at a chosen point, for a SIGKILL test.
+
+    python tests/kill_harness.py POINT MARKER -- train CONFIG -o RUN [...]
+
+POINT is ``KIND:N``; the process writes its pid to MARKER and waits there to be
+killed:
+
+- ``step:N``       after the N-th optimizer step (mid-epoch);
+- ``validation:N`` inside the N-th validation, after the loss, before BLEU;
+- ``write:N``      inside the N-th checkpoint write: weights written to the
+                   temporary folder, optimizer and metadata not yet;
+- ``index:N``      after the N-th checkpoint is renamed into place, before the
+                   index that names it is written.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import rosetta.train.checkpoint as ckpt
+import rosetta.train.trainer as trainer_module
+from rosetta.cli import main
+
+
+def freeze(marker: Path) -> None:
+    marker.write_text(str(os.getpid()))
+    while True:
+        time.sleep(0.5)
+
+
+def install(point: str, marker: Path) -> None:
+    kind, _, count_text = point.partition(":")
+    target = int(count_text)
+    calls = {"n": 0}
+
+    def nth() -> bool:
+        calls["n"] += 1
+        return calls["n"] == target
+
+    if kind == "step":
+        original_step = trainer_module.Trainer.train_step
+
+        def train_step(self, indices):
+            outcome = original_step(self, indices)
+            if self.state.step == target:
+                freeze(marker)
+            return outcome
+
+        trainer_module.Trainer.train_step = train_step
+    elif kind == "validation":
+        original_bleu = trainer_module.validation_bleu
+
+        def validation_bleu(*args, **kwargs):
+            if nth():
+                freeze(marker)
+            return original_bleu(*args, **kwargs)
+
+        trainer_module.validation_bleu = validation_bleu
+    elif kind == "write":
+        original_save_model = ckpt.save_model
+
+        def save_model(*args, **kwargs):
+            original_save_model(*args, **kwargs)
+            if nth():
+                freeze(marker)
+
+        ckpt.save_model = save_model
+    elif kind == "index":
+        original_write = ckpt.write_json_atomic
+
+        def write_json_atomic(path, data):
+            if path.name == ckpt.INDEX_FILE and nth():
+                freeze(marker)
+            original_write(path, data)
+
+        ckpt.write_json_atomic = write_json_atomic
+    else:
+        raise SystemExit(f"unknown kill point {point!r}")
+
+
+if __name__ == "__main__":
+    point, marker_path, separator, *argv = sys.argv[1:]
+    assert separator == "--"
+    install(point, Path(marker_path))
+    sys.exit(main(argv))

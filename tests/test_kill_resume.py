@@ -1,0 +1,113 @@
+"""SIGKILL a real ``rosetta train`` at several points, resume, compare bitwise.
+
+Each kill point freezes the training process there (``tests/kill_harness.py``)
+and the test sends SIGKILL; ``rosetta train --resume`` then finishes the run,
+whose weights and optimizer state must equal an uninterrupted run's exactly.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from rosetta.train.checkpoint import read_index
+from tests.toy import toy_config
+
+ROOT = Path(__file__).resolve().parent.parent
+BUDGET = ("train.max_epochs=null", "train.max_steps=30", "train.validate_every=10")
+# kill point -> the step the resumed run must continue from (0: from scratch)
+KILL_POINTS = {
+    "step:7": 0,  # before the first checkpoint
+    "validation:1": 0,  # during evaluation
+    "write:2": 10,  # during a checkpoint write
+    "index:2": 10,  # checkpoint 20 in place, the index not yet naming it
+    "step:23": 20,  # mid-epoch, after two checkpoints
+    "write:3": 20,  # during the last checkpoint write
+}
+
+
+def command(*args: str) -> list[str]:
+    return [sys.executable, *args]
+
+
+def train_args(config: Path, run: Path, *extra: str) -> list[str]:
+    flags = [flag for o in BUDGET for flag in ("--set", o)]
+    return ["train", str(config), "-o", str(run), *flags, *extra]
+
+
+def final_state(run: Path) -> dict[str, torch.Tensor]:
+    folder = run / read_index(run)["latest"]
+    tensors = load_file(str(folder / "model.safetensors"))
+    optimizer = load_file(str(folder / "optimizer.safetensors"))
+    return {**tensors, **{f"adam.{k}": v for k, v in optimizer.items()}}
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("kill")
+    _, config = toy_config(folder)
+    straight = folder / "straight"
+    done = subprocess.run(
+        command("-m", "rosetta.cli", *train_args(config, straight)),
+        capture_output=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    return folder, config, final_state(straight)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("point", KILL_POINTS)
+def test_killed_and_resumed_training_ends_bitwise_identical(setup, point):
+    folder, config, expected = setup
+    run = folder / point.replace(":", "-")
+    marker = folder / f"{run.name}.pid"
+    harness = subprocess.Popen(
+        command(
+            "tests/kill_harness.py",
+            point,
+            str(marker),
+            "--",
+            *train_args(config, run),
+        ),
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 120
+    while not marker.exists():
+        assert harness.poll() is None, harness.stderr.read().decode()[-2000:]
+        assert time.monotonic() < deadline, "the kill point was never reached"
+        time.sleep(0.05)
+    os.kill(harness.pid, signal.SIGKILL)
+    assert harness.wait(timeout=30) == -signal.SIGKILL
+    harness.stderr.close()
+
+    resumed = subprocess.run(
+        command("-m", "rosetta.cli", *train_args(config, run, "--resume")),
+        capture_output=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert resumed.returncode == 0, resumed.stderr.decode()[-2000:]
+    log = resumed.stdout.decode()
+    if KILL_POINTS[point]:  # it really continued from the checkpoint
+        assert f"(step {KILL_POINTS[point]}, " in log, log
+    else:
+        assert "no checkpoint yet; starting from the beginning" in log, log
+    got = final_state(run)
+    assert got.keys() == expected.keys()
+    different = [k for k in expected if not torch.equal(got[k], expected[k])]
+    assert different == [], f"{len(different)} tensors differ after {point}"
+    index = read_index(run)
+    assert all((run / name).is_dir() for name in index["checkpoints"])
+    assert not list(run.glob("*.tmp"))  # no half-written leftovers named
