@@ -51,13 +51,19 @@ def _fsync(path: Path) -> None:
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
+    """Replace ``path`` with ``data`` as JSON, all or nothing."""
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(data, handle, indent=1)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
-    _fsync(path.parent)
+    try:
+        with open(tmp, "w", encoding="utf-8") as handle:
+            json.dump(data, handle, indent=1)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+        _fsync(path.parent)
+    except OSError as error:
+        tmp.unlink(missing_ok=True)
+        reason = error.strerror or str(error)
+        raise RosettaError(f"{path}: not written ({reason})") from None
 
 
 def rng_state() -> dict[str, Any]:
@@ -98,8 +104,30 @@ def save_checkpoint(
     optimizer: torch.optim.Optimizer | None,
     meta: dict[str, Any],
 ) -> None:
-    """Write a checkpoint folder atomically (temp folder, fsync, rename)."""
+    """Write a checkpoint folder atomically (temp folder, fsync, rename).
+
+    A failed write (disk full, no permission) removes its temporary folder and
+    raises ``RosettaError``; earlier checkpoints are never touched.
+    """
     tmp = folder.with_name(folder.name + ".tmp")
+    try:
+        _write_checkpoint(tmp, folder, model, optimizer, meta)
+    except OSError as error:
+        shutil.rmtree(tmp, ignore_errors=True)
+        reason = error.strerror or str(error)
+        raise RosettaError(
+            f"{folder}: checkpoint not written ({reason}); "
+            "the previous checkpoints are kept"
+        ) from None
+
+
+def _write_checkpoint(
+    tmp: Path,
+    folder: Path,
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer | None,
+    meta: dict[str, Any],
+) -> None:
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     save_model(model, str(tmp / MODEL_FILE))
