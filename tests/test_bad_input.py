@@ -139,7 +139,25 @@ def pickle_as_weights(tmp: Path, checkpoint: Path) -> Path:
 
 
 def pickle_file_as_model(tmp: Path, checkpoint: Path) -> Path:
-    return write(tmp, "model.pt", pickle.dumps(Payload(tmp / MARKER)))
+    return write(tmp, "model.pkl", pickle.dumps(Payload(tmp / MARKER)))
+
+
+def torch_file_as_model(tmp: Path, checkpoint: Path) -> Path:
+    """A real ``torch.save`` file whose unpickling would run code."""
+    import torch
+
+    torch.save({"state_dict": Payload(tmp / MARKER)}, tmp / "model.pt")
+    return tmp / "model.pt"
+
+
+def torch_file_as_weights(tmp: Path, checkpoint: Path) -> Path:
+    torch_file_as_model(tmp, checkpoint)
+    payload = (tmp / "model.pt").read_bytes()
+    (checkpoint / "model.safetensors").write_bytes(payload)
+    meta = json.loads((checkpoint / "checkpoint.json").read_text())
+    meta["sha256"]["model.safetensors"] = hashlib.sha256(payload).hexdigest()
+    (checkpoint / "checkpoint.json").write_text(json.dumps(meta))
+    return checkpoint
 
 
 CASES = [
@@ -244,9 +262,19 @@ CASES = [
         "model.safetensors: cannot load weights",
     ),
     Case(
-        "a pickled .pt file given as the model is refused",
+        "a pickle file given as the model is refused",
         model_case(pickle_file_as_model),
+        "model.pkl: neither a checkpoint nor a run with checkpoints",
+    ),
+    Case(
+        "a torch.save .pt file given as the model is refused",
+        model_case(torch_file_as_model),
         "model.pt: neither a checkpoint nor a run with checkpoints",
+    ),
+    Case(
+        "a torch.save file where the weights belong is never unpickled",
+        model_case(torch_file_as_weights),
+        "model.safetensors: cannot load weights",
     ),
     Case(
         "translate input with invalid UTF-8",

@@ -19,7 +19,7 @@ import torch
 from safetensors.torch import load_file
 
 from rosetta.train.checkpoint import read_index
-from tests.toy import toy_config
+from tests.toy import RNN_ATTENTION, TRANSFORMER, toy_config
 
 ROOT = Path(__file__).resolve().parent.parent
 BUDGET = ("train.max_epochs=null", "train.max_steps=30", "train.validate_every=10")
@@ -50,10 +50,18 @@ def final_state(run: Path) -> dict[str, torch.Tensor]:
     return {**tensors, **{f"adam.{k}": v for k, v in optimizer.items()}}
 
 
+MODELS = {"transformer": TRANSFORMER, "rnn-attention": RNN_ATTENTION}
+CASES = [("transformer", point) for point in KILL_POINTS] + [
+    ("rnn-attention", "write:2"),
+    ("rnn-attention", "step:23"),
+]
+
+
 @pytest.fixture(scope="module")
-def setup(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("kill")
-    _, config = toy_config(folder)
+def setup(request, tmp_path_factory):
+    """The model's config and the state an uninterrupted run ends with."""
+    folder = tmp_path_factory.mktemp(request.param)
+    _, config = toy_config(folder, model=MODELS[request.param])
     straight = folder / "straight"
     done = subprocess.run(
         command("-m", "rosetta.cli", *train_args(config, straight)),
@@ -62,13 +70,13 @@ def setup(tmp_path_factory):
         timeout=300,
     )
     assert done.returncode == 0, done.stderr.decode()[-2000:]
-    return folder, config, final_state(straight)
+    return request.param, folder, config, final_state(straight)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("point", KILL_POINTS)
+@pytest.mark.parametrize(("setup", "point"), CASES, indirect=["setup"])
 def test_killed_and_resumed_training_ends_bitwise_identical(setup, point):
-    folder, config, expected = setup
+    _, folder, config, expected = setup
     run = folder / point.replace(":", "-")
     marker = folder / f"{run.name}.pid"
     harness = subprocess.Popen(
