@@ -30,8 +30,8 @@ def exact_match(model, test):
     return sum(h.tokens == e.tgt for h, e in zip(hyps, test, strict=True)) / len(test)
 
 
-def train_to_reverse(model, peak_lr):
-    """Adam with warm-up on fresh random batches, checked every 200 steps, 55 s cap.
+def train_to_reverse(model, peak_lr, clip_norm=None, decay="inverse_sqrt"):
+    """Adam with warm-up on fresh random batches, checked every 100 steps, 55 s cap.
 
     Returns the exact-match rate on held-out sequences and the steps taken.
     """
@@ -48,11 +48,12 @@ def train_to_reverse(model, peak_lr):
         )
         optimizer.zero_grad()
         (loss / count).backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        if clip_norm is not None:  # SPEC §4: gradient clipping for recurrent models
+            torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
         for group in optimizer.param_groups:
-            group["lr"] = learning_rate(step, peak_lr, 100, "constant")
+            group["lr"] = learning_rate(step, peak_lr, 100, decay)
         optimizer.step()
-        if step % 200 == 0 and exact_match(model, test) >= 0.99:
+        if step % 100 == 0 and exact_match(model, test) >= 0.99:
             break
         if time.perf_counter() - started > 55:
             break
@@ -74,7 +75,7 @@ def test_transformer_learns_to_reverse_within_a_minute():
         share_embeddings=True,
         max_positions=32,
     )
-    exact, step = train_to_reverse(model, 2e-3)
+    exact, step = train_to_reverse(model, 4e-3)
     assert exact >= 0.99, f"exact match {exact:.3f} after {step} steps"
 
 
@@ -92,5 +93,5 @@ def test_attention_rnn_learns_to_reverse_within_a_minute():
         dropout=0.0,
         share_embeddings=True,
     )
-    exact, step = train_to_reverse(model, 3e-3)
+    exact, step = train_to_reverse(model, 3e-3, clip_norm=1.0)
     assert exact >= 0.99, f"exact match {exact:.3f} after {step} steps"
