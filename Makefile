@@ -37,7 +37,7 @@ bench-quality: $(STAMP)
 		--set train.max_minutes=100
 
 # The recurrent rows of the README's quality table (RNN_MINUTES each).
-RNN_MINUTES ?= 40
+RNN_MINUTES ?= 100
 RNN_CONFIGS = gru lstm gru-attention lstm-bi-attention
 bench-quality-rnn: $(STAMP)
 	for name in $(RNN_CONFIGS); do \
