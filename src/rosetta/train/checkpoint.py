@@ -50,6 +50,40 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
+def record_checkpoint(
+    run_dir: Path,
+    name: str,
+    *,
+    is_best: bool,
+    best_score: float | None,
+    metric: str,
+    keep_last: int,
+) -> None:
+    """Name a new checkpoint in the run's index, then drop the ones not kept.
+
+    The last ``keep_last`` and the best are kept. The index is rewritten
+    atomically before any old checkpoint is deleted, so a crash at any point
+    leaves an index naming checkpoints that exist.
+    """
+    index = read_index(run_dir)
+    names = [n for n in index["checkpoints"] if n != name] + [name]
+    best = name if is_best else index.get("best")
+    keep = set(names[-keep_last:]) | {best}
+    write_json_atomic(
+        run_dir / INDEX_FILE,
+        {
+            "checkpoints": [n for n in names if n in keep],
+            "latest": name,
+            "best": best,
+            "best_score": best_score,
+            "metric": metric,
+        },
+    )
+    for old in names:
+        if old not in keep:
+            shutil.rmtree(run_dir / old, ignore_errors=True)
+
+
 def write_json_atomic(path: Path, data: Any) -> None:
     """Replace ``path`` with ``data`` as JSON, all or nothing."""
     tmp = path.with_name(path.name + ".tmp")

@@ -12,7 +12,6 @@ can wrap the model without changes here.
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -105,12 +104,7 @@ class Trainer:
 
     # ---- checkpoints -------------------------------------------------------
     def save(self) -> None:
-        """Write a checkpoint, then the index naming it, then drop old ones.
-
-        Each write is atomic, and the index is updated before any old
-        checkpoint is deleted, so a crash at any point leaves the index
-        naming checkpoints that exist.
-        """
+        """Write a checkpoint, then the index naming it (see ``record_checkpoint``)."""
         if not self.is_main:
             return
         bad = [n for n, p in self.model.named_parameters() if not p.isfinite().all()]
@@ -127,25 +121,14 @@ class Trainer:
             "rng": ckpt.rng_state(),
         }
         ckpt.save_checkpoint(self.run_dir / name, self.model, self.optimizer, meta)
-        index = ckpt.read_index(self.run_dir)
-        names = [n for n in index["checkpoints"] if n != name] + [name]
-        best = index.get("best")
-        if self.state.best_step == self.state.step:
-            best = name
-        keep = set(names[-self.cfg.keep_last :]) | {best}
-        ckpt.write_json_atomic(
-            self.run_dir / ckpt.INDEX_FILE,
-            {
-                "checkpoints": [n for n in names if n in keep],
-                "latest": name,
-                "best": best,
-                "best_score": self.state.best_score,
-                "metric": self.cfg.early_stopping.metric,
-            },
+        ckpt.record_checkpoint(
+            self.run_dir,
+            name,
+            is_best=self.state.best_step == self.state.step,
+            best_score=self.state.best_score,
+            metric=self.cfg.early_stopping.metric,
+            keep_last=self.cfg.keep_last,
         )
-        for old in names:
-            if old not in keep:
-                shutil.rmtree(self.run_dir / old, ignore_errors=True)
 
     def resume(self) -> None:
         index = ckpt.read_index(self.run_dir)
