@@ -123,13 +123,12 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
         if not args.src:
             raise RosettaError("--model needs --src, the sentences to translate")
         translator = Translator.load(args.model, device=args.device)
+        options = search_options(args)
         try:
-            translator.search_options(**search_options(args))
+            translator.search_options(**options)  # validate before the work
         except ValueError as error:
             raise RosettaError(f"evaluate: {error}") from None
-        hypotheses = translator.translate(
-            read_input_lines([args.src]), **search_options(args)
-        )
+        hypotheses = translator.translate(read_input_lines([args.src]), **options)
     elif args.hyp:
         hypotheses = read_input_lines([args.hyp])
     else:

@@ -67,6 +67,11 @@ RNN_ONLY = (
 )
 
 
+def foreign_keys(arch: str) -> tuple[str, ...]:
+    """The model keys that architecture ``arch`` does not read."""
+    return RNN_ONLY if arch == "transformer" else TRANSFORMER_ONLY
+
+
 class ModelConfig(_Section):
     """The model. ``arch`` picks the family; each family reads its own keys.
 
@@ -102,10 +107,9 @@ class ModelConfig(_Section):
     @model_validator(mode="after")
     def _consistent(self) -> ModelConfig:
         # a key of the other family that would change something is a mistake
-        foreign = RNN_ONLY if self.arch == "transformer" else TRANSFORMER_ONLY
         stray = [
             key
-            for key in foreign
+            for key in foreign_keys(self.arch)
             if getattr(self, key) != type(self).model_fields[key].default
         ]
         if stray:
@@ -263,7 +267,6 @@ def config_to_dict(config: Config) -> dict[str, Any]:
     The model section lists only the keys its architecture reads.
     """
     raw = config.model_dump(mode="json")
-    foreign = RNN_ONLY if config.model.arch == "transformer" else TRANSFORMER_ONLY
-    for key in foreign:
+    for key in foreign_keys(config.model.arch):
         del raw["model"][key]
     return raw

@@ -61,10 +61,16 @@ class Translator:
         ckpt.load_weights(folder, model, device)
         return cls(model, tokenizers, config, device)
 
+    @property
+    def position_limit(self) -> int | None:
+        """The longest sequence the model can encode or decode (Transformer)."""
+        model = self.config.model
+        return model.max_positions if model.arch == "transformer" else None
+
     def _encode(self, sentence: str) -> list[int]:
         limits = {"decode.max_input_tokens": self.config.decode.max_input_tokens}
-        if self.config.model.arch == "transformer":
-            limits["model.max_positions"] = self.config.model.max_positions
+        if self.position_limit is not None:
+            limits["model.max_positions"] = self.position_limit
         setting, limit = min(limits.items(), key=lambda item: item[1])
         ids = self.tokenizers.src.encode(sentence)
         if len(ids) + 1 > limit:  # + 1 for <eos>
@@ -115,7 +121,7 @@ class Translator:
             self.device,
             batch_size=batch_size or self.config.decode.batch_size,
             options=options,
-            max_len_cap=self.config.model.max_positions,
+            max_len_cap=self.position_limit,
         )
         results: list[list[Translation]] = [[] for _ in sentences]
         for i, source, hypotheses in zip(sources, sources.values(), found, strict=True):

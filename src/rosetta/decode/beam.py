@@ -96,6 +96,8 @@ def beam_search(
     limits = max_lengths(src_mask.sum(1), max_len_a, max_len_b, max_len_cap)
     steps = int(limits.max())
     best_possible_divisor = length_penalty(limits, alpha, penalty)  # (n,)
+    # penalty(L) for L = 1..steps, computed once: step t scores L = t + 1 tokens
+    divisors = length_penalty(torch.arange(1, steps + 1), alpha, penalty).tolist()
     state = model.init_state(model.encode(src, src_mask), src_mask)
     state = state.reorder(torch.arange(n, device=device).repeat_interleave(k))
     neg_inf = float("-inf")
@@ -112,7 +114,6 @@ def beam_search(
     done_score = torch.full((n, k), neg_inf, dtype=torch.float64, device=device)
     done_length = torch.zeros((n, k), dtype=torch.long, device=device)
     done_tokens = torch.full((n, k, steps), eos_id, dtype=torch.long, device=device)
-    done_count = torch.zeros(n, dtype=torch.long, device=device)
     done_attention: list[list[torch.Tensor | None]] = [[None] * k for _ in range(n)]
 
     for t in range(steps):
@@ -140,9 +141,7 @@ def beam_search(
 
         # the k best expansions: those that end are finished, the rest live on
         finishing = ends & top_scores.isfinite()
-        rank = top_scores / float(length_penalty(torch.tensor(t + 1), alpha, penalty))
-        rank = rank.masked_fill(~finishing, neg_inf)
-        done_count[active] += finishing.sum(1)
+        rank = (top_scores / divisors[t]).masked_fill(~finishing, neg_inf)
         _merge_finished(
             (done_rank, done_score, done_length, done_tokens, done_attention),
             active,
@@ -163,8 +162,8 @@ def beam_search(
         if stopping == "exact":
             reachable = live_scores.max(dim=1).values / best_possible_divisor[active]
             finished = kth_done >= reachable
-        elif stopping == "k_finished":
-            finished = done_count[active] >= k
+        elif stopping == "k_finished":  # k kept means at least k have finished
+            finished = done_rank[active].isfinite().all(dim=1)
         else:
             finished = torch.zeros_like(kth_done, dtype=torch.bool)
         finished |= at_limit.squeeze(1) | ~live_scores.isfinite().any(dim=1)

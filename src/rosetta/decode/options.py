@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import torch
 
 from rosetta.decode.beam import LengthPenalty, Stopping, beam_search, length_penalty
-from rosetta.decode.greedy import Hypothesis, greedy_search
+from rosetta.decode.greedy import Hypothesis, greedy_search, most_likely
 from rosetta.decode.sampling import sampler
 from rosetta.models.interface import EncoderDecoder
 
@@ -94,16 +94,10 @@ def search(
             need_attention=options.need_attention,
             **limits,
         )
-    choose = None
+    choose = most_likely
     if options.sample:
         choose = sampler(options.temperature, options.top_k, options.top_p, generator)
     hypotheses = greedy_search(
-        model,
-        src,
-        src_mask,
-        bos_id=bos_id,
-        eos_id=eos_id,
-        **({} if choose is None else {"choose": choose}),
-        **limits,
+        model, src, src_mask, bos_id=bos_id, eos_id=eos_id, choose=choose, **limits
     )
     return [[h] for h in hypotheses]

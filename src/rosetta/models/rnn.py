@@ -77,7 +77,7 @@ class Bridge(nn.Module):
         )
 
     def _layers(self, h: torch.Tensor) -> torch.Tensor:
-        """(L_e*D, n, H_e) -> (L_d, n, D*H_e)."""
+        """(L_e*D, n, H_e) -> (L_d, n, D*H_e), contiguous as the kernels need."""
         layers, directions = self.encoder_layers, self.directions
         h = h.view(layers, directions, *h.shape[1:])  # (L_e, D, n, H)
         h = torch.cat(list(h.unbind(1)), dim=-1)  # (L_e, n, D*H)
@@ -90,11 +90,11 @@ class Bridge(nn.Module):
             h, c = self._layers(final[0]), self._layers(final[1])
             if self.hidden_proj is not None and self.cell_proj is not None:
                 h, c = torch.tanh(self.hidden_proj(h)), self.cell_proj(c)
-            return h.contiguous(), c.contiguous()
+            return h, c
         h = self._layers(final)
         if self.hidden_proj is not None:
             h = torch.tanh(self.hidden_proj(h))
-        return h.contiguous()
+        return h
 
 
 @dataclass
