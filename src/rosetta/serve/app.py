@@ -1,0 +1,255 @@
+"""The HTTP server: ``POST /translate``, ``GET /health``, ``GET /info`` and a page.
+
+``create_app(translator)`` builds a FastAPI application around one loaded
+model; ``rosetta serve`` runs it on uvicorn. Every request's sentences go
+through the ``DynamicBatcher``, so concurrent requests share model calls.
+Clients see JSON errors with a message, never a stack trace: 413 for a body
+over the limit, 422 for malformed JSON or a value out of range, 503 when the
+queue is full, 500 (logged on the server) for anything unexpected.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from rosetta import __version__
+from rosetta.config import config_to_dict
+from rosetta.serve.batcher import DynamicBatcher, QueueFull
+from rosetta.serve.schemas import (
+    Health,
+    Info,
+    ServerSettings,
+    TranslateRequest,
+    TranslateResponse,
+)
+from rosetta.translator import Translator
+
+log = logging.getLogger("rosetta.serve")
+STATIC = Path(str(resources.files("rosetta.serve") / "static"))
+
+
+class BodyLimit:
+    """ASGI middleware: a request body over ``max_bytes`` gets 413, unread.
+
+    It checks the declared Content-Length first, then counts what actually
+    arrives, so a chunked upload cannot slip past the limit.
+    """
+
+    def __init__(self, app: ASGIApp, max_bytes: int):
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared and declared.isdigit() and int(declared) > self.max_bytes:
+            await self._too_large(send)
+            return
+        received = 0
+        answered = False
+
+        async def counted_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_bytes:
+                    raise _BodyTooLarge
+            return message
+
+        async def guarded_send(message: Message) -> None:
+            nonlocal answered
+            answered = True
+            await send(message)
+
+        try:
+            await self.app(scope, counted_receive, guarded_send)
+        except _BodyTooLarge:
+            if not answered:
+                await self._too_large(send)
+
+    async def _too_large(self, send: Send) -> None:
+        response = JSONResponse(
+            {"detail": f"request body larger than {self.max_bytes} bytes"}, 413
+        )
+        await response({"type": "http"}, _no_receive, send)
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+async def _no_receive() -> Message:
+    return {"type": "http.disconnect"}
+
+
+def _unprocessable(field: str, message: str) -> JSONResponse:
+    """A 422 shaped like FastAPI's own validation errors."""
+    detail = [{"loc": ["body", field], "msg": message, "type": "value_error"}]
+    return JSONResponse({"detail": detail}, status_code=422)
+
+
+def _check_limits(
+    request: TranslateRequest, limits: ServerSettings
+) -> JSONResponse | None:
+    if len(request.sentences) > limits.max_sentences:
+        return _unprocessable(
+            "sentences",
+            f"{len(request.sentences)} sentences; at most {limits.max_sentences} "
+            "per request",
+        )
+    for number, sentence in enumerate(request.sentences):
+        if len(sentence) > limits.max_chars:
+            return _unprocessable(
+                "sentences",
+                f"sentence {number} has {len(sentence)} characters; at most "
+                f"{limits.max_chars}",
+            )
+    if request.beam_size > limits.max_beam:
+        return _unprocessable(
+            "beam_size", f"beam size {request.beam_size}; at most {limits.max_beam}"
+        )
+    return None
+
+
+def _translate_group(translator: Translator, sentences: list[str], options: Any):
+    """The worker thread's job: decode a group and make its JSON."""
+    results = translator.translate_nbest(sentences, **options)
+    return [[t.to_dict() for t in found] for found in results]
+
+
+def create_app(
+    translator: Translator,
+    settings: ServerSettings | None = None,
+    model_name: str = "model",
+) -> FastAPI:
+    """A FastAPI application serving ``translator``."""
+    settings = settings or ServerSettings()
+    batcher = DynamicBatcher(
+        lambda sentences, options: _translate_group(translator, sentences, options),
+        enabled=settings.batching,
+        max_tokens=settings.max_batch_tokens,
+        max_wait_ms=settings.max_wait_ms,
+        max_queue=settings.max_queue,
+    )
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await batcher.start()
+        yield
+        await batcher.stop()  # uvicorn has let requests in flight finish
+
+    app = FastAPI(
+        title="Rosetta translation server",
+        version=__version__,
+        description="Neural machine translation with a Rosetta model.",
+        lifespan=lifespan,
+    )
+    app.state.batcher = batcher
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, error: RequestValidationError):
+        # FastAPI's shape, without echoing (possibly huge) inputs back.
+        detail = [
+            {"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]}
+            for e in error.errors()
+        ]
+        return JSONResponse({"detail": detail}, status_code=422)
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, error: Exception):
+        log.exception("error while serving %s", request.url.path)
+        return JSONResponse({"detail": "internal server error"}, status_code=500)
+
+    @app.post("/translate", response_model=TranslateResponse)
+    async def translate(request: TranslateRequest) -> Any:
+        """Translate sentences; each gets its n-best list, best first."""
+        started = time.perf_counter()
+        refused = _check_limits(request, settings)
+        if refused is not None:
+            return refused
+        options = request.search_options()
+        try:
+            search = translator.search_options(**options)
+        except ValueError as error:
+            return _unprocessable("options", str(error))
+        sources = [translator.tokenizers.src.encode(s) for s in request.sentences]
+        cost = sum(len(ids) + 1 for ids in sources) * search.beam_size
+        key = None if search.sample and search.seed is not None else search
+        try:
+            results = await batcher.submit(request.sentences, options, key, cost)
+        except QueueFull as error:
+            return JSONResponse(
+                {"detail": f"server busy ({error}); retry later"},
+                status_code=503,
+                headers={"Retry-After": "1"},
+            )
+        translations = [
+            {"source": source, "hypotheses": hypotheses}
+            for source, hypotheses in zip(request.sentences, results, strict=True)
+        ]
+        elapsed_ms = (time.perf_counter() - started) * 1000
+        return {"translations": translations, "elapsed_ms": elapsed_ms}
+
+    @app.get("/health", response_model=Health)
+    async def health() -> Any:
+        """Liveness: the model is loaded and the server answers."""
+        return {"status": "ok"}
+
+    @app.get("/info", response_model=Info)
+    async def info() -> Any:
+        """The model, its languages and configuration, and the server's limits."""
+        config = translator.config
+        saved = config_to_dict(config)
+        stats = batcher.stats
+        return {
+            "model": model_name,
+            "arch": config.model.arch,
+            "src_lang": config.data.src_lang,
+            "tgt_lang": config.data.tgt_lang,
+            "parameters": sum(p.numel() for p in translator.model.parameters()),
+            "vocabulary": {
+                "src": len(translator.tokenizers.src),
+                "tgt": len(translator.tokenizers.tgt),
+            },
+            "device": str(translator.device),
+            "config": {key: saved[key] for key in ("model", "tokenizer", "decode")},
+            "limits": {
+                "max_body_bytes": settings.max_body_bytes,
+                "max_sentences": settings.max_sentences,
+                "max_chars": settings.max_chars,
+                "max_beam": settings.max_beam,
+                "max_queue": settings.max_queue,
+            },
+            "batching": {
+                "enabled": settings.batching,
+                "max_batch_tokens": settings.max_batch_tokens,
+                "max_wait_ms": settings.max_wait_ms,
+                "requests": stats.requests,
+                "sentences": stats.sentences,
+                "model_calls": stats.model_calls,
+                "largest_call": stats.largest_call,
+            },
+        }
+
+    @app.get("/", include_in_schema=False)
+    async def page() -> FileResponse:
+        return FileResponse(STATIC / "index.html")
+
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    return app

@@ -1,0 +1,93 @@
+"""The HTTP API's JSON: requests, answers and the server's limits."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """Limits and batching of ``rosetta serve``; each limit answers a clear 4xx."""
+
+    max_body_bytes: int = 1_000_000  # 413 beyond
+    max_sentences: int = 64  # per request; 422 beyond
+    max_chars: int = 2_000  # per sentence; 422 beyond
+    max_beam: int = 16  # 422 beyond
+    batching: bool = True
+    max_batch_tokens: int = 4096  # source tokens × beam in one model call
+    max_wait_ms: float = 5.0
+    max_queue: int = 4096  # sentences waiting; 503 beyond
+
+
+class TranslateRequest(BaseModel):
+    """Sentences and how to search; the fields mirror ``rosetta translate``."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [{"sentences": ["Ein Hund läuft im Schnee."], "beam_size": 5}]
+        },
+    )
+
+    sentences: list[str] = Field(..., min_length=1, description="one per line")
+    beam_size: int = Field(1, ge=1, description="1: greedy search")
+    nbest: int = Field(1, ge=1, description="hypotheses per sentence (≤ beam_size)")
+    alpha: float = Field(0.75, ge=0.0, description="length normalisation exponent")
+    penalty: Literal["notes", "gnmt"] = "notes"
+    stopping: Literal["exact", "k_finished", "max_length"] = "exact"
+    max_len_a: float | None = Field(None, ge=0.0, description="limit a·S + b")
+    max_len_b: int | None = Field(None, ge=0)
+    sample: bool = False
+    temperature: float = Field(1.0, gt=0.0)
+    top_k: int = Field(0, ge=0)
+    top_p: float = Field(1.0, gt=0.0, le=1.0)
+    seed: int | None = None
+    attention: bool = Field(False, description="return cross-attention weights")
+
+    def search_options(self) -> dict[str, Any]:
+        """The ``Translator.translate_nbest`` keywords this request asks for."""
+        options = self.model_dump(exclude={"sentences", "attention"})
+        options["need_attention"] = self.attention
+        return options
+
+
+class Hypothesis(BaseModel):
+    text: str
+    score: float = Field(description="Σ log P, </s> included when produced")
+    normalized_score: float | None = Field(description="what beam search ranked by")
+    token_ids: list[int]
+    tokens: list[str]
+    source_tokens: list[str]
+    attention: list[list[list[list[float]]]] | None = Field(
+        None, description="(target token, layer, head, source token)"
+    )
+
+
+class SentenceResult(BaseModel):
+    source: str
+    hypotheses: list[Hypothesis] = Field(description="best first; empty: blank line")
+
+
+class TranslateResponse(BaseModel):
+    translations: list[SentenceResult]
+    elapsed_ms: float
+
+
+class Health(BaseModel):
+    status: Literal["ok"]
+
+
+class Info(BaseModel):
+    model: str
+    arch: str
+    src_lang: str
+    tgt_lang: str
+    parameters: int
+    vocabulary: dict[str, int]
+    device: str
+    config: dict[str, Any]
+    limits: dict[str, Any]
+    batching: dict[str, Any]

@@ -1,0 +1,230 @@
+// Rosetta's page: translate, list the alternatives, draw cross-attention.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const SVG = "http://www.w3.org/2000/svg";
+const CELL = 26; // pixels per heatmap cell
+
+let results = []; // one entry per input line: {source, hypotheses}
+let selected = { line: 0, hypothesis: 0 };
+
+async function loadInfo() {
+  try {
+    const response = await fetch("/info");
+    const info = await response.json();
+    const millions = (info.parameters / 1e6).toFixed(1);
+    $("model-info").textContent =
+      `${info.model}: ${info.src_lang} → ${info.tgt_lang}, ` +
+      `${info.arch}, ${millions}M parameters, on ${info.device}`;
+    $("beam").max = info.limits.max_beam;
+    $("nbest").max = info.limits.max_beam;
+  } catch (error) {
+    $("model-info").textContent = "model information unavailable";
+  }
+}
+
+function showError(message) {
+  $("error").textContent = message;
+  $("error").hidden = !message;
+}
+
+function describeError(status, body) {
+  if (body && typeof body.detail === "string") return body.detail;
+  if (body && Array.isArray(body.detail)) {
+    return body.detail.map((d) => `${d.loc.slice(1).join(".")}: ${d.msg}`).join("; ");
+  }
+  return `the server answered ${status}`;
+}
+
+async function translate(event) {
+  event.preventDefault();
+  const sentences = $("source").value.split("\n");
+  while (sentences.length > 1 && sentences[sentences.length - 1].trim() === "") {
+    sentences.pop();
+  }
+  const beam = Number($("beam").value);
+  const request = {
+    sentences,
+    beam_size: beam,
+    nbest: Math.min(Number($("nbest").value), beam),
+    alpha: Number($("alpha").value),
+    attention: true,
+  };
+  showError("");
+  $("submit").disabled = true;
+  $("submit").textContent = "Translating…";
+  try {
+    const response = await fetch("/translate", {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify(request),
+    });
+    const body = await response.json().catch(() => null);
+    if (!response.ok) {
+      showError(describeError(response.status, body));
+      return;
+    }
+    results = body.translations;
+    selected = { line: 0, hypothesis: 0 };
+    render();
+  } catch (error) {
+    showError(`could not reach the server: ${error}`);
+  } finally {
+    $("submit").disabled = false;
+    $("submit").textContent = "Translate";
+  }
+}
+
+function render() {
+  const translation = $("translation");
+  translation.replaceChildren();
+  results.forEach((result, line) => {
+    const div = document.createElement("div");
+    div.className = "line" + (line === selected.line ? " selected" : "");
+    div.textContent = result.hypotheses.length ? result.hypotheses[0].text : "";
+    div.addEventListener("click", () => {
+      selected = { line, hypothesis: 0 };
+      render();
+    });
+    translation.appendChild(div);
+  });
+  const list = $("nbest-list");
+  list.replaceChildren();
+  const current = results[selected.line];
+  current.hypotheses.forEach((hypothesis, rank) => {
+    const item = document.createElement("li");
+    item.className = rank === selected.hypothesis ? "selected" : "";
+    const text = document.createElement("span");
+    text.className = "text";
+    text.textContent = hypothesis.text;
+    const score = document.createElement("span");
+    score.className = "score";
+    const normalized = hypothesis.normalized_score;
+    score.textContent =
+      `log P ${hypothesis.score.toFixed(3)}` +
+      (normalized === null ? "" : ` · normalised ${normalized.toFixed(3)}`);
+    item.append(text, score);
+    item.addEventListener("click", () => {
+      selected.hypothesis = rank;
+      render();
+    });
+    list.appendChild(item);
+  });
+  $("results").hidden = false;
+  const hypothesis = current.hypotheses[selected.hypothesis];
+  if (hypothesis && hypothesis.attention) {
+    fillSelectors(hypothesis.attention);
+    drawHeatmap();
+    $("attention").hidden = false;
+  } else {
+    $("attention").hidden = true;
+  }
+}
+
+function fillSelectors(attention) {
+  // attention: [target token][layer][head][source token]
+  const layers = attention.length ? attention[0].length : 0;
+  const heads = layers ? attention[0][0].length : 0;
+  // By default the last layer and the mean of its heads; a choice is kept.
+  fill($("layer"), layers, "layer", String(layers - 1));
+  fill($("head"), heads, "head", heads > 1 ? "mean" : "0");
+}
+
+function fill(select, count, label, fallback) {
+  const previous = select.value;
+  select.replaceChildren();
+  if (count > 1) select.appendChild(new Option(`mean of ${count}`, "mean"));
+  for (let i = 0; i < count; i++) {
+    select.appendChild(new Option(`${label} ${i + 1}`, String(i)));
+  }
+  const values = [...select.options].map((option) => option.value);
+  select.value = values.includes(previous) ? previous : fallback;
+}
+
+function weightsFor(attention, layerChoice, headChoice) {
+  // One row of weights over the source per generated token.
+  return attention.map((perLayer) => {
+    const layers = layerChoice === "mean" ? perLayer : [perLayer[Number(layerChoice)]];
+    const sourceLength = layers[0][0].length;
+    const row = new Array(sourceLength).fill(0);
+    let count = 0;
+    for (const perHead of layers) {
+      const heads = headChoice === "mean" ? perHead : [perHead[Number(headChoice)]];
+      for (const weights of heads) {
+        weights.forEach((w, s) => (row[s] += w));
+        count += 1;
+      }
+    }
+    return row.map((w) => w / count);
+  });
+}
+
+function drawHeatmap() {
+  const hypothesis = results[selected.line].hypotheses[selected.hypothesis];
+  const attention = hypothesis.attention;
+  const rows = weightsFor(attention, $("layer").value, $("head").value);
+  const sourceTokens = hypothesis.source_tokens;
+  const targetTokens = hypothesis.tokens.slice();
+  while (targetTokens.length < rows.length) targetTokens.push("</s>");
+  const left = 12 + 7.5 * Math.max(...targetTokens.map((t) => t.length), 4);
+  const top = 12 + 7.5 * Math.max(...sourceTokens.map((t) => t.length), 4);
+  const width = left + CELL * sourceTokens.length + 10;
+  const height = top + CELL * rows.length + 10;
+
+  const svg = document.createElementNS(SVG, "svg");
+  svg.setAttribute("width", width);
+  svg.setAttribute("height", height);
+  svg.setAttribute("role", "img");
+  svg.setAttribute("aria-label", "cross-attention heatmap");
+  sourceTokens.forEach((token, s) => {
+    const label = document.createElementNS(SVG, "text");
+    const x = left + CELL * s + CELL / 2;
+    label.setAttribute("transform", `translate(${x},${top - 6}) rotate(-60)`);
+    label.setAttribute("class", "source-token");
+    label.textContent = token;
+    svg.appendChild(label);
+  });
+  rows.forEach((row, t) => {
+    const label = document.createElementNS(SVG, "text");
+    label.setAttribute("x", left - 6);
+    label.setAttribute("y", top + CELL * t + CELL * 0.65);
+    label.setAttribute("text-anchor", "end");
+    label.setAttribute("class", "target-token");
+    label.textContent = targetTokens[t];
+    svg.appendChild(label);
+    row.forEach((weight, s) => {
+      const cell = document.createElementNS(SVG, "rect");
+      cell.setAttribute("class", "cell");
+      cell.setAttribute("x", left + CELL * s);
+      cell.setAttribute("y", top + CELL * t);
+      cell.setAttribute("width", CELL - 1);
+      cell.setAttribute("height", CELL - 1);
+      cell.setAttribute("fill", shade(weight));
+      cell.dataset.weight = weight.toFixed(4);
+      cell.dataset.target = t;
+      cell.dataset.source = s;
+      const title = document.createElementNS(SVG, "title");
+      title.textContent = `${targetTokens[t]} → ${sourceTokens[s]}: ${weight.toFixed(3)}`;
+      cell.appendChild(title);
+      cell.addEventListener("mouseenter", () => {
+        $("cell-info").textContent = title.textContent;
+      });
+      svg.appendChild(cell);
+    });
+  });
+  $("heatmap").replaceChildren(svg);
+}
+
+function shade(weight) {
+  // White (0) to deep blue (1).
+  const w = Math.max(0, Math.min(1, weight));
+  const r = Math.round(255 - w * (255 - 8));
+  const g = Math.round(255 - w * (255 - 48));
+  const b = Math.round(255 - w * (255 - 107));
+  return `rgb(${r},${g},${b})`;
+}
+
+$("translate-form").addEventListener("submit", translate);
+$("layer").addEventListener("change", drawHeatmap);
+$("head").addEventListener("change", drawHeatmap);
+loadInfo();
