@@ -1,0 +1,189 @@
+"""Figures with matplotlib: attention maps, the positional encoding, learning curves.
+
+Each function writes one file; its suffix picks the format (``.png``, ``.svg``,
+``.pdf``). Figures are built with matplotlib's object API (``Figure``, not
+pyplot), so no screen, backend or global state is involved.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import torch
+from matplotlib.figure import Figure
+
+from rosetta.errors import RosettaError, where
+from rosetta.nn.positional import positional_encoding
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+    from rosetta.translator import Translation
+
+FORMATS = {".png", ".svg", ".pdf"}
+
+
+def _save(figure: Figure, path: Path) -> Path:
+    path = Path(path)
+    if path.suffix.lower() not in FORMATS:
+        raise RosettaError(
+            f"{path}: unknown image format; use one of {', '.join(sorted(FORMATS))}"
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=150, bbox_inches="tight")
+    return path
+
+
+def _heatmap(axes: Axes, weights: torch.Tensor, rows: list[str], columns: list[str]):
+    image = axes.imshow(weights.numpy(), cmap="Blues", vmin=0.0, aspect="auto")
+    axes.set_xticks(range(len(columns)), columns, rotation=60, ha="right")
+    axes.set_yticks(range(len(rows)), rows)
+    return image
+
+
+def attention_panels(
+    attention: torch.Tensor, layer: str, head: str
+) -> list[tuple[str, torch.Tensor]]:
+    """(title, target × source weights) for each panel to draw.
+
+    ``attention`` is (target, layers, heads, source). ``layer``: a 1-based
+    number, ``last`` or ``all``; ``head``: a 1-based number, ``mean`` or ``all``.
+    """
+    _, layers, heads, _ = attention.shape
+
+    def pick(choice: str, count: int, what: str, extra: set[str]) -> list[int | str]:
+        if choice in extra:
+            return [choice] if choice != "all" else list(range(count))
+        if choice == "last":
+            return [count - 1]
+        if not choice.isdigit() or not 1 <= int(choice) <= count:
+            raise RosettaError(f"{what} {choice!r}: the model has {count} (1-{count})")
+        return [int(choice) - 1]
+
+    panels = []
+    for k in pick(layer, layers, "layer", {"all"}):
+        for h in pick(head, heads, "head", {"all", "mean"}):
+            per_head = attention[:, k]  # (T, heads, S)
+            if h == "mean":
+                weights, name = per_head.mean(dim=1), "mean of heads"
+            else:
+                weights, name = per_head[:, h], f"head {h + 1}"
+            panels.append((f"layer {k + 1}, {name}", weights))
+    return panels
+
+
+def plot_attention(
+    translation: Translation, path: Path, layer: str = "last", head: str = "mean"
+) -> Path:
+    """Cross-attention of one translation: target tokens down, source across."""
+    if translation.attention is None:
+        raise RosettaError("the translation carries no attention weights")
+    panels = attention_panels(translation.attention.float(), layer, head)
+    rows = list(translation.tokens)
+    rows += ["</s>"] * (translation.attention.shape[0] - len(rows))
+    columns = translation.source_tokens
+    count = len(panels)
+    per_row = min(count, 4)
+    lines = (count + per_row - 1) // per_row
+    cell = 0.35
+    figure = Figure(
+        figsize=(
+            per_row * max(3.0, cell * len(columns) + 1.5),
+            lines * max(2.5, cell * len(rows) + 1.5),
+        ),
+        layout="constrained",
+    )
+    axes = figure.subplots(lines, per_row, squeeze=False)
+    for axis, (title, weights) in zip(axes.flat, panels, strict=False):
+        image = _heatmap(axis, weights, rows, columns)
+        axis.set_title(title, fontsize=10)
+    for axis in list(axes.flat)[count:]:
+        axis.axis("off")
+    figure.colorbar(image, ax=axes, shrink=0.8, label="attention weight")
+    figure.suptitle(translation.text, fontsize=11)
+    return _save(figure, path)
+
+
+def plot_positional_encoding(
+    path: Path, d_model: int = 64, length: int = 100, dims: list[int] | None = None
+) -> Path:
+    """The sinusoidal encoding (SPEC §2.1) as a matrix, and some dimensions' curves.
+
+    Left: PE[pos, i] for every position and dimension; low dimensions oscillate
+    fast, high ones slowly. Right: columns ``dims`` (default 4–7) against the
+    position, the sine and cosine of one frequency pair after another.
+    """
+    if d_model < 2 or d_model % 2:
+        raise RosettaError(f"d_model must be even and at least 2, got {d_model}")
+    dims = dims if dims is not None else [d for d in (4, 5, 6, 7) if d < d_model]
+    bad = [d for d in dims if not 0 <= d < d_model]
+    if bad:
+        raise RosettaError(f"dimensions {bad} outside 0..{d_model - 1}")
+    encoding = positional_encoding(length, d_model)  # (length, d_model)
+    figure = Figure(figsize=(12, 4.2))
+    matrix, curves = figure.subplots(1, 2)
+    image = matrix.imshow(encoding.numpy(), cmap="RdBu", vmin=-1, vmax=1, aspect="auto")
+    matrix.set_xlabel("encoding dimension i")
+    matrix.set_ylabel("position pos")
+    matrix.set_title(f"PE(pos, i), d_model = {d_model}")
+    figure.colorbar(image, ax=matrix)
+    positions = torch.arange(length)
+    for d in dims:
+        kind = "sin" if d % 2 == 0 else "cos"
+        curves.plot(positions, encoding[:, d], label=f"dimension {d} ({kind})")
+    curves.set_xlabel("position pos")
+    curves.set_ylabel("PE(pos, i)")
+    curves.set_title("per-dimension curves")
+    curves.legend(loc="lower right", fontsize=8)
+    return _save(figure, path)
+
+
+def read_metrics(path: Path) -> list[dict]:
+    """The training log's records (``metrics.jsonl``), with clear errors."""
+    if not path.is_file():
+        raise RosettaError(f"{path}: no training log here")
+    records = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError as error:
+            message = f"{where(path, number)}: not JSON ({error.msg})"
+            raise RosettaError(message) from None
+    if not records:
+        raise RosettaError(f"{path}: the training log is empty")
+    return records
+
+
+def plot_learning_curves(run_dir: Path, path: Path) -> Path:
+    """Loss, validation BLEU and learning rate against steps, from a run's log."""
+    log = Path(run_dir)
+    log = log / "metrics.jsonl" if log.is_dir() else log
+    records = read_metrics(log)
+    train = [r for r in records if r.get("kind") == "train"]
+    valid = [r for r in records if r.get("kind") == "valid"]
+    figure = Figure(figsize=(14, 3.8))
+    loss, bleu, rate = figure.subplots(1, 3)
+    loss.plot([r["step"] for r in train], [r["loss"] for r in train], label="train")
+    if valid:
+        loss.plot(
+            [r["step"] for r in valid],
+            [r["loss"] for r in valid],
+            marker="o",
+            label="validation",
+        )
+    loss.set_title("label-smoothed cross-entropy")
+    loss.legend()
+    scored = [r for r in valid if r.get("bleu") is not None]
+    if scored:
+        bleu.plot([r["step"] for r in scored], [r["bleu"] for r in scored], marker="o")
+    bleu.set_title("validation BLEU")
+    rate.plot([r["step"] for r in train], [r["lr"] for r in train])
+    rate.set_title("learning rate")
+    for axis in (loss, bleu, rate):
+        axis.set_xlabel("step")
+        axis.grid(alpha=0.3)
+    return _save(figure, path)
