@@ -1,8 +1,40 @@
 import os
+from pathlib import Path
 
+import pytest
 import torch
 
 # Test models are tiny: one thread is faster than two (no wake-up cost) and
 # leaves the other core to CLI subprocesses started by the end-to-end tests.
 torch.set_num_threads(1)
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+
+@pytest.fixture(scope="session")
+def toy_run(tmp_path_factory):
+    """A toy model trained once per test session, by kind: its run folder.
+
+    ``toy_run("transformer")`` or ``toy_run("rnn-attention")``; the reversal
+    task of ``tests/toy.py``, 60 steps, enough for sensible attention.
+    """
+    from rosetta.train.run import run_training
+    from tests.toy import RNN_ATTENTION, TRANSFORMER, toy_config
+
+    models = {"transformer": TRANSFORMER, "rnn-attention": RNN_ATTENTION}
+    runs: dict[str, Path] = {}
+
+    def trained(kind: str) -> Path:
+        if kind not in runs:
+            folder = tmp_path_factory.mktemp(f"toy-{kind}")
+            config, _ = toy_config(
+                folder,
+                "train.max_epochs=null",
+                "train.max_steps=60",
+                "train.validate_every=30",
+                model=models[kind],
+            )
+            run_training(config, folder / "run")
+            runs[kind] = folder / "run"
+        return runs[kind]
+
+    return trained

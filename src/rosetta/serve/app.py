@@ -41,10 +41,11 @@ STATIC = Path(str(resources.files("rosetta.serve") / "static"))
 
 
 class BodyLimit:
-    """ASGI middleware: a request body over ``max_bytes`` gets 413, unread.
+    """ASGI middleware: a request body over ``max_bytes`` gets 413.
 
-    It checks the declared Content-Length first, then counts what actually
-    arrives, so a chunked upload cannot slip past the limit.
+    It checks the declared Content-Length first, then reads the body itself,
+    counting what actually arrives, so a chunked upload cannot slip past the
+    limit; a body within it is handed on unchanged.
     """
 
     def __init__(self, app: ASGIApp, max_bytes: int):
@@ -59,38 +60,33 @@ class BodyLimit:
         if declared and declared.isdigit() and int(declared) > self.max_bytes:
             await self._too_large(send)
             return
-        received = 0
-        answered = False
-
-        async def counted_receive() -> Message:
-            nonlocal received
+        body = bytearray()
+        while True:
             message = await receive()
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > self.max_bytes:
-                    raise _BodyTooLarge
-            return message
-
-        async def guarded_send(message: Message) -> None:
-            nonlocal answered
-            answered = True
-            await send(message)
-
-        try:
-            await self.app(scope, counted_receive, guarded_send)
-        except _BodyTooLarge:
-            if not answered:
+            if message["type"] != "http.request":  # the client went away
+                return
+            body += message.get("body", b"")
+            if len(body) > self.max_bytes:
                 await self._too_large(send)
+                return
+            if not message.get("more_body", False):
+                break
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if replayed:
+                return await receive()  # waits for a disconnect
+            replayed = True
+            return {"type": "http.request", "body": bytes(body), "more_body": False}
+
+        await self.app(scope, replay, send)
 
     async def _too_large(self, send: Send) -> None:
         response = JSONResponse(
             {"detail": f"request body larger than {self.max_bytes} bytes"}, 413
         )
         await response({"type": "http"}, _no_receive, send)
-
-
-class _BodyTooLarge(Exception):
-    pass
 
 
 async def _no_receive() -> Message:
