@@ -9,7 +9,10 @@ TORCH  ?= torch==2.13.0
 CONFIG ?= configs/multi30k-de-en-transformer.yaml
 DEMO_MINUTES ?= 10
 
-.PHONY: setup demo test lint bench-quality bench-quality-rnn bench-decode clean
+# The browser test drives Debian's Chromium (no browser download).
+SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: setup browser demo test lint bench-quality bench-quality-rnn bench-decode clean
 
 setup: $(STAMP)
 
@@ -20,12 +23,16 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 
+browser:
+	command -v chromium >/dev/null || { $(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; }
+
 demo: $(STAMP)
 	$(BIN)/python -m rosetta.demo --config $(CONFIG) --minutes $(DEMO_MINUTES)
 
-test: $(STAMP)
+test: $(STAMP) browser
 	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/python -m pytest -q
+	ROSETTA_REQUIRE_BROWSER=1 $(BIN)/python -m pytest -q
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

@@ -12,10 +12,12 @@ async function loadInfo() {
   try {
     const response = await fetch("/info");
     const info = await response.json();
-    const millions = (info.parameters / 1e6).toFixed(1);
+    const size = info.parameters >= 1e6
+      ? `${(info.parameters / 1e6).toFixed(1)}M`
+      : `${(info.parameters / 1e3).toFixed(1)}k`;
     $("model-info").textContent =
       `${info.model}: ${info.src_lang} → ${info.tgt_lang}, ` +
-      `${info.arch}, ${millions}M parameters, on ${info.device}`;
+      `${info.arch}, ${size} parameters, on ${info.device}`;
     $("beam").max = info.limits.max_beam;
     $("nbest").max = info.limits.max_beam;
   } catch (error) {
@@ -166,8 +168,9 @@ function drawHeatmap() {
   const sourceTokens = hypothesis.source_tokens;
   const targetTokens = hypothesis.tokens.slice();
   while (targetTokens.length < rows.length) targetTokens.push("</s>");
-  const left = 12 + 7.5 * Math.max(...targetTokens.map((t) => t.length), 4);
-  const top = 12 + 7.5 * Math.max(...sourceTokens.map((t) => t.length), 4);
+  const longest = (tokens) => Math.max(...tokens.map((t) => t.length), 4);
+  const left = 20 + 8.5 * longest(targetTokens);
+  const top = 16 + 7.5 * longest(sourceTokens);
   const width = left + CELL * sourceTokens.length + 10;
   const height = top + CELL * rows.length + 10;
 

@@ -1,0 +1,121 @@
+"""The web page in a real browser: headless Chromium, driven by Playwright.
+
+The test starts ``rosetta serve`` itself, types a sentence, submits, and checks
+the translation, the alternatives and the attention heatmap against the API's
+answer for the same request. ``make test`` installs Debian's Chromium and sets
+ROSETTA_REQUIRE_BROWSER, so there a missing browser fails instead of skipping.
+"""
+
+import os
+import shutil
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.test_serve import start_server
+
+CHROMIUM = os.environ.get("ROSETTA_CHROMIUM") or shutil.which("chromium")
+# A closed network and no screen: no background requests, no GPU, no sandbox
+# (the tests may run as root), a fresh profile.
+CHROMIUM_FLAGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+SCREENSHOTS = Path(os.environ.get("ROSETTA_SCREENSHOTS", "test-artifacts"))
+
+
+def require_browser():
+    playwright = pytest.importorskip("playwright.sync_api")
+    if CHROMIUM is None:
+        if os.environ.get("ROSETTA_REQUIRE_BROWSER"):
+            pytest.fail("chromium is not installed (make setup installs it)")
+        pytest.skip("chromium is not installed")
+    return playwright
+
+
+@pytest.fixture(scope="module", params=["transformer", "rnn-attention"])
+def server(request, toy_run):
+    process, address = start_server(toy_run(request.param))
+    yield address, request.param
+    process.terminate()
+    process.wait(30)
+
+
+@pytest.mark.slow
+def test_page_translates_lists_alternatives_and_draws_the_heatmap(server):
+    playwright = require_browser()
+    address, kind = server
+    sentence = "alpha beta gamma delta"
+    request = {
+        "sentences": [sentence],
+        "beam_size": 4,
+        "nbest": 3,
+        "alpha": 0.75,
+        "attention": True,
+    }
+    expected = httpx.post(f"{address}/translate", json=request, timeout=30).json()
+    hypotheses = expected["translations"][0]["hypotheses"]
+    best = hypotheses[0]
+    rows, columns = len(best["attention"]), len(best["source_tokens"])
+
+    with playwright.sync_playwright() as driver:
+        browser = driver.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        try:
+            page = browser.new_page(viewport={"width": 1000, "height": 900})
+            page.goto(f"{address}/")
+            page.wait_for_function(
+                "document.getElementById('model-info').textContent.includes('→')"
+            )
+            page.fill("#source", sentence)
+            page.fill("#beam", "4")
+            page.fill("#nbest", "3")
+            page.click("#submit")
+            page.wait_for_selector("#heatmap svg rect.cell")
+
+            assert page.inner_text("#translation").strip() == best["text"]
+            items = page.locator("#nbest-list li .text")
+            assert items.all_inner_texts() == [h["text"] for h in hypotheses]
+            cells = page.locator("#heatmap rect.cell")
+            assert cells.count() == rows * columns
+            labels = page.locator("#heatmap text.source-token").all_text_contents()
+            assert labels == best["source_tokens"]
+            # The drawn weights are the API's (last layer, mean over its heads).
+            drawn = [
+                float(w)
+                for w in cells.evaluate_all("cells => cells.map(c => c.dataset.weight)")
+            ]
+            for t in range(rows):
+                layer = best["attention"][t][-1]
+                for s in range(columns):
+                    mean = sum(head[s] for head in layer) / len(layer)
+                    assert drawn[t * columns + s] == pytest.approx(mean, abs=1e-3)
+            heads = page.locator("#head option").count()
+            assert heads == (3 if kind == "transformer" else 1)  # mean + 2 heads
+
+            # Choosing another alternative redraws the map for it.
+            page.locator("#nbest-list li").nth(1).click()
+            page.wait_for_selector("#nbest-list li.selected >> nth=0")
+            second = hypotheses[1]
+            assert page.locator("#heatmap rect.cell").count() == len(
+                second["attention"]
+            ) * len(second["source_tokens"])
+
+            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+            shot = SCREENSHOTS / f"page-{kind}.png"
+            page.screenshot(path=str(shot), full_page=True)
+            assert shot.stat().st_size > 10_000
+
+            # An error from the server is shown, not swallowed.
+            page.fill("#source", "alpha " * 400)  # over the 2,000 characters
+            page.click("#submit")
+            page.wait_for_selector("#error:not([hidden])")
+            assert "at most" in page.inner_text("#error")
+        finally:
+            browser.close()
