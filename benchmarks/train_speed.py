@@ -39,13 +39,13 @@ CONFIG = ROOT / "configs/multi30k-de-en-transformer.yaml"
 CACHE = ROOT / "runs/bench-train-speed"  # the tokenizers, trained once
 
 
-def load_batches(steps: int):
+def load_batches(steps: int, precision: str = "fp32"):
     """Config, prepared data and the example indices of ``steps`` batches."""
     from rosetta.config import load_config
     from rosetta.data.batching import make_batches
     from rosetta.train.prepare import prepare_data
 
-    config = load_config(CONFIG)
+    config = load_config(CONFIG, [f"train.precision={precision}"])
     data = prepare_data(config, CACHE, log=lambda _: None)
     rng = np.random.default_rng(0)
     batches = make_batches(data.train, config.train.batch_tokens, rng)
@@ -89,6 +89,7 @@ def marian_step(config, data):
 
     from rosetta.data.batching import collate
     from rosetta.data.vocab import BOS_ID, EOS_ID, PAD_ID
+    from rosetta.precision import autocast
     from rosetta.train.loss import label_smoothed_cross_entropy
     from rosetta.train.trainer import make_adam
 
@@ -124,12 +125,13 @@ def marian_step(config, data):
 
     def step(indices):
         batch = collate([data.train[i] for i in indices])
-        logits = marian(
-            input_ids=batch.src,
-            attention_mask=batch.src_mask.long(),
-            decoder_input_ids=batch.tgt_in,
-            decoder_attention_mask=(batch.tgt_in != PAD_ID).long(),
-        ).logits
+        with autocast(torch.device("cpu"), cfg.precision):
+            logits = marian(
+                input_ids=batch.src,
+                attention_mask=batch.src_mask.long(),
+                decoder_input_ids=batch.tgt_in,
+                decoder_attention_mask=(batch.tgt_in != PAD_ID).long(),
+            ).logits
         loss_sum, _, tokens = label_smoothed_cross_entropy(
             logits, batch.tgt_out, cfg.label_smoothing, PAD_ID
         )
@@ -153,12 +155,12 @@ def matmul_ceiling(seconds: float = 2.0, n: int = 2048) -> float:
     return best
 
 
-def worker(engine: str, threads: int, warmup: int, steps: int) -> None:
+def worker(engine: str, threads: int, warmup: int, steps: int, precision: str) -> None:
     torch.set_num_threads(threads)
     torch.manual_seed(0)
     from rosetta.data.batching import collate
 
-    config, data, batches = load_batches(warmup + steps)
+    config, data, batches = load_batches(warmup + steps, precision)
     step = (rosetta_step if engine == "rosetta" else marian_step)(config, data)
     m = config.model
     vocab = len(data.tokenizers.tgt)
@@ -203,6 +205,8 @@ def run_worker(engine: str, threads: int, args) -> dict:
         str(args.warmup),
         "--steps",
         str(args.steps),
+        "--precision",
+        args.precision,
     ]
     env = os.environ | {"OMP_NUM_THREADS": str(threads)}
     if args.preload:
@@ -227,10 +231,16 @@ def main() -> None:
     parser.add_argument(
         "--worker", choices=["rosetta", "marian"], help=argparse.SUPPRESS
     )
+    parser.add_argument(
+        "--precision",
+        choices=["fp32", "bf16"],
+        default="fp32",
+        help="both engines: bf16 runs the forward pass under torch.autocast",
+    )
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     if args.worker:
-        worker(args.worker, args.threads[0], args.warmup, args.steps)
+        worker(args.worker, args.threads[0], args.warmup, args.steps, args.precision)
         return
 
     from quality_multi30k import cpu_name
@@ -255,7 +265,8 @@ def main() -> None:
 
     print(
         f"\n{cpu_name()}; {args.steps} timed steps after {args.warmup} warm-up, "
-        f"median of {args.repeats} (spread); allocator: {args.preload or 'glibc'}\n"
+        f"median of {args.repeats} (spread); allocator: {args.preload or 'glibc'}; "
+        f"precision {args.precision}\n"
     )
     print(
         "| threads | engine | target tok/s | src+tgt tok/s | peak MiB "

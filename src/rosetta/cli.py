@@ -78,7 +78,9 @@ def cmd_translate(args: argparse.Namespace) -> None:
 
     if args.format == "text" and (args.nbest > 1 or args.attention):
         raise RosettaError("--nbest and --attention need --format jsonl")
-    translator = Translator.load(args.model, device=args.device)
+    translator = Translator.load(
+        args.model, device=args.device, precision=args.precision
+    )
     lines = read_input_lines(args.input)
     try:
         options = search_options(args) | {
@@ -122,7 +124,9 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
 
         if not args.src:
             raise RosettaError("--model needs --src, the sentences to translate")
-        translator = Translator.load(args.model, device=args.device)
+        translator = Translator.load(
+            args.model, device=args.device, precision=args.precision
+        )
         options = search_options(args)
         try:
             translator.search_options(**options)  # validate before the work
@@ -151,7 +155,9 @@ def cmd_serve(args: argparse.Namespace) -> None:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    translator = Translator.load(args.model, device=args.device)
+    translator = Translator.load(
+        args.model, device=args.device, precision=args.precision
+    )
     settings = ServerSettings(
         max_body_bytes=args.max_body_bytes,
         max_sentences=args.max_sentences,
@@ -179,7 +185,9 @@ def cmd_plot(args: argparse.Namespace) -> None:
     if args.figure == "attention":
         from rosetta.translator import Translator
 
-        translator = Translator.load(args.model, device=args.device)
+        translator = Translator.load(
+            args.model, device=args.device, precision=args.precision
+        )
         try:
             options = search_options(args) | {"need_attention": True}
             [found] = translator.translate_nbest([args.sentence], **options)
@@ -196,6 +204,15 @@ def cmd_plot(args: argparse.Namespace) -> None:
         print(written)
     else:
         print(plots.plot_learning_curves(Path(args.run_dir), args.output))
+
+
+def add_precision_flag(verb: argparse.ArgumentParser) -> None:
+    verb.add_argument(
+        "--precision",
+        choices=["fp32", "bf16"],
+        default="fp32",
+        help="bf16: bfloat16 matrix products, faster where the hardware has them",
+    )
 
 
 def add_search_flags(verb: argparse.ArgumentParser) -> None:
@@ -288,6 +305,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     translate.add_argument("--batch-size", type=int, default=None)
     translate.add_argument("--device", default=None, help="cpu, cuda (default: auto)")
+    add_precision_flag(translate)
     translate.set_defaults(run=cmd_translate)
 
     evaluate = verbs.add_parser(
@@ -299,6 +317,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--src", help="source sentences (with --model)")
     add_search_flags(evaluate)
     evaluate.add_argument("--device", default=None)
+    add_precision_flag(evaluate)
     evaluate.set_defaults(run=cmd_evaluate)
 
     serve = verbs.add_parser(
@@ -308,6 +327,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--device", default=None, help="cpu, cuda (default: auto)")
+    add_precision_flag(serve)
     serve.add_argument(
         "--threads", type=int, default=0, help="CPU threads (0: torch's default)"
     )
@@ -366,6 +386,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--head", default="mean", help="1-based head, 'mean' or 'all'"
     )
     attention.add_argument("--device", default=None)
+    add_precision_flag(attention)
     add_search_flags(attention)
     positions = figures.add_parser(
         "positions", help="the sinusoidal positional encoding and its curves"

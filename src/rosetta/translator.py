@@ -18,6 +18,7 @@ from rosetta.decode.greedy import Hypothesis
 from rosetta.decode.options import SearchOptions
 from rosetta.models.build import build_model
 from rosetta.models.interface import EncoderDecoder
+from rosetta.precision import Precision, autocast
 from rosetta.train import checkpoint as ckpt
 
 
@@ -36,11 +37,14 @@ class Translator:
         tokenizers: TokenizerPair,
         config: Config,
         device: torch.device,
+        precision: Precision = "fp32",
     ):
         self.model = model.to(device).eval()
         self.tokenizers = tokenizers
         self.config = config
         self.device = device
+        autocast(device, precision)  # validates it
+        self.precision = precision
 
     @classmethod
     def load(
@@ -48,8 +52,13 @@ class Translator:
         path: str | Path,
         device: str | torch.device | None = None,
         which: str = "best",
+        precision: Precision = "fp32",
     ) -> Translator:
-        """Load a run folder (its best checkpoint) or one checkpoint folder."""
+        """Load a run folder (its best checkpoint) or one checkpoint folder.
+
+        ``precision="bf16"`` decodes with bfloat16 matrix products
+        (``rosetta.precision``); the default is float32.
+        """
         folder = ckpt.resolve_checkpoint(Path(path), which)
         meta = ckpt.read_meta(folder)
         config = config_from_dict(meta["config"], str(folder / ckpt.META_FILE))
@@ -59,7 +68,7 @@ class Translator:
             device = "cuda" if torch.cuda.is_available() else "cpu"
         device = torch.device(device)
         ckpt.load_weights(folder, model, device)
-        return cls(model, tokenizers, config, device)
+        return cls(model, tokenizers, config, device, precision)
 
     @property
     def position_limit(self) -> int | None:
@@ -115,14 +124,15 @@ class Translator:
         options = self.search_options(**search)
         sentences = list(sentences)
         sources = {i: self._encode(s) for i, s in enumerate(sentences) if s.strip()}
-        found = decode_in_batches(
-            self.model,
-            list(sources.values()),
-            self.device,
-            batch_size=batch_size or self.config.decode.batch_size,
-            options=options,
-            max_len_cap=self.position_limit,
-        )
+        with autocast(self.device, self.precision):
+            found = decode_in_batches(
+                self.model,
+                list(sources.values()),
+                self.device,
+                batch_size=batch_size or self.config.decode.batch_size,
+                options=options,
+                max_len_cap=self.position_limit,
+            )
         results: list[list[Translation]] = [[] for _ in sentences]
         for i, source, hypotheses in zip(sources, sources.values(), found, strict=True):
             source_pieces = [*self.tokenizers.src.id_pieces(source), EOS]

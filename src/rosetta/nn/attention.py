@@ -9,6 +9,7 @@ scaled_dot_product_attention``), and it broadcasts to
 from __future__ import annotations
 
 import math
+from contextlib import nullcontext
 
 import torch
 import torch.nn.functional as F
@@ -98,13 +99,22 @@ class MultiHeadAttention(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Attention over already projected heads, then concat and ``W^O``."""
         dropout_p = self.dropout if self.training else 0.0
-        if self.fused and not need_weights:
-            heads = F.scaled_dot_product_attention(
-                q, k, v, attn_mask=mask, dropout_p=dropout_p
-            )
-            weights = None
-        else:
-            heads, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p)
+        # Under bf16 autocast on a CPU, attention itself runs in float32: the
+        # CPU attention kernels are 2-3x slower in bfloat16 (forward+backward).
+        in_float32 = q.device.type == "cpu" and q.dtype == torch.bfloat16
+        outside_autocast = (
+            torch.autocast("cpu", enabled=False) if in_float32 else nullcontext()
+        )
+        with outside_autocast:
+            if in_float32:
+                q, k, v = q.float(), k.float(), v.float()
+            if self.fused and not need_weights:
+                heads = F.scaled_dot_product_attention(
+                    q, k, v, attn_mask=mask, dropout_p=dropout_p
+                )
+                weights = None
+            else:
+                heads, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p)
         n, _, length, _ = heads.shape
         concat = heads.transpose(1, 2).reshape(n, length, self.num_heads * self.d_k)
         return self.out_proj(concat), weights

@@ -27,6 +27,7 @@ from rosetta.data.tokenizer import TokenizerPair
 from rosetta.data.vocab import PAD_ID
 from rosetta.errors import RosettaError
 from rosetta.models.interface import EncoderDecoder
+from rosetta.precision import autocast
 from rosetta.train import checkpoint as ckpt
 from rosetta.train.loss import label_smoothed_cross_entropy
 from rosetta.train.schedule import learning_rate
@@ -166,10 +167,11 @@ class Trainer:
         """One update; returns (mean loss, target tokens) or None if skipped."""
         self.model.train()
         batch = collate([self.train_examples[i] for i in indices]).to(self.device)
-        logits = self.model(
-            batch.src, batch.src_mask, batch.tgt_in, batch.tgt_in != PAD_ID
-        )
-        loss_sum, _, tokens = label_smoothed_cross_entropy(
+        with autocast(self.device, self.cfg.precision):
+            logits = self.model(
+                batch.src, batch.src_mask, batch.tgt_in, batch.tgt_in != PAD_ID
+            )
+        loss_sum, _, tokens = label_smoothed_cross_entropy(  # in float32
             logits, batch.tgt_out, self.cfg.label_smoothing, PAD_ID
         )
         loss = loss_sum / tokens
@@ -209,13 +211,14 @@ class Trainer:
 
     # ---- validation --------------------------------------------------------
     def validate(self) -> dict[str, float]:
-        result = validation_loss(
-            self.model,
-            self.valid_examples,
-            self.cfg.batch_tokens,
-            self.cfg.label_smoothing,
-            self.device,
-        )
+        with autocast(self.device, self.cfg.precision):
+            result = validation_loss(
+                self.model,
+                self.valid_examples,
+                self.cfg.batch_tokens,
+                self.cfg.label_smoothing,
+                self.device,
+            )
         if self.cfg.valid_bleu:
             result["bleu"] = validation_bleu(
                 self.model, self.tokenizers, self.valid_pairs, self.config, self.device

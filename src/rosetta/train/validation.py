@@ -48,6 +48,8 @@ def validation_bleu(
     device: torch.device,
 ) -> float:
     """sacreBLEU of greedy translations of the validation sources."""
-    translator = Translator(model, tokenizers, config, device)
+    translator = Translator(
+        model, tokenizers, config, device, precision=config.train.precision
+    )
     hypotheses = translator.translate([source for source, _ in pairs])
     return sacrebleu_score(hypotheses, [target for _, target in pairs]).value

@@ -1,0 +1,95 @@
+"""bf16 precision: autocast where asked, float32 everywhere else, and it trains."""
+
+import json
+
+import pytest
+import torch
+
+from rosetta import Translator
+from rosetta.data import Example, collate
+from rosetta.nn import MultiHeadAttention
+from rosetta.precision import autocast
+from rosetta.train.run import run_training
+from tests.toy import RNN_ATTENTION, TRANSFORMER, toy_config
+
+CPU = torch.device("cpu")
+
+
+def test_fp32_is_no_autocast_and_bf16_is_autocast():
+    with autocast(CPU, "fp32"):
+        assert not torch.is_autocast_enabled("cpu")
+    with autocast(CPU, "bf16"):
+        assert torch.is_autocast_enabled("cpu")
+        assert torch.get_autocast_dtype("cpu") == torch.bfloat16
+    with pytest.raises(ValueError, match="fp32 or bf16"):
+        autocast(CPU, "fp16")
+
+
+@pytest.mark.parametrize("need_weights", [False, True])
+def test_attention_under_bf16_computes_its_softmax_in_float32(need_weights):
+    torch.manual_seed(0)
+    attention = MultiHeadAttention(32, 4).eval()
+    x = torch.randn(3, 7, 32)
+    mask = torch.ones(3, 1, 1, 7, dtype=torch.bool)
+    mask[1, ..., 5:] = False
+    reference, reference_weights = attention(x, x, x, mask, need_weights)
+    with autocast(CPU, "fp32"):  # exactly the plain float32 computation
+        same, _ = attention(x, x, x, mask, need_weights)
+    assert torch.equal(same, reference)
+    with autocast(CPU, "bf16"):
+        output, weights = attention(x, x, x, mask, need_weights)
+    assert output.dtype == torch.bfloat16  # W^O ran in bf16 ...
+    assert torch.allclose(output.float(), reference, atol=5e-2)
+    if need_weights:  # ... but the attention weights are float32
+        assert weights.dtype == torch.float32
+        assert torch.allclose(weights, reference_weights, atol=2e-2)
+
+
+def train_losses(run):
+    records = (run / "metrics.jsonl").read_text().splitlines()
+    return [r["loss"] for r in map(json.loads, records) if r["kind"] == "train"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("kind", "model"),
+    [("transformer", TRANSFORMER), ("rnn-attention", RNN_ATTENTION)],
+)
+def test_bf16_training_learns_as_fp32_does_and_decodes_alike(
+    tmp_path, toy_run, kind, model
+):
+    config, _ = toy_config(
+        tmp_path,
+        "train.max_epochs=null",
+        "train.max_steps=60",
+        "train.validate_every=30",
+        "train.precision=bf16",
+        model=model,
+    )
+    run_training(config, tmp_path / "run")
+    losses = train_losses(tmp_path / "run")
+    assert losses[-1] < 0.8 * losses[0]
+    # The same run in float32 (same seed, data and steps) ends where bf16 does.
+    fp32_losses = train_losses(toy_run(kind))
+    assert losses[-1] == pytest.approx(fp32_losses[-1], rel=0.1)
+
+    fp32 = Translator.load(tmp_path / "run", device="cpu")
+    bf16 = Translator.load(tmp_path / "run", device="cpu", precision="bf16")
+    assert bf16.config.train.precision == "bf16"  # saved with the run
+    sentences = ["alpha beta gamma", "delta eps", "kappa iota theta zeta"]
+    examples = [Example(fp32.tokenizers.src.encode(s), []) for s in sentences]
+    batch = collate(examples)
+    model_ = fp32.model
+    with torch.no_grad():
+        state = model_.init_state(
+            model_.encode(batch.src, batch.src_mask), batch.src_mask
+        )
+        exact, _ = model_.step(torch.full((3,), 2), state)
+        with autocast(CPU, "bf16"):
+            state = model_.init_state(
+                model_.encode(batch.src, batch.src_mask), batch.src_mask
+            )
+            approximate, _ = model_.step(torch.full((3,), 2), state)
+    assert approximate.dtype == torch.float32  # log-probabilities stay float32
+    assert torch.allclose(approximate, exact, atol=0.15)
+    assert len(bf16.translate(sentences)) == 3
