@@ -7,6 +7,7 @@ import torch
 
 from rosetta import Translator
 from rosetta.data import Example, collate
+from rosetta.errors import RosettaError
 from rosetta.nn import MultiHeadAttention
 from rosetta.precision import autocast
 from rosetta.train.run import run_training
@@ -21,7 +22,7 @@ def test_fp32_is_no_autocast_and_bf16_is_autocast():
     with autocast(CPU, "bf16"):
         assert torch.is_autocast_enabled("cpu")
         assert torch.get_autocast_dtype("cpu") == torch.bfloat16
-    with pytest.raises(ValueError, match="fp32 or bf16"):
+    with pytest.raises(RosettaError, match="one of fp32, bf16, int8"):
         autocast(CPU, "fp16")
 
 
@@ -93,3 +94,28 @@ def test_bf16_training_learns_as_fp32_does_and_decodes_alike(
     assert approximate.dtype == torch.float32  # log-probabilities stay float32
     assert torch.allclose(approximate, exact, atol=0.15)
     assert len(bf16.translate(sentences)) == 3
+
+
+@pytest.mark.parametrize("kind", ["transformer", "rnn-attention"])
+def test_int8_inference_quantizes_linear_layers_and_stays_close(toy_run, kind):
+    fp32 = Translator.load(toy_run(kind), device="cpu")
+    int8 = Translator.load(toy_run(kind), device="cpu", precision="int8")
+    quantized = [m for m in int8.model.modules() if "quantized" in type(m).__module__]
+    assert quantized, "no layer was quantized"
+    assert not any("quantized" in type(m).__module__ for m in fp32.model.modules())
+    sentences = ["alpha beta gamma", "delta eps", "kappa iota theta zeta"]
+    batch = collate([Example(fp32.tokenizers.src.encode(s), []) for s in sentences])
+    with torch.no_grad():
+        steps = []
+        for model in (fp32.model, int8.model):
+            state = model.init_state(
+                model.encode(batch.src, batch.src_mask), batch.src_mask
+            )
+            steps.append(model.step(torch.full((3,), 2), state)[0])
+    assert torch.allclose(steps[0], steps[1], atol=0.3)
+    assert len(int8.translate(sentences, beam_size=3)) == 3
+
+
+def test_int8_refuses_a_gpu(toy_run):
+    with pytest.raises(RosettaError, match="runs on the CPU"):
+        Translator.load(toy_run("transformer"), device="cuda", precision="int8")

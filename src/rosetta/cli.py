@@ -209,9 +209,10 @@ def cmd_plot(args: argparse.Namespace) -> None:
 def add_precision_flag(verb: argparse.ArgumentParser) -> None:
     verb.add_argument(
         "--precision",
-        choices=["fp32", "bf16"],
+        choices=["fp32", "bf16", "int8"],
         default="fp32",
-        help="bf16: bfloat16 matrix products, faster where the hardware has them",
+        help="bf16: bfloat16 matrix products, faster where the hardware has them; "
+        "int8: int8 linear layers (CPU)",
     )
 
 

@@ -18,7 +18,7 @@ from rosetta.decode.greedy import Hypothesis
 from rosetta.decode.options import SearchOptions
 from rosetta.models.build import build_model
 from rosetta.models.interface import EncoderDecoder
-from rosetta.precision import Precision, autocast
+from rosetta.precision import Precision, autocast, check_precision, quantize_int8
 from rosetta.train import checkpoint as ckpt
 
 
@@ -39,11 +39,14 @@ class Translator:
         device: torch.device,
         precision: Precision = "fp32",
     ):
-        self.model = model.to(device).eval()
+        check_precision(device, precision)
+        model = model.to(device).eval()
+        if precision == "int8":
+            model = quantize_int8(model)
+        self.model = model
         self.tokenizers = tokenizers
         self.config = config
         self.device = device
-        autocast(device, precision)  # validates it
         self.precision = precision
 
     @classmethod
@@ -56,8 +59,9 @@ class Translator:
     ) -> Translator:
         """Load a run folder (its best checkpoint) or one checkpoint folder.
 
-        ``precision="bf16"`` decodes with bfloat16 matrix products
-        (``rosetta.precision``); the default is float32.
+        ``precision="bf16"`` decodes with bfloat16 matrix products, ``"int8"``
+        with int8 linear layers on the CPU (``rosetta.precision``); the
+        default is float32.
         """
         folder = ckpt.resolve_checkpoint(Path(path), which)
         meta = ckpt.read_meta(folder)
@@ -67,6 +71,7 @@ class Translator:
         if device is None:
             device = "cuda" if torch.cuda.is_available() else "cpu"
         device = torch.device(device)
+        check_precision(device, precision)
         ckpt.load_weights(folder, model, device)
         return cls(model, tokenizers, config, device, precision)
 
