@@ -34,6 +34,7 @@ from rosetta.data.corpus import read_corpus
 from rosetta.data.vocab import BOS_ID, EOS, EOS_ID, PAD_ID
 from rosetta.decode.options import SearchOptions, search
 from rosetta.evaluate import sacrebleu_score
+from rosetta.precision import autocast, quantize_int8
 
 ALPHA = 0.75
 
@@ -110,10 +111,20 @@ def main() -> None:
         help="batch 1 decodes only the first N sentences (it is slow for all)",
     )
     parser.add_argument("--sentences", type=int, default=None, help="first N only")
-    parser.add_argument("--json", default="benchmarks/results/decode_speed.json")
+    parser.add_argument(
+        "--precision",
+        choices=["fp32", "bf16", "int8"],
+        default="fp32",
+        help="int8: Rosetta and HF with int8 linear layers, CT2 int8; bf16: "
+        "Rosetta and HF under bf16 autocast, CT2 float32",
+    )
+    parser.add_argument(
+        "--json", default=None, help="default: results/decode_speed-P.json"
+    )
     args = parser.parse_args()
+    args.json = args.json or f"benchmarks/results/decode_speed-{args.precision}.json"
 
-    translator = Translator.load(args.run_dir, device="cpu")
+    translator = Translator.load(args.run_dir, device="cpu")  # float32, to copy
     pairs = read_corpus(load_config(args.config).data.test)
     pairs = pairs[: args.sentences]
     sources = [[*translator.tokenizers.src.encode(s), EOS_ID] for s, _ in pairs]
@@ -123,7 +134,13 @@ def main() -> None:
     difference = check_copy(translator, marian, [s for s, _ in pairs[:64]])
     assert difference < 1e-3, f"the Marian copy differs by {difference}"
     workdir = Path(tempfile.mkdtemp(prefix="rosetta-ct2-"))
-    ctranslate2 = to_ctranslate2(translator, workdir, None)
+    ctranslate2 = to_ctranslate2(
+        translator, workdir, "int8" if args.precision == "int8" else None
+    )
+    if args.precision == "int8":
+        marian = quantize_int8(marian)
+    ours = Translator.load(args.run_dir, device="cpu", precision=args.precision)
+    cpu = torch.device("cpu")
     src_vocab = translator.tokenizers.src
 
     def pieces_of(ids):
@@ -140,7 +157,7 @@ def main() -> None:
         torch.set_num_threads(threads)
         ct2 = ctranslate2.Translator(str(workdir), device="cpu", intra_threads=threads)
         engines = {
-            "rosetta": lambda b, k: run_rosetta(translator, b, k),
+            "rosetta": lambda b, k: run_rosetta(ours, b, k),
             "hf": lambda b, k: run_marian(marian, b, k),
             "ct2": lambda b, k, ct2=ct2: [
                 ct2_ids(o) for o in run_ctranslate2(ct2, pieces_of, b, k)
@@ -159,7 +176,8 @@ def main() -> None:
                 for _ in range(args.repeats):
                     for name, engine in engines.items():  # interleaved
                         started = time.perf_counter()
-                        outputs[name] = engine(batches, beam)
+                        with autocast(cpu, args.precision):
+                            outputs[name] = engine(batches, beam)
                         times[name].append(time.perf_counter() - started)
                 for name in engines:
                     ordered = [None] * count
@@ -171,6 +189,7 @@ def main() -> None:
                     rows.append(
                         {
                             "engine": name,
+                            "precision": args.precision,
                             "threads": threads,
                             "batch": batch_size,
                             "beam": beam,
@@ -188,7 +207,10 @@ def main() -> None:
                     )
                     print(rows[-1], flush=True)
 
-    print(f"\nMachine: {cpu_name()}, torch {torch.__version__}")
+    print(
+        f"\nMachine: {cpu_name()}, torch {torch.__version__}, "
+        f"precision {args.precision}"
+    )
     print(
         "| threads | batch | beam | engine | sent/s (median) | spread (s) "
         "| tokens/s | BLEU | Rosetta ÷ engine |"
