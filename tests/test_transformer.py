@@ -127,6 +127,42 @@ def test_reorder_selects_rows_of_the_cache():
         assert torch.allclose(expected, direct[index], atol=1e-6)
 
 
+@pytest.mark.parametrize(
+    ("index", "group", "memory_copied"),
+    [
+        ([0, 0, 0, 1, 1, 1, 2, 2, 2], 3, False),  # beams of each sentence
+        ([0, 0, 2, 2], 2, True),  # sentence 1 finished
+        ([2, 0, 0], 1, True),  # uneven: one memory row per row
+    ],
+)
+def test_beams_share_their_sentences_memory_and_step_as_if_copied(
+    index, group, memory_copied
+):
+    model = tiny_model()
+    src, src_mask, tgt = random_batch()
+    index = torch.tensor(index)
+    with torch.no_grad():
+        state = model.init_state(model.encode(src, src_mask), src_mask)
+        shared = state.reorder(index)
+        assert shared.group == group
+        assert (shared.memory_kv[0][0] is not state.memory_kv[0][0]) == memory_copied
+        assert shared.src_mask.size(0) == len(index) // group
+        # The same rows decoded with the memory copied out row by row.
+        one_per_row = model.init_state(
+            model.encode(src[index], src_mask[index]), src_mask[index]
+        )
+        prev = tgt[index, 0]
+        for t in range(1, 4):
+            grouped, shared = model.step(prev, shared, need_attention=True)
+            copied, one_per_row = model.step(prev, one_per_row, need_attention=True)
+            assert torch.allclose(grouped, copied, atol=1e-5)
+            assert torch.allclose(shared.attention, one_per_row.attention, atol=1e-6)
+            # a beam step: each row continues row r // 2 * 2 (sentence kept)
+            parents = torch.arange(len(index)) // group * group
+            shared, one_per_row = shared.reorder(parents), one_per_row.reorder(parents)
+            prev = tgt[index, t][parents]
+
+
 def test_padding_content_never_changes_real_outputs_or_the_loss():
     model = tiny_model()
     src, src_mask, tgt = random_batch()

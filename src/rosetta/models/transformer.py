@@ -99,9 +99,12 @@ class TransformerDecoderLayer(nn.Module):
         self_mask: torch.Tensor | None,
         cache: KeyValue | None = None,
         need_weights: bool = False,
+        group: int = 1,
     ) -> tuple[torch.Tensor, KeyValue, torch.Tensor | None]:
         """x (n, t, d) new positions; ``cache`` holds keys/values of earlier ones.
 
+        ``memory_kv`` and ``src_mask`` have n / ``group`` rows: each run of
+        ``group`` consecutive rows of x (the beams of one sentence) shares one.
         Returns the output (n, t, d), the keys/values of all positions so far,
         and the cross-attention weights (n, heads, t, S) if ``need_weights``.
         """
@@ -115,9 +118,17 @@ class TransformerDecoderLayer(nn.Module):
         x = self.self_res.after(x, attn)
 
         h = self.cross_res.before(x)
-        cross, weights = self.cross_attn.attend(
-            self.cross_attn.project_query(h), *memory_kv, src_mask, need_weights
-        )
+        q = self.cross_attn.project_query(h)  # (n, heads, t, d_k)
+        n, heads, t, d_k = q.shape
+        if group > 1:  # a sentence's beams are its queries: (n/g, heads, g*t, d_k)
+            q = q.view(n // group, group, heads, t, d_k).transpose(1, 2)
+            q = q.reshape(n // group, heads, group * t, d_k)
+        cross, weights = self.cross_attn.attend(q, *memory_kv, src_mask, need_weights)
+        if group > 1:  # back to one row per beam
+            cross = cross.reshape(n, t, -1)
+            if weights is not None:
+                weights = weights.view(n // group, heads, group, t, -1).transpose(1, 2)
+                weights = weights.reshape(n, heads, t, -1)
         x = self.cross_res.after(x, cross)
         x = self.ffn_res.after(x, self.ffn(self.ffn_res.before(x)))
         return x, (k, v), weights
@@ -126,26 +137,49 @@ class TransformerDecoderLayer(nn.Module):
 @dataclass
 class TransformerState:
     """Decoding state: cross-attention keys/values of the memory (computed once),
-    self-attention keys/values of the tokens decoded so far, and their count."""
+    self-attention keys/values of the tokens decoded so far, and their count.
 
-    src_mask: torch.Tensor  # (n, 1, 1, S) bool
-    memory_kv: list[KeyValue]  # per layer
+    The memory side is kept once per sentence: each run of ``group``
+    consecutive decoding rows (a sentence's beams) shares one row of
+    ``src_mask`` and ``memory_kv``, so reordering beams never copies it.
+    """
+
+    src_mask: torch.Tensor  # (m, 1, 1, S) bool, m = n / group
+    memory_kv: list[KeyValue]  # per layer, (m, heads, S, d_k) each
     self_kv: list[KeyValue] | None  # per layer, None before the first token
     length: int = 0
     attention: torch.Tensor | None = None  # (n, t, layers, heads, S) if asked
+    group: int = 1  # decoding rows per memory row
 
     def reorder(self, index: torch.Tensor) -> TransformerState:
-        def pick(kv: KeyValue) -> KeyValue:
-            return kv[0].index_select(0, index), kv[1].index_select(0, index)
+        """Row i of the result continues row ``index[i]``."""
 
+        def pick(kv: KeyValue, rows: torch.Tensor) -> KeyValue:
+            return kv[0].index_select(0, rows), kv[1].index_select(0, rows)
+
+        sentences = torch.div(index, self.group, rounding_mode="floor")
+        runs, counts = torch.unique_consecutive(sentences, return_counts=True)
+        group = int(counts[0]) if counts.numel() else 1
+        if not bool((counts == group).all()):  # uneven: one memory row per row
+            runs, group = sentences, 1
+        src_mask, memory_kv = self.src_mask, self.memory_kv
+        unchanged = runs.numel() == src_mask.size(0) and bool(
+            (runs == torch.arange(runs.numel(), device=runs.device)).all()
+        )
+        if not unchanged:
+            src_mask = src_mask.index_select(0, runs)
+            memory_kv = [pick(kv, runs) for kv in memory_kv]
         return replace(
             self,
-            src_mask=self.src_mask.index_select(0, index),
-            memory_kv=[pick(kv) for kv in self.memory_kv],
-            self_kv=None if self.self_kv is None else [pick(kv) for kv in self.self_kv],
+            src_mask=src_mask,
+            memory_kv=memory_kv,
+            self_kv=None
+            if self.self_kv is None
+            else [pick(kv, index) for kv in self.self_kv],
             attention=None
             if self.attention is None
             else self.attention.index_select(0, index),
+            group=group,
         )
 
 
@@ -217,7 +251,13 @@ class TransformerDecoder(Decoder):
         for i, layer in enumerate(self.layers):
             cache = None if state.self_kv is None else state.self_kv[i]
             x, kv, w = layer(
-                x, state.memory_kv[i], state.src_mask, self_mask, cache, need_attention
+                x,
+                state.memory_kv[i],
+                state.src_mask,
+                self_mask,
+                cache,
+                need_attention,
+                state.group,
             )
             caches.append(kv)
             weights.append(w)
