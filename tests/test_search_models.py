@@ -202,3 +202,32 @@ def test_cli_refuses_bad_search_options(trained):
     assert done.returncode == 2
     assert b"nbest (3) must be between 1 and the beam size (2)" in done.stderr
     assert b"Traceback" not in done.stderr
+
+
+@pytest.mark.reference
+def test_fast_and_reference_paths_give_the_same_translations(trained):
+    """Fused attention / fused recurrent kernels, the shared beam memory and the
+    batched search against the reference paths, one sentence at a time."""
+    translator, _ = trained
+    fast = translator.translate_nbest(SENTENCES, beam_size=4, nbest=2)
+    reference_parts = []
+    for module in translator.model.modules():
+        if hasattr(module, "fused"):
+            reference_parts.append((module, "fused", module.fused))
+            module.fused = False
+        if getattr(module, "impl", None) == "fused":
+            reference_parts.append((module, "impl", "fused"))
+            module.impl = "reference"
+    assert reference_parts, "the model has no fast path to switch off"
+    try:
+        slow = [
+            translator.translate_nbest([s], beam_size=4, nbest=2, batch_size=1)[0]
+            for s in SENTENCES
+        ]
+    finally:
+        for module, name, value in reference_parts:
+            setattr(module, name, value)
+    assert [[h.text for h in f] for f in fast] == [[h.text for h in s] for s in slow]
+    for f, s in zip(fast, slow, strict=True):
+        for a, b in zip(f, s, strict=True):
+            assert a.score == pytest.approx(b.score, abs=1e-4)
