@@ -12,7 +12,7 @@ DEMO_MINUTES ?= 10
 # The browser test drives Debian's Chromium (no browser download).
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup browser demo test lint bench-quality bench-quality-rnn bench-decode clean
+.PHONY: setup browser demo test lint bench bench-quality bench-quality-rnn bench-decode bench-serve clean
 
 setup: $(STAMP)
 
@@ -59,6 +59,22 @@ DECODE_RUN ?= runs/quality-multi30k-de-en-transformer
 bench-decode: $(STAMP)
 	$(BIN)/pip install -q -e .[bench]
 	$(BIN)/python benchmarks/decode_speed.py --run-dir $(DECODE_RUN)
+
+# The speed suite against Hugging Face and CTranslate2, one command: training
+# throughput (1 and 2 threads, fp32 and bf16), cost against sentence length,
+# and decoding (fp32 and int8) of the model trained by bench-quality.
+bench: $(STAMP)
+	$(BIN)/pip install -q -e .[bench]
+	for p in fp32 bf16; do $(BIN)/python benchmarks/train_speed.py --threads 1 2 \
+		--precision $$p --json benchmarks/results/train_speed-$$p.json || exit 1; done
+	$(BIN)/python benchmarks/length_scaling.py --threads 1
+	@test -d $(DECODE_RUN) || { echo "decoding needs a trained model: make bench-quality"; exit 1; }
+	for p in fp32 int8; do $(BIN)/python benchmarks/decode_speed.py \
+		--run-dir $(DECODE_RUN) --precision $$p || exit 1; done
+
+# The server under load, dynamic batching on and off.
+bench-serve: $(STAMP)
+	$(BIN)/python benchmarks/serve_load.py --run-dir $(DECODE_RUN)
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache
