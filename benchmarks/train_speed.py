@@ -39,13 +39,19 @@ CONFIG = ROOT / "configs/multi30k-de-en-transformer.yaml"
 CACHE = ROOT / "runs/bench-train-speed"  # the tokenizers, trained once
 
 
-def load_batches(steps: int, precision: str = "fp32"):
-    """Config, prepared data and the example indices of ``steps`` batches."""
+def load_batches(
+    steps: int, precision: str = "fp32", config_path: Path = CONFIG, *overrides: str
+):
+    """Config, prepared data and the example indices of ``steps`` batches.
+
+    Every bundled config shares the tokenizer settings, so one cached pair of
+    tokenizers serves them all.
+    """
     from rosetta.config import load_config
     from rosetta.data.batching import make_batches
     from rosetta.train.prepare import prepare_data
 
-    config = load_config(CONFIG, [f"train.precision={precision}"])
+    config = load_config(config_path, [f"train.precision={precision}", *overrides])
     data = prepare_data(config, CACHE, log=lambda _: None)
     rng = np.random.default_rng(0)
     batches = make_batches(data.train, config.train.batch_tokens, rng)
