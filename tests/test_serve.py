@@ -58,6 +58,7 @@ def test_health_info_and_openapi(served):
     assert info["model"] == kind
     assert info["arch"] == ("transformer" if kind == "transformer" else "rnn")
     assert info["parameters"] > 0 and info["device"] == "cpu"
+    assert info["precision"] == "fp32"
     assert info["limits"]["max_beam"] == ServerSettings().max_beam
     assert info["config"]["model"]["arch"] == info["arch"]
     assert "data" not in info["config"]  # no training paths leak out

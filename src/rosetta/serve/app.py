@@ -224,6 +224,7 @@ def create_app(
                 "tgt": len(translator.tokenizers.tgt),
             },
             "device": str(translator.device),
+            "precision": translator.precision,
             "config": {key: saved[key] for key in ("model", "tokenizer", "decode")},
             "limits": {
                 "max_body_bytes": settings.max_body_bytes,

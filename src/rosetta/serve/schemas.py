@@ -88,6 +88,7 @@ class Info(BaseModel):
     parameters: int
     vocabulary: dict[str, int]
     device: str
+    precision: str
     config: dict[str, Any]
     limits: dict[str, Any]
     batching: dict[str, Any]

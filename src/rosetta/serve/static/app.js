@@ -17,7 +17,7 @@ async function loadInfo() {
       : `${(info.parameters / 1e3).toFixed(1)}k`;
     $("model-info").textContent =
       `${info.model}: ${info.src_lang} → ${info.tgt_lang}, ` +
-      `${info.arch}, ${size} parameters, on ${info.device}`;
+      `${info.arch}, ${size} parameters, ${info.precision} on ${info.device}`;
     $("beam").max = info.limits.max_beam;
     $("nbest").max = info.limits.max_beam;
   } catch (error) {
