@@ -82,14 +82,15 @@ class DynamicBatcher:
         self._task: asyncio.Task[None] | None = None
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="rosetta-model")
         self._unique = itertools.count()
+        self._running = False  # a group is in the model
 
     async def start(self) -> None:
         self._arrived = asyncio.Event()
         self._task = asyncio.create_task(self._serve_forever())
 
     async def stop(self) -> None:
-        """Finish every waiting request, then stop the worker."""
-        while self._waiting:
+        """Finish every waiting and running request, then stop the worker."""
+        while self._waiting or self._running:
             await asyncio.sleep(0.01)
         if self._task is not None:
             self._task.cancel()
@@ -162,7 +163,11 @@ class DynamicBatcher:
                 except TimeoutError:
                     break
             group = self._take_group()
-            await self._run_group(group)
+            self._running = True
+            try:
+                await self._run_group(group)
+            finally:
+                self._running = False
 
     async def _run_group(self, group: list[_Job]) -> None:
         sentences = [s for job in group for s in job.sentences]
