@@ -34,7 +34,7 @@ from rosetta.data.corpus import read_corpus
 from rosetta.data.vocab import BOS_ID, EOS, EOS_ID, PAD_ID
 from rosetta.decode.options import SearchOptions, search
 from rosetta.evaluate import sacrebleu_score
-from rosetta.precision import autocast, quantize_int8
+from rosetta.precision import PRECISIONS, autocast, quantize_int8
 
 ALPHA = 0.75
 
@@ -113,7 +113,7 @@ def main() -> None:
     parser.add_argument("--sentences", type=int, default=None, help="first N only")
     parser.add_argument(
         "--precision",
-        choices=["fp32", "bf16", "int8"],
+        choices=PRECISIONS,
         default="fp32",
         help="int8: Rosetta and HF with int8 linear layers, CT2 int8; bf16: "
         "Rosetta and HF under bf16 autocast, CT2 float32",
@@ -139,7 +139,9 @@ def main() -> None:
     )
     if args.precision == "int8":
         marian = quantize_int8(marian)
-    ours = Translator.load(args.run_dir, device="cpu", precision=args.precision)
+    ours = translator
+    if args.precision != "fp32":
+        ours = Translator.load(args.run_dir, device="cpu", precision=args.precision)
     cpu = torch.device("cpu")
     src_vocab = translator.tokenizers.src
 

@@ -28,28 +28,34 @@ def _width_permutation(d_model: int) -> torch.Tensor:
     return torch.cat([torch.arange(0, d_model, 2), torch.arange(1, d_model, 2)])
 
 
-def to_marian(translator: Translator):
-    """A ``MarianMTModel`` computing what ``translator.model`` computes."""
-    from transformers import MarianConfig, MarianMTModel
+def marian_config(
+    *,
+    vocab: int,
+    d_model: int,
+    encoder_layers: int,
+    decoder_layers: int,
+    heads: int,
+    d_ff: int,
+    max_positions: int,
+    dropout: float = 0.0,
+    attention_dropout: float = 0.0,
+):
+    """A ``MarianConfig`` of Rosetta's Transformer shape: post-norm, ReLU,
+    scaled and shared embeddings, tied output, Rosetta's special token ids."""
+    from transformers import MarianConfig
 
-    model = translator.model
-    encoder: TransformerEncoder = model.encoder
-    decoder: TransformerDecoder = model.decoder
-    if encoder.embedding.token is not decoder.embedding.token:
-        raise ValueError("the Marian copy needs shared source/target embeddings")
-    first = encoder.layers[0]
-    d_model = encoder.embedding.token.embedding_dim
-    config = MarianConfig(
-        vocab_size=encoder.embedding.token.num_embeddings,
+    return MarianConfig(
+        vocab_size=vocab,
+        decoder_vocab_size=vocab,
         d_model=d_model,
-        encoder_layers=len(encoder.layers),
-        decoder_layers=len(decoder.layers),
-        encoder_attention_heads=first.self_attn.num_heads,
-        decoder_attention_heads=first.self_attn.num_heads,
-        encoder_ffn_dim=first.ffn.linear1.out_features,
-        decoder_ffn_dim=first.ffn.linear1.out_features,
+        encoder_layers=encoder_layers,
+        decoder_layers=decoder_layers,
+        encoder_attention_heads=heads,
+        decoder_attention_heads=heads,
+        encoder_ffn_dim=d_ff,
+        decoder_ffn_dim=d_ff,
         activation_function="relu",
-        max_position_embeddings=encoder.embedding.positions.size(0),
+        max_position_embeddings=max_positions,
         scale_embedding=True,
         share_encoder_decoder_embeddings=True,
         tie_word_embeddings=True,
@@ -58,9 +64,31 @@ def to_marian(translator: Translator):
         bos_token_id=BOS_ID,
         decoder_start_token_id=BOS_ID,
         forced_eos_token_id=None,
-        dropout=0.0,
-        attention_dropout=0.0,
+        dropout=dropout,
+        attention_dropout=attention_dropout,
         activation_dropout=0.0,
+    )
+
+
+def to_marian(translator: Translator):
+    """A ``MarianMTModel`` computing what ``translator.model`` computes."""
+    from transformers import MarianMTModel
+
+    model = translator.model
+    encoder: TransformerEncoder = model.encoder
+    decoder: TransformerDecoder = model.decoder
+    if encoder.embedding.token is not decoder.embedding.token:
+        raise ValueError("the Marian copy needs shared source/target embeddings")
+    first = encoder.layers[0]
+    d_model = encoder.embedding.token.embedding_dim
+    config = marian_config(
+        vocab=encoder.embedding.token.num_embeddings,
+        d_model=d_model,
+        encoder_layers=len(encoder.layers),
+        decoder_layers=len(decoder.layers),
+        heads=first.self_attn.num_heads,
+        d_ff=first.ffn.linear1.out_features,
+        max_positions=encoder.embedding.positions.size(0),
     )
     marian = MarianMTModel(config).eval()
     p = _width_permutation(d_model)

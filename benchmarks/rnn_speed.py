@@ -30,12 +30,11 @@ from train_speed import ROOT, load_batches
 CONFIGS = ["multi30k-de-en-gru", "multi30k-de-en-lstm", "multi30k-de-en-gru-attention"]
 
 
-def target_tokens_per_s(name: str, impl: str, warmup: int, steps: int) -> float:
-    config, data, batches = load_batches(
-        warmup + steps,
-        "fp32",
-        ROOT / "configs" / f"{name}.yaml",
-        f"model.rnn_impl={impl}",
+def target_tokens_per_s(prepared, impl: str, warmup: int) -> float:
+    """Train on ``prepared`` (config, data, batches) with ``model.rnn_impl=impl``."""
+    loaded, data, batches = prepared
+    config = loaded.model_copy(
+        update={"model": loaded.model.model_copy(update={"rnn_impl": impl})}
     )
     torch.manual_seed(0)
     vocab = len(data.tokenizers.tgt)
@@ -73,12 +72,12 @@ def main() -> None:
 
     rows = []
     for name in args.configs:
+        config_path = ROOT / "configs" / f"{name}.yaml"
+        prepared = load_batches(args.warmup + args.steps, "fp32", config_path)
         rates: dict[str, list[float]] = {"fused": [], "reference": []}
         for repeat in range(args.repeats):
             for impl in rates:
-                rates[impl].append(
-                    target_tokens_per_s(name, impl, args.warmup, args.steps)
-                )
+                rates[impl].append(target_tokens_per_s(prepared, impl, args.warmup))
                 print(
                     f"{name} {impl} repeat {repeat + 1}: {rates[impl][-1]:.0f} tok/s",
                     flush=True,

@@ -91,10 +91,11 @@ def rosetta_step(config, data):
 
 
 def marian_step(config, data):
-    from transformers import MarianConfig, MarianMTModel
+    from transformers import MarianMTModel
 
+    from peers import marian_config
     from rosetta.data.batching import collate
-    from rosetta.data.vocab import BOS_ID, EOS_ID, PAD_ID
+    from rosetta.data.vocab import PAD_ID
     from rosetta.precision import autocast
     from rosetta.train.loss import label_smoothed_cross_entropy
     from rosetta.train.trainer import make_adam
@@ -102,27 +103,16 @@ def marian_step(config, data):
     m = config.model
     vocab = len(data.tokenizers.tgt)
     marian = MarianMTModel(
-        MarianConfig(
-            vocab_size=vocab,
-            decoder_vocab_size=vocab,
+        marian_config(
+            vocab=vocab,
             d_model=m.d_model,
             encoder_layers=m.encoder_layers,
             decoder_layers=m.decoder_layers,
-            encoder_attention_heads=m.heads,
-            decoder_attention_heads=m.heads,
-            encoder_ffn_dim=m.d_ff,
-            decoder_ffn_dim=m.d_ff,
-            max_position_embeddings=m.max_positions,
+            heads=m.heads,
+            d_ff=m.d_ff,
+            max_positions=m.max_positions,
             dropout=m.dropout,
             attention_dropout=m.attention_dropout,
-            activation_dropout=0.0,
-            activation_function="relu",
-            scale_embedding=True,
-            share_encoder_decoder_embeddings=True,
-            tie_word_embeddings=True,
-            pad_token_id=PAD_ID,
-            eos_token_id=EOS_ID,
-            decoder_start_token_id=BOS_ID,
         )
     )
     marian.train()

@@ -207,9 +207,11 @@ def cmd_plot(args: argparse.Namespace) -> None:
 
 
 def add_precision_flag(verb: argparse.ArgumentParser) -> None:
+    from rosetta.precision import PRECISIONS
+
     verb.add_argument(
         "--precision",
-        choices=["fp32", "bf16", "int8"],
+        choices=PRECISIONS,
         default="fp32",
         help="bf16: bfloat16 matrix products, faster where the hardware has them; "
         "int8: int8 linear layers (CPU)",

@@ -30,12 +30,16 @@ Precision = Literal["fp32", "bf16", "int8"]
 PRECISIONS = ("fp32", "bf16", "int8")
 
 
-def check_precision(device: torch.device, precision: str) -> None:
-    """A clear error for an unknown precision, or int8 anywhere but the CPU."""
+def _check_name(precision: str) -> None:
     if precision not in PRECISIONS:
         raise RosettaError(
             f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}"
         )
+
+
+def check_precision(device: torch.device, precision: str) -> None:
+    """A clear error for an unknown precision, or int8 anywhere but the CPU."""
+    _check_name(precision)
     if precision == "int8" and device.type != "cpu":
         raise RosettaError("int8 inference runs on the CPU; use --device cpu")
 
@@ -45,7 +49,7 @@ def autocast(device: torch.device, precision: str) -> contextlib.AbstractContext
 
     Only bf16 acts here; an int8 model carries its precision in its layers.
     """
-    check_precision(torch.device("cpu") if precision == "int8" else device, precision)
+    _check_name(precision)
     if precision != "bf16":
         return contextlib.nullcontext()
     return torch.autocast(device.type, dtype=torch.bfloat16)
