@@ -6,9 +6,10 @@ tensor operations, with no Python loop over sentences or beams.
 
 At each step every live prefix is expanded by every token (k·V candidates per
 sentence, scored by the sum of log-probabilities) and exactly the ``k`` best
-expansions are kept: those that end (``<eos>``, or the sentence's maximum
-length ``a·S + b``) are set aside as finished candidates, the others are the
-next step's live prefixes. With ``k = 1`` this is greedy search.
+expansions are kept (they are found among each prefix's ``k`` best tokens):
+those that end (``<eos>``, or the sentence's maximum length ``a·S + b``) are
+set aside as finished candidates, the others are the next step's live
+prefixes. With ``k = 1`` this is greedy search.
 
 The final choice among all finished candidates is by the length-normalised
 score ``(1 / L^α) Σ_{t=1..L} log P(y_t | y_<t, c)`` (SPEC §5, α = 0.75), where
@@ -33,6 +34,7 @@ from typing import Literal
 import torch
 
 from rosetta.decode.greedy import Hypothesis, max_lengths
+from rosetta.decode.topk import top_k_rows
 from rosetta.models.interface import DecoderState, EncoderDecoder
 
 LengthPenalty = Literal["notes", "gnmt"]
@@ -122,10 +124,15 @@ def beam_search(
             log_probs, state = model.step(prev, state, need_attention=True)
         else:
             log_probs, state = model.step(prev, state)  # (a*k, V)
-        vocab = log_probs.size(-1)
-        candidates = live_scores.unsqueeze(-1) + log_probs.double().view(a, k, vocab)
-        top_scores, top_index = candidates.view(a, k * vocab).topk(k, dim=1)
-        parent, token = top_index // vocab, top_index % vocab  # (a, k)
+        # Adding a prefix's score keeps the order of its row, so a sentence's
+        # k best expansions are among the k best tokens of each of its rows:
+        # rank k·k candidates per sentence, not k·V.
+        per_row = min(k, log_probs.size(-1))
+        row_scores, row_tokens = top_k_rows(log_probs, per_row)  # (a*k, per_row)
+        candidates = live_scores.unsqueeze(-1) + row_scores.double().view(a, k, -1)
+        top_scores, top_index = candidates.view(a, -1).topk(k, dim=1)  # (a, k)
+        parent = top_index // per_row
+        token = row_tokens.view(a, -1).gather(1, top_index)
         at_limit = (t + 1 >= limits[active]).unsqueeze(1)  # (a, 1)
         ends = (token == eos_id) | at_limit
         sequences = torch.cat(

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
+from rosetta.decode.topk import argmax_rows
 from rosetta.models.interface import EncoderDecoder
 
 
@@ -39,7 +40,7 @@ TokenChooser = Callable[[torch.Tensor], torch.Tensor]  # (n, V) log P -> (n,) id
 
 def most_likely(log_probs: torch.Tensor) -> torch.Tensor:
     """``y_t = argmax_y P(y | y_<t, c)``."""
-    return log_probs.argmax(dim=-1)
+    return argmax_rows(log_probs)
 
 
 @torch.no_grad()
