@@ -4,8 +4,9 @@ The trained Rosetta Transformer is copied weight for weight into a Hugging Face
 ``MarianMTModel`` and a CTranslate2 model (``benchmarks/peers.py``; the copy is
 checked before timing). Every engine then decodes the same token ids of
 Multi30k test_2016, sorted by length and cut into the same batches, with the
-same search (greedy, or beam 5 with length penalty 0.75) and the same output
-limit ``1.5·S + 10``. Tokenization is not timed.
+same search (greedy, or beam 5 with length penalty 0.75, a sentence ending
+once 5 of its candidates have ended) and the same output limit ``1.5·S + 10``.
+Tokenization is not timed.
 
 Runs are interleaved (Rosetta, HF, CT2, Rosetta, ...) and repeated; the table
 gives the median sentences/s and generated tokens/s with the spread (min-max),
@@ -37,6 +38,9 @@ from rosetta.evaluate import sacrebleu_score
 from rosetta.precision import PRECISIONS, autocast, quantize_int8
 
 ALPHA = 0.75
+# Every engine stops a sentence once beam-size candidates have ended: CT2's rule
+# (patience 1), HF's early_stopping=True, Rosetta's stopping="k_finished".
+STOPPING = "k_finished"
 
 
 def limit(batch_ids: list[list[int]]) -> int:
@@ -44,7 +48,7 @@ def limit(batch_ids: list[list[int]]) -> int:
 
 
 def run_rosetta(translator, batches, beam):
-    options = SearchOptions(beam_size=beam, alpha=ALPHA)
+    options = SearchOptions(beam_size=beam, alpha=ALPHA, stopping=STOPPING)
     outputs = []
     for ids in batches:
         batch = collate([Example(s[:-1], []) for s in ids])  # collate adds <eos>
@@ -72,7 +76,7 @@ def run_marian(marian, batches, beam):
             do_sample=False,
             length_penalty=ALPHA,
             max_new_tokens=limit(ids),
-            early_stopping=False,
+            early_stopping=True,
         )
         for row in generated.tolist():
             tokens = row[1:]  # after the start token

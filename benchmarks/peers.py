@@ -66,7 +66,7 @@ def marian_config(
         forced_eos_token_id=None,
         dropout=dropout,
         attention_dropout=attention_dropout,
-        activation_dropout=0.0,
+        activation_dropout=dropout,  # Rosetta's FFN drops its inner activations too
     )
 
 

@@ -51,3 +51,58 @@ def test_loss_of_uniform_prediction_is_log_vocab():
     logits = torch.zeros(1, 1, 10)
     loss, _, _ = label_smoothed_cross_entropy(logits, torch.tensor([[3]]), 0.1, 0)
     assert loss.item() == pytest.approx(math.log(10), rel=1e-6)
+
+
+def plain_smoothed_loss(logits, target, epsilon, pad_id):
+    """The formula term by term on the (n, T, V) log-probabilities."""
+    log_probs = torch.log_softmax(logits, dim=-1)
+    nll = -log_probs.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+    others = -log_probs.sum(dim=-1) - nll
+    vocab = logits.size(-1)
+    loss = (1 - epsilon) * nll + epsilon / (vocab - 1) * others
+    mask = target != pad_id
+    return loss[mask].sum(), nll[mask].sum()
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("epsilon", [0.0, 0.1, 0.3])
+def test_values_and_gradients_equal_the_plain_formula(epsilon):
+    torch.manual_seed(3)
+    logits = (torch.randn(3, 6, 50, dtype=torch.float64) * 3).requires_grad_()
+    target = torch.randint(1, 50, (3, 6))
+    target[0, 4:] = PAD
+    target[2, 1:] = PAD
+    loss, nll, _ = label_smoothed_cross_entropy(logits, target, epsilon, PAD)
+    expected_loss, expected_nll = plain_smoothed_loss(logits, target, epsilon, PAD)
+    assert loss.item() == pytest.approx(expected_loss.item(), rel=1e-12)
+    assert nll.item() == pytest.approx(expected_nll.item(), rel=1e-12)
+    for weights in [(1.0, 0.0), (0.0, 1.0), (0.7, -0.4)]:  # loss, nll, or both
+        ours = torch.autograd.grad(
+            weights[0] * loss + weights[1] * nll, logits, retain_graph=True
+        )[0]
+        plain = torch.autograd.grad(
+            weights[0] * expected_loss + weights[1] * expected_nll,
+            logits,
+            retain_graph=True,
+        )[0]
+        assert torch.allclose(ours, plain, atol=1e-12)
+        assert ours[target == PAD].abs().max() == 0  # padding gets no gradient
+
+
+@pytest.mark.reference
+def test_gradcheck():
+    torch.manual_seed(4)
+    logits = torch.randn(2, 3, 5, dtype=torch.float64, requires_grad=True)
+    target = torch.tensor([[1, 2, PAD], [4, PAD, PAD]])
+    torch.autograd.gradcheck(
+        lambda x: label_smoothed_cross_entropy(x, target, 0.2, PAD)[:2], (logits,)
+    )
+
+
+def test_bfloat16_logits_give_a_float32_loss_and_bfloat16_gradient():
+    logits = torch.randn(2, 3, 70).bfloat16().requires_grad_()
+    target = torch.randint(1, 70, (2, 3))
+    loss, _, _ = label_smoothed_cross_entropy(logits, target, 0.1, PAD)
+    assert loss.dtype == torch.float32
+    loss.backward()
+    assert logits.grad.dtype == torch.bfloat16

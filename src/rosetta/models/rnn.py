@@ -28,6 +28,7 @@ from torch import nn
 
 from rosetta.models.interface import Decoder, Encoder, EncoderDecoder
 from rosetta.nn import RNN, AdditiveAttention
+from rosetta.nn.dropout import Dropout
 from rosetta.nn.recurrent import CellKind, Impl, RecurrentState
 
 GRU_VARIANTS = ("notes", "torch")
@@ -136,7 +137,7 @@ class RecurrentEncoder(Encoder):
         super().__init__()
         self.embedding = embedding
         self.rnn = rnn
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, src: torch.Tensor, src_mask: torch.Tensor) -> EncoderOutput:
         x = self.dropout(self.embedding(src))  # (n, S, E)
@@ -165,7 +166,7 @@ class RecurrentDecoder(Decoder):
         context = rnn.input_size - embed
         self.readout = nn.Linear(rnn.hidden_size + context + embed, embed)
         self.output_proj = output_proj
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def init_state(
         self, memory: EncoderOutput, src_mask: torch.Tensor

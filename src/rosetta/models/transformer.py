@@ -15,6 +15,7 @@ from rosetta.nn import (
     ResidualNorm,
     positional_encoding,
 )
+from rosetta.nn.dropout import Dropout
 
 KeyValue = tuple[torch.Tensor, torch.Tensor]  # (n, h, L, d_k) each
 
@@ -32,7 +33,7 @@ class TransformerEmbedding(nn.Module):
         self.register_buffer(
             "positions", positional_encoding(max_positions, d_model), persistent=False
         )
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, tokens: torch.Tensor, offset: int = 0) -> torch.Tensor:
         """(n, L) ids -> (n, L, d); ``offset`` is the position of the first token."""

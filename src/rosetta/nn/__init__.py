@@ -1,9 +1,11 @@
 """Building blocks: positional encoding, attention (scaled dot-product,
-multi-head, additive), feed-forward, residual norm, recurrent cells and layers."""
+multi-head, additive), feed-forward, dropout, residual norm, recurrent cells
+and layers."""
 
 from rosetta.nn.additive_attention import AdditiveAttention
 from rosetta.nn.attention import MultiHeadAttention, scaled_dot_product_attention
 from rosetta.nn.cells import GRUCell, LSTMCell, RNNCell
+from rosetta.nn.dropout import Dropout
 from rosetta.nn.feedforward import PositionwiseFeedForward
 from rosetta.nn.positional import positional_encoding
 from rosetta.nn.recurrent import RNN
@@ -12,6 +14,7 @@ from rosetta.nn.residual import ResidualNorm
 __all__ = [
     "RNN",
     "AdditiveAttention",
+    "Dropout",
     "GRUCell",
     "LSTMCell",
     "MultiHeadAttention",

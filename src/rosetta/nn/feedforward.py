@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from rosetta.nn.dropout import Dropout
+
 
 class PositionwiseFeedForward(nn.Module):
     """``FFN(x) = max(0, x W_1 + b_1) W_2 + b_2``, applied at every position.
@@ -18,7 +20,7 @@ class PositionwiseFeedForward(nn.Module):
         super().__init__()
         self.linear1 = nn.Linear(d_model, d_ff)
         self.linear2 = nn.Linear(d_ff, d_model)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.linear2(self.dropout(torch.relu(self.linear1(x))))

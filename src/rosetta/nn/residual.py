@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from rosetta.nn.dropout import Dropout
+
 
 class ResidualNorm(nn.Module):
     """Post-norm ``LayerNorm(x + Dropout(Sublayer(x)))`` (default) or pre-norm
@@ -19,7 +21,7 @@ class ResidualNorm(nn.Module):
     def __init__(self, d_model: int, dropout: float = 0.0, norm_first: bool = False):
         super().__init__()
         self.norm = nn.LayerNorm(d_model)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.norm_first = norm_first
 
     def before(self, x: torch.Tensor) -> torch.Tensor:
