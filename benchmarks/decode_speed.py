@@ -4,8 +4,9 @@ The trained Rosetta Transformer is copied weight for weight into a Hugging Face
 ``MarianMTModel`` and a CTranslate2 model (``benchmarks/peers.py``; the copy is
 checked before timing). Every engine then decodes the same token ids of
 Multi30k test_2016, sorted by length and cut into the same batches, with the
-same search (greedy, or beam 5 with length penalty 0.75, a sentence ending
-once 5 of its candidates have ended) and the same output limit ``1.5·S + 10``.
+same search (greedy, or beam 5 with length penalty 0.75 that keeps 5 live
+prefixes and ends a sentence once 5 of its candidates have ended) and the
+same output limit ``1.5·S + 10``.
 Tokenization is not timed.
 
 Runs are interleaved (Rosetta, HF, CT2, Rosetta, ...) and repeated; the table
@@ -38,9 +39,10 @@ from rosetta.evaluate import sacrebleu_score
 from rosetta.precision import PRECISIONS, autocast, quantize_int8
 
 ALPHA = 0.75
-# Every engine stops a sentence once beam-size candidates have ended: CT2's rule
-# (patience 1), HF's early_stopping=True, Rosetta's stopping="k_finished".
-STOPPING = "k_finished"
+# One beam search in every engine: k live prefixes (Rosetta's refill=True), and
+# a sentence ends once k candidates have ended: CT2's rule (patience 1), HF's
+# early_stopping=True, Rosetta's stopping="k_finished".
+SEARCH = {"alpha": ALPHA, "stopping": "k_finished", "refill": True}
 
 
 def limit(batch_ids: list[list[int]]) -> int:
@@ -48,7 +50,7 @@ def limit(batch_ids: list[list[int]]) -> int:
 
 
 def run_rosetta(translator, batches, beam):
-    options = SearchOptions(beam_size=beam, alpha=ALPHA, stopping=STOPPING)
+    options = SearchOptions(beam_size=beam, **SEARCH)
     outputs = []
     for ids in batches:
         batch = collate([Example(s[:-1], []) for s in ids])  # collate adds <eos>

@@ -231,3 +231,74 @@ def test_bad_options_are_refused():
         search(model, 1, penalty="wu")
     with pytest.raises(ValueError, match="unknown stopping"):
         search(model, 1, stopping="early")
+
+
+def refill_beam_by_hand(table, k, alpha, limit, nbest):
+    """The beam of fairseq / Hugging Face / CTranslate2, one sentence, in lists:
+    rank the 2k best expansions; those that end are finished if among the k
+    best; the k best that do not end live on; stop once k have finished."""
+    live, finished = [((), 0.0)], []
+    for t in range(limit):
+        expansions = sorted(
+            (
+                ((*prefix, token), score + math.log(prob))
+                for prefix, score in live
+                for token, prob in table.get(prefix, {EOS: 1.0}).items()
+            ),
+            key=lambda e: -e[1],
+        )[: 2 * k]
+        live = []
+        for rank, (prefix, score) in enumerate(expansions):
+            if prefix[-1] == EOS or t + 1 >= limit:
+                if rank < k:
+                    finished.append((prefix, score, score / len(prefix) ** alpha))
+            elif len(live) < k:
+                live.append((prefix, score))
+        if len(finished) >= k or not live:
+            break
+    finished.sort(key=lambda f: -f[2])
+    return [([x for x in p if x != EOS], s) for p, s, _ in finished[:nbest]]
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("seed", range(10))
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_refill_equals_the_refilling_beam_written_by_hand(seed, k):
+    tables = random_tables(seed, count=3, depth=5)
+    model = TableModel(tables, VOCAB)
+    found = search(
+        model, 3, beam_size=k, nbest=k, refill=True, stopping="k_finished"
+    )
+    for i, table in enumerate(tables):
+        expected = refill_beam_by_hand(table, k, 0.75, LIMIT["max_len_b"], k)
+        assert [h.tokens for h in found[i]] == [tokens for tokens, _ in expected]
+        for h, (_, score) in zip(found[i], expected, strict=True):
+            assert h.score == pytest.approx(score, abs=1e-6)  # float32 model
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("seed", range(6))
+def test_refill_with_a_wide_beam_is_exact_too(seed):
+    tables = random_tables(seed, count=3)
+    model = TableModel(tables, VOCAB)
+    k = max(sequences_of(t, 3) for t in tables)
+    beams = search(model, 3, beam_size=k, nbest=k, refill=True)
+    truth = exhaustive(model, 3, nbest=k)
+    for i in range(3):
+        assert [h.tokens for h in beams[i]] == [h.tokens for h in truth[i]]
+
+
+def test_refill_keeps_searching_where_the_narrowing_beam_stops():
+    """k = 1: [4] <eos> is the best expansion at step 2, which leaves the notes'
+    beam empty; the refilling beam goes on with [4 6], whose end [4 6 7] <eos>
+    scores better per token."""
+    table = {
+        (): {4: 0.6, 5: 0.4},
+        (4,): {EOS: 0.6, 6: 0.4},  # [4] <eos>: P = 0.36, L = 2
+        (4, 6): {7: 0.95, EOS: 0.05},
+        (4, 6, 7): {EOS: 0.95, 5: 0.05},  # [4 6 7] <eos>: P = 0.2166, L = 4
+    }
+    model = TableModel(table, VOCAB)
+    assert search(model, 1, beam_size=1, nbest=1)[0][0].tokens == [4]
+    refilled = search(model, 1, beam_size=1, refill=True, stopping="exact")
+    assert refilled[0][0].tokens == [4, 6, 7]

@@ -58,11 +58,12 @@ def teacher_forced_score(model, src, mask, tokens, limit):
     return float(log_probs[0, torch.arange(len(target)), torch.tensor(target)].sum())
 
 
-def test_batched_beam_search_equals_one_sentence_at_a_time(trained):
+@pytest.mark.parametrize("refill", [False, True])
+def test_batched_beam_search_equals_one_sentence_at_a_time(trained, refill):
     translator, _ = trained
     model = translator.model
     src, mask = batch_of(translator, SENTENCES)
-    batched = beam(model, src, mask, beam_size=4, nbest=3)
+    batched = beam(model, src, mask, beam_size=4, nbest=3, refill=refill)
     for i in range(len(SENTENCES)):
         length = int(mask[i].sum())
         [alone] = beam(
@@ -71,6 +72,7 @@ def test_batched_beam_search_equals_one_sentence_at_a_time(trained):
             mask[i : i + 1, :length],
             beam_size=4,
             nbest=3,
+            refill=refill,
         )
         assert [h.tokens for h in alone] == [h.tokens for h in batched[i]]
         for a, b in zip(alone, batched[i], strict=True):
@@ -100,10 +102,11 @@ def test_greedy_is_beam_of_one_and_scores_are_teacher_forced_scores(trained):
             assert h.score == pytest.approx(rescored, abs=1e-4)
 
 
-def test_attention_of_the_best_hypotheses(trained):
+@pytest.mark.parametrize("refill", [False, True])
+def test_attention_of_the_best_hypotheses(trained, refill):
     translator, _ = trained
     found = translator.translate_nbest(
-        SENTENCES, beam_size=3, nbest=2, need_attention=True
+        SENTENCES, beam_size=3, nbest=2, need_attention=True, refill=refill
     )
     for sentence, hypotheses in zip(SENTENCES, found, strict=True):
         assert len(hypotheses) == 2

@@ -61,6 +61,7 @@ def search_options(args: argparse.Namespace) -> dict[str, object]:
         "alpha": args.alpha,
         "penalty": args.penalty,
         "stopping": args.stopping,
+        "refill": args.refill,
         "max_len_a": args.max_len_a,
         "max_len_b": args.max_len_b,
         "sample": args.sample,
@@ -235,6 +236,14 @@ def add_search_flags(verb: argparse.ArgumentParser) -> None:
         choices=["exact", "k_finished", "max_length"],
         default="exact",
         help="when a sentence's beam search ends",
+    )
+    group.add_argument(
+        "--refill",
+        action="store_true",
+        help="keep beam-size live prefixes: ended candidates leave the beam and "
+        "the next best expansions take their places (fairseq, Hugging Face, "
+        "CTranslate2); without it the beam holds the k best expansions, ended "
+        "or not (the notes' beam)",
     )
     group.add_argument("--max-len-a", type=float, default=None, help="limit a·S + b")
     group.add_argument("--max-len-b", type=int, default=None)

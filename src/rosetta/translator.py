@@ -106,7 +106,7 @@ class Translator:
         """Translate sentences; one output per input, in order (empty in, empty out).
 
         Keyword arguments are ``SearchOptions`` fields: ``beam_size``, ``alpha``,
-        ``penalty``, ``stopping``, ``max_len_a``, ``max_len_b``, ``sample``,
+        ``penalty``, ``stopping``, ``refill``, ``max_len_a``, ``max_len_b``, ``sample``,
         ``temperature``, ``top_k``, ``top_p``, ``seed``. The default is greedy
         search with the config's length limit.
         """

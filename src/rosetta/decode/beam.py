@@ -77,8 +77,15 @@ def beam_search(
     max_len_b: int = 10,
     max_len_cap: int | None = None,
     need_attention: bool = False,
+    refill: bool = False,
 ) -> list[list[Hypothesis]]:
     """Decode a batch ``src`` (n, S) with mask (n, S), True at real tokens.
+
+    ``refill=False`` is the notes' beam: the k best expansions, ended or not,
+    fill the beam, so it narrows as candidates end. ``refill=True`` keeps k live
+    prefixes: the ended ones among the k best are finished, and the best
+    expansions that do not end take the k places (the beam of fairseq,
+    Hugging Face and CTranslate2).
 
     Returns, per sentence, its ``nbest`` finished hypotheses, best first, each
     with its summed log-probability (``score``) and the score it was ranked by
@@ -102,6 +109,10 @@ def beam_search(
     divisors = length_penalty(torch.arange(1, steps + 1), alpha, penalty).tolist()
     state = model.init_state(model.encode(src, src_mask), src_mask)
     state = state.reorder(torch.arange(n, device=device).repeat_interleave(k))
+    # refill: rank 2k expansions, so k that do not end remain (a prefix has
+    # one <eos> expansion, so at most k of them end)
+    width = 2 * k if refill else k
+    among_k_best = torch.arange(width, device=device) < k
     neg_inf = float("-inf")
 
     # live beams of the active sentences (a = number of active sentences)
@@ -125,12 +136,12 @@ def beam_search(
         else:
             log_probs, state = model.step(prev, state)  # (a*k, V)
         # Adding a prefix's score keeps the order of its row, so a sentence's
-        # k best expansions are among the k best tokens of each of its rows:
-        # rank k·k candidates per sentence, not k·V.
-        per_row = min(k, log_probs.size(-1))
+        # best expansions are among the best tokens of each of its rows: rank
+        # k·width candidates per sentence, not k·V.
+        per_row = min(width, log_probs.size(-1))
         row_scores, row_tokens = top_k_rows(log_probs, per_row)  # (a*k, per_row)
         candidates = live_scores.unsqueeze(-1) + row_scores.double().view(a, k, -1)
-        top_scores, top_index = candidates.view(a, -1).topk(k, dim=1)  # (a, k)
+        top_scores, top_index = candidates.view(a, -1).topk(width, dim=1)  # (a, w)
         parent = top_index // per_row
         token = row_tokens.view(a, -1).gather(1, top_index)
         at_limit = (t + 1 >= limits[active]).unsqueeze(1)  # (a, 1)
@@ -141,13 +152,13 @@ def beam_search(
                 token.unsqueeze(-1),
             ],
             dim=-1,
-        )  # (a, k, t+1)
+        )  # (a, w, t+1)
         step_attention = None
         if need_attention:
             step_attention = _beam_attention(state, live_attention, parent, a, k)
 
-        # the k best expansions: those that end are finished, the rest live on
-        finishing = ends & top_scores.isfinite()
+        # expansions among the k best that end are finished candidates
+        finishing = ends & top_scores.isfinite() & among_k_best
         rank = (top_scores / divisors[t]).masked_fill(~finishing, neg_inf)
         _merge_finished(
             (done_rank, done_score, done_length, done_tokens, done_attention),
@@ -160,6 +171,16 @@ def beam_search(
             t,
         )
 
+        if refill:  # the k best expansions that do not end live on
+            position = torch.arange(width, device=device)
+            live = torch.where(ends, position + width, position).argsort(dim=1)[:, :k]
+            top_scores, ends = top_scores.gather(1, live), ends.gather(1, live)
+            parent, token = parent.gather(1, live), token.gather(1, live)
+            sequences = sequences.gather(1, _expand_like(live, sequences))
+            if step_attention is not None:
+                step_attention = step_attention.gather(
+                    1, _expand_like(live, step_attention)
+                )
         live_scores = top_scores.masked_fill(ends, neg_inf)
         live_tokens, prev_rows, live_attention = sequences, token, step_attention
         # the state row each new live prefix continues

@@ -25,6 +25,7 @@ class SearchOptions:
     alpha: float = 0.75  # length normalisation (1 / L^α) Σ log P
     penalty: LengthPenalty = "notes"  # or "gnmt": ((5 + L) / 6)^α
     stopping: Stopping = "exact"
+    refill: bool = False  # keep k live prefixes (fairseq/HF/CT2) or the k best
     nbest: int = 1
     max_len_a: float = 1.5  # output limit a·S + b
     max_len_b: int = 10
@@ -90,6 +91,7 @@ def search(
             alpha=options.alpha,
             penalty=options.penalty,
             stopping=options.stopping,
+            refill=options.refill,
             nbest=options.nbest,
             need_attention=options.need_attention,
             **limits,

@@ -38,6 +38,7 @@ class TranslateRequest(BaseModel):
     alpha: float = Field(0.75, ge=0.0, description="length normalisation exponent")
     penalty: Literal["notes", "gnmt"] = "notes"
     stopping: Literal["exact", "k_finished", "max_length"] = "exact"
+    refill: bool = Field(False, description="keep beam_size live prefixes")
     max_len_a: float | None = Field(None, ge=0.0, description="limit a·S + b")
     max_len_b: int | None = Field(None, ge=0)
     sample: bool = False
