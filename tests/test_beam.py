@@ -266,9 +266,7 @@ def refill_beam_by_hand(table, k, alpha, limit, nbest):
 def test_refill_equals_the_refilling_beam_written_by_hand(seed, k):
     tables = random_tables(seed, count=3, depth=5)
     model = TableModel(tables, VOCAB)
-    found = search(
-        model, 3, beam_size=k, nbest=k, refill=True, stopping="k_finished"
-    )
+    found = search(model, 3, beam_size=k, nbest=k, refill=True, stopping="k_finished")
     for i, table in enumerate(tables):
         expected = refill_beam_by_hand(table, k, 0.75, LIMIT["max_len_b"], k)
         assert [h.tokens for h in found[i]] == [tokens for tokens, _ in expected]
