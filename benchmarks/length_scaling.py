@@ -98,6 +98,7 @@ def main() -> None:
     parser.add_argument("--output", type=Path, default=ROOT / "benchmarks/results")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    torch.set_flush_denormal(True)  # as `rosetta train` does (train.flush_denormals)
     torch.manual_seed(0)
 
     results = []

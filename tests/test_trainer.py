@@ -85,3 +85,24 @@ def test_translator_keeps_one_output_per_input(tmp_path):
     assert len(outputs) == len(inputs)
     assert outputs[1] == "" and outputs[2] == ""
     assert all("\n" not in line for line in outputs)
+
+
+def test_flush_denormals_is_set_for_training(tmp_path):
+    """In a fresh process, as `rosetta train` runs: a denormal float reads as 0."""
+    import subprocess
+    import sys
+
+    code = (
+        "import torch\n"
+        "from rosetta.config import Config, DataConfig\n"
+        "from rosetta.train.run import configure_torch\n"
+        "tiny = torch.tensor([1e-39])\n"
+        "before = float(tiny * 1.0)\n"
+        "config = Config(data=DataConfig(train={'src': 'a', 'tgt': 'b'}))\n"
+        "configure_torch(config)\n"
+        "print(before > 0, float(tiny * 1.0) == 0.0)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.split() == ["True", "True"]

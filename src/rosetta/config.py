@@ -161,6 +161,9 @@ class TrainConfig(_Section):
     threads: int | None = Field(None, gt=0)
     device: Literal["auto", "cpu", "cuda"] = "auto"
     deterministic: bool = True
+    flush_denormals: bool = Field(
+        True, description="treat denormal floats as zero on CPUs (speed)"
+    )
     precision: Literal["fp32", "bf16"] = Field(
         "fp32", description="bf16: bfloat16 matrix products (see rosetta.precision)"
     )
