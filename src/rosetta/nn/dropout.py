@@ -1,4 +1,4 @@
-"""Dropout (SPEC §4): in training, zero each element with probability p and
+"""Dropout: in training, zero each element with probability p and
 scale the survivors by 1 / (1 - p); at inference, the identity.
 
 ``torch.nn.Dropout`` draws one Bernoulli variable per element, which on a CPU
