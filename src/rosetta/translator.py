@@ -106,9 +106,9 @@ class Translator:
         """Translate sentences; one output per input, in order (empty in, empty out).
 
         Keyword arguments are ``SearchOptions`` fields: ``beam_size``, ``alpha``,
-        ``penalty``, ``stopping``, ``refill``, ``max_len_a``, ``max_len_b``, ``sample``,
-        ``temperature``, ``top_k``, ``top_p``, ``seed``. The default is greedy
-        search with the config's length limit.
+        ``penalty``, ``stopping``, ``refill``, ``max_len_a``, ``max_len_b``,
+        ``sample``, ``temperature``, ``top_k``, ``top_p``, ``seed``. The default
+        is greedy search with the config's length limit.
         """
         results = self.translate_nbest(sentences, batch_size=batch_size, **search)
         return [found[0].text if found else "" for found in results]

@@ -112,7 +112,8 @@ def beam_search(
     # refill: rank 2k expansions, so k that do not end remain (a prefix has
     # one <eos> expansion, so at most k of them end)
     width = 2 * k if refill else k
-    among_k_best = torch.arange(width, device=device) < k
+    position = torch.arange(width, device=device)  # rank among the expansions
+    among_k_best = position < k
     neg_inf = float("-inf")
 
     # live beams of the active sentences (a = number of active sentences)
@@ -172,7 +173,6 @@ def beam_search(
         )
 
         if refill:  # the k best expansions that do not end live on
-            position = torch.arange(width, device=device)
             live = torch.where(ends, position + width, position).argsort(dim=1)[:, :k]
             top_scores, ends = top_scores.gather(1, live), ends.gather(1, live)
             parent, token = parent.gather(1, live), token.gather(1, live)

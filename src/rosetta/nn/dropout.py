@@ -30,11 +30,15 @@ def dropout_mask(shape: torch.Size, p: float, dtype: torch.dtype) -> torch.Tenso
     return keep.to(dtype).mul_(LEVELS / (LEVELS - dropped))
 
 
+def check_probability(p: float) -> None:
+    if not 0.0 <= p < 1.0:
+        raise ValueError(f"dropout probability must be in [0, 1), got {p}")
+
+
 def dropout(x: torch.Tensor, p: float, training: bool = True) -> torch.Tensor:
     if not training or p == 0.0:
         return x
-    if not 0.0 <= p < 1.0:
-        raise ValueError(f"dropout probability must be in [0, 1), got {p}")
+    check_probability(p)
     if x.device.type != "cpu":
         return F.dropout(x, p, training=True)
     return x * dropout_mask(x.shape, p, x.dtype)
@@ -45,8 +49,7 @@ class Dropout(nn.Module):
 
     def __init__(self, p: float = 0.5):
         super().__init__()
-        if not 0.0 <= p < 1.0:
-            raise ValueError(f"dropout probability must be in [0, 1), got {p}")
+        check_probability(p)
         self.p = p
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

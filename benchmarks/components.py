@@ -1,0 +1,142 @@
+"""Rosetta's hand-written fast pieces against the torch code they replace.
+
+Each row times both on the same input, interleaved (ours, torch, ours, ...),
+and gives the medians and their ratio:
+
+- dropout, forward + backward, on (2500, 256) and (2500, 1024) float32
+  activations: ``rosetta.nn.dropout`` against ``torch.nn.functional.dropout``;
+- the label-smoothed loss and its gradient on (100, 25, 8000) logits: the
+  one-pass gradient against autograd through the same formula;
+- a search step's token choice on (160, 8000) log-probabilities:
+  ``top_k_rows`` (k = 5) against ``torch.topk``, ``argmax_rows`` against
+  ``torch.argmax``;
+- a training step of the LSTM without attention at L = 256, batch 8, with
+  denormal floats flushed to zero and without.
+
+    python benchmarks/components.py --threads 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from length_scaling import VOCAB, training_step
+from quality_multi30k import cpu_name
+from rosetta.config import load_config
+from rosetta.decode.topk import argmax_rows, top_k_rows
+from rosetta.models.build import build_model
+from rosetta.nn.dropout import dropout
+from rosetta.train.loss import label_smoothed_cross_entropy
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def compare(ours: Callable, theirs: Callable, repeats: int) -> tuple[float, float]:
+    """Median seconds of each, interleaved, after one warm-up call each."""
+    ours(), theirs()
+    times: tuple[list[float], list[float]] = ([], [])
+    for _ in range(repeats):
+        for function, record in zip((ours, theirs), times, strict=True):
+            began = time.perf_counter()
+            function()
+            record.append(time.perf_counter() - began)
+    return statistics.median(times[0]), statistics.median(times[1])
+
+
+def dropout_rows(repeats: int):
+    for shape in [(2500, 256), (2500, 1024)]:
+        x = torch.randn(shape, requires_grad=True)
+        grad = torch.randn(shape)
+        yield (
+            f"dropout {shape[0]}×{shape[1]}, fwd+bwd",
+            lambda x=x, grad=grad: dropout(x, 0.1).backward(grad),
+            lambda x=x, grad=grad: F.dropout(x, 0.1).backward(grad),
+            repeats,
+        )
+
+
+def loss_rows(repeats: int):
+    logits = torch.randn(100, 25, 8000, requires_grad=True)
+    target = torch.randint(4, 8000, (100, 25))
+    target[:, 20:] = 0
+
+    def autograd_formula():
+        log_probs = torch.log_softmax(logits, dim=-1)
+        nll = -log_probs.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+        others = -log_probs.sum(dim=-1) - nll
+        loss = 0.9 * nll + 0.1 / 7999 * others
+        loss[target != 0].sum().backward()
+
+    yield (
+        "smoothed loss 2500×8000, value+gradient",
+        lambda: label_smoothed_cross_entropy(logits, target, 0.1, 0)[0].backward(),
+        autograd_formula,
+        repeats,
+    )
+
+
+def search_rows(repeats: int):
+    log_probs = torch.randn(160, 8000).log_softmax(-1)
+    yield (
+        "top-5 of 160×8000",
+        lambda: top_k_rows(log_probs, 5),
+        lambda: log_probs.topk(5, dim=1),
+        repeats * 20,
+    )
+    yield (
+        "argmax of 160×8000",
+        lambda: argmax_rows(log_probs),
+        lambda: log_probs.argmax(dim=1),
+        repeats * 20,
+    )
+
+
+def timed_lstm_step(flush: bool) -> float:
+    torch.set_flush_denormal(flush)
+    torch.manual_seed(0)
+    config = load_config(ROOT / "configs/multi30k-de-en-lstm.yaml")
+    model = build_model(config.model, VOCAB, VOCAB)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
+    step = training_step(model, optimizer, 8, 256)
+    step()
+    began = time.perf_counter()
+    step()
+    return time.perf_counter() - began
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--repeats", type=int, default=7)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+
+    rows = []
+    for name, ours, theirs, repeats in [
+        *dropout_rows(args.repeats),
+        *loss_rows(args.repeats),
+        *search_rows(args.repeats),
+    ]:
+        rows.append((name, *compare(ours, theirs, repeats)))
+        print(f"{name}: {rows[-1][1] * 1e3:.2f} against {rows[-1][2] * 1e3:.2f} ms")
+    flushed, unflushed = timed_lstm_step(True), timed_lstm_step(False)
+    rows.append(("LSTM training step, L = 256 (flushed / not)", flushed, unflushed))
+
+    print(f"\n{cpu_name()}, {args.threads} thread(s), medians\n")
+    print("| piece | Rosetta, ms | torch, ms | torch ÷ Rosetta |")
+    print("|---|---|---|---|")
+    for name, ours, theirs in rows:
+        ratio = theirs / ours
+        print(f"| {name} | {ours * 1e3:.2f} | {theirs * 1e3:.2f} | {ratio:.1f}× |")
+
+
+if __name__ == "__main__":
+    main()
