@@ -9,6 +9,14 @@ import torch
 from torch import nn
 
 from rosetta.models.interface import Decoder, Encoder, EncoderDecoder
+from rosetta.models.transformer_step import (
+    KeyValue,
+    PackedDecoder,
+    decoder_step,
+    pack_decoder,
+    packed_is_current,
+    vocabulary_logits,
+)
 from rosetta.nn import (
     MultiHeadAttention,
     PositionwiseFeedForward,
@@ -16,8 +24,6 @@ from rosetta.nn import (
     positional_encoding,
 )
 from rosetta.nn.dropout import Dropout
-
-KeyValue = tuple[torch.Tensor, torch.Tensor]  # (n, h, L, d_k) each
 
 
 class TransformerEmbedding(nn.Module):
@@ -223,6 +229,10 @@ class TransformerDecoder(Decoder):
         self.layers = nn.ModuleList(layers)
         self.final_norm = final_norm
         self.output_proj = output_proj
+        # One-token steps at inference run on packed weights
+        # (rosetta.models.transformer_step); False: always the layers' path.
+        self.fused = True
+        self._packed: PackedDecoder | None = None
 
     def init_state(
         self, memory: torch.Tensor, src_mask: torch.Tensor
@@ -241,6 +251,21 @@ class TransformerDecoder(Decoder):
     ) -> tuple[torch.Tensor, TransformerState]:
         new = tgt_in.size(1)
         total = state.length + new
+        if new == 1 and tgt_mask is None and not need_attention:
+            packed = self.packed_for_inference(tgt_in.device)
+            if packed is not None:
+                x = self.embedding(tgt_in, offset=state.length)[:, 0]  # (n, d)
+                x, caches = decoder_step(
+                    packed,
+                    x,
+                    state.memory_kv,
+                    state.src_mask,
+                    state.self_kv,
+                    state.group,
+                )
+                logits = vocabulary_logits(self.output_proj, self.final_norm(x))
+                state = replace(state, self_kv=caches, length=total, attention=None)
+                return logits.unsqueeze(1), state
         self_mask: torch.Tensor | None = None
         if new > 1 or tgt_mask is not None:  # a single new token may see everything
             self_mask = causal_mask(new, total, tgt_in.device)  # (t, total)
@@ -267,6 +292,20 @@ class TransformerDecoder(Decoder):
         if need_attention:  # per layer (n, heads, t, S) -> (n, t, layers, heads, S)
             attention = torch.stack(weights, dim=1).permute(0, 3, 1, 2, 4)
         return logits, replace(state, self_kv=caches, length=total, attention=attention)
+
+    def packed_for_inference(self, device: torch.device) -> PackedDecoder | None:
+        """The packed weights when the one-token step computes what the layers
+        would: eval mode, no gradients, no autocast, plain linear layers."""
+        if (
+            not self.fused
+            or self.training
+            or torch.is_grad_enabled()
+            or torch.is_autocast_enabled(device.type)
+        ):
+            return None
+        if not packed_is_current(self._packed, self):
+            self._packed = pack_decoder(self.layers, self)
+        return self._packed
 
 
 def build_transformer(

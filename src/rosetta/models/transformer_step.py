@@ -1,0 +1,231 @@
+"""The Transformer decoder's one-token step at inference, on packed weights.
+
+Search feeds the decoder one new token per row and step. This module computes
+that step with the formulas of ``TransformerDecoderLayer`` (SPEC §3.1) but
+with fewer, larger operations, which is what a step at a few dozen rows is
+short of:
+
+- the self-attention's query, key and value projections are one matrix
+  product, their three weights side by side (``W^Q | W^K | W^V``);
+- every weight is kept transposed and contiguous, (d_in, d_out), the layout
+  the CPU's BLAS multiplies fastest when there are few rows;
+- on the CPU, for at most ``VOCAB_TRANSPOSED_ROWS`` rows, the vocabulary
+  projection is computed as ``W x^T`` (V long rows against a few columns),
+  which runs at about 1.5 times the rate of ``x W^T`` there;
+- no module calls and no dropout (inference), the residual added in place.
+
+``pack_decoder`` builds the packed weights once; ``packed_is_current`` tells
+when a parameter has changed since (an optimizer step, a loaded checkpoint),
+so the decoder re-packs. ``TransformerDecoder`` takes this path only when it
+computes the same function: in eval mode, without gradients or autocast, for
+one new token, with plain ``nn.Linear`` layers (not int8-quantized ones).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+KeyValue = tuple[torch.Tensor, torch.Tensor]  # (n, h, L, d_k) each
+
+VOCAB_TRANSPOSED_ROWS = 64  # above this, x W^T is as fast and needs no copy
+
+
+@dataclass(frozen=True)
+class PackedLinear:
+    """``y = x W^T + b`` with ``W^T`` stored contiguous, (d_in, d_out)."""
+
+    weight_t: torch.Tensor
+    bias: torch.Tensor | None
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        """(n, d_in) -> (n, d_out)."""
+        if self.bias is None:
+            return torch.mm(x, self.weight_t)
+        return torch.addmm(self.bias, x, self.weight_t)
+
+
+def pack_linear(*linears: nn.Linear) -> PackedLinear:
+    """One product for several layers on the same input: outputs side by side."""
+    weight = torch.cat([linear.weight.detach() for linear in linears])
+    biases = [linear.bias for linear in linears]
+    bias = None
+    if all(b is not None for b in biases):
+        bias = torch.cat([b.detach() for b in biases])  # type: ignore[union-attr]
+    elif any(b is not None for b in biases):
+        raise ValueError("pack_linear needs all or none of the layers with a bias")
+    return PackedLinear(weight.t().contiguous(), bias)
+
+
+def layer_norm(norm: nn.LayerNorm, x: torch.Tensor) -> torch.Tensor:
+    return F.layer_norm(x, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
+
+
+@dataclass(frozen=True)
+class PackedLayer:
+    """One decoder layer's weights for the one-token step."""
+
+    self_qkv: PackedLinear  # d -> 3d: queries, keys, values of the new token
+    self_out: PackedLinear
+    cross_query: PackedLinear
+    cross_out: PackedLinear
+    ffn_in: PackedLinear
+    ffn_out: PackedLinear
+    self_norm: nn.LayerNorm
+    cross_norm: nn.LayerNorm
+    ffn_norm: nn.LayerNorm
+    norm_first: bool
+    heads: int
+
+
+@dataclass(frozen=True)
+class PackedDecoder:
+    """The packed layers and the parameter versions they were built from."""
+
+    layers: list[PackedLayer]
+    versions: tuple[tuple[int, int], ...]
+
+
+def parameter_versions(module: nn.Module) -> tuple[tuple[int, int], ...]:
+    """(storage address, in-place version) of each parameter: changes with any
+    update of the weights."""
+    return tuple((p.data_ptr(), p._version) for p in module.parameters())
+
+
+def is_packable(layer: nn.Module) -> bool:
+    """Plain float ``nn.Linear`` layers (an int8-quantized copy has its own)."""
+    linears = [
+        layer.self_attn.q_proj,
+        layer.self_attn.k_proj,
+        layer.self_attn.v_proj,
+        layer.self_attn.out_proj,
+        layer.cross_attn.q_proj,
+        layer.cross_attn.out_proj,
+        layer.ffn.linear1,
+        layer.ffn.linear2,
+    ]
+    return all(type(linear) is nn.Linear for linear in linears)
+
+
+def pack_layer(layer: nn.Module) -> PackedLayer:
+    """The weights of a ``TransformerDecoderLayer``, packed."""
+    self_attn, cross_attn = layer.self_attn, layer.cross_attn
+    return PackedLayer(
+        self_qkv=pack_linear(self_attn.q_proj, self_attn.k_proj, self_attn.v_proj),
+        self_out=pack_linear(self_attn.out_proj),
+        cross_query=pack_linear(cross_attn.q_proj),
+        cross_out=pack_linear(cross_attn.out_proj),
+        ffn_in=pack_linear(layer.ffn.linear1),
+        ffn_out=pack_linear(layer.ffn.linear2),
+        self_norm=layer.self_res.norm,
+        cross_norm=layer.cross_res.norm,
+        ffn_norm=layer.ffn_res.norm,
+        norm_first=layer.self_res.norm_first,
+        heads=self_attn.num_heads,
+    )
+
+
+def pack_decoder(layers: nn.ModuleList, owner: nn.Module) -> PackedDecoder | None:
+    """Packed weights of ``layers``, or None when a layer cannot be packed."""
+    if not all(is_packable(layer) for layer in layers):
+        return None
+    with torch.no_grad():
+        packed = [pack_layer(layer) for layer in layers]
+    return PackedDecoder(packed, parameter_versions(owner))
+
+
+def packed_is_current(packed: PackedDecoder | None, owner: nn.Module) -> bool:
+    return packed is not None and packed.versions == parameter_versions(owner)
+
+
+def add_norm(norm: nn.LayerNorm, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Post-norm ``LN(x + y)``; ``y`` is overwritten."""
+    y += x
+    return layer_norm(norm, y)
+
+
+def self_attention(
+    layer: PackedLayer, x: torch.Tensor, cache: KeyValue | None
+) -> tuple[torch.Tensor, KeyValue]:
+    """The new token attends to every position so far; (n, d), its keys/values."""
+    n, d = x.shape
+    q, k, v = layer.self_qkv(x).view(n, 3, layer.heads, 1, d // layer.heads).unbind(1)
+    if cache is not None:
+        k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
+    heads = F.scaled_dot_product_attention(q, k, v)  # (n, h, 1, d_k)
+    return layer.self_out(heads.view(n, d)), (k, v)
+
+
+def cross_attention(
+    layer: PackedLayer,
+    x: torch.Tensor,
+    memory_kv: KeyValue,
+    src_mask: torch.Tensor,
+    group: int,
+) -> torch.Tensor:
+    """Attention over the memory; each ``group`` rows share one memory row."""
+    n, d = x.shape
+    d_k = d // layer.heads
+    # a sentence's beams are its queries: (n/g, h, g, d_k)
+    q = layer.cross_query(x).view(n // group, group, layer.heads, d_k).transpose(1, 2)
+    heads = F.scaled_dot_product_attention(q, *memory_kv, attn_mask=src_mask)
+    return layer.cross_out(heads.transpose(1, 2).reshape(n, d))
+
+
+def feed_forward(layer: PackedLayer, x: torch.Tensor) -> torch.Tensor:
+    return layer.ffn_out(layer.ffn_in(x).relu_())
+
+
+def layer_step(
+    layer: PackedLayer,
+    x: torch.Tensor,
+    cache: KeyValue | None,
+    memory_kv: KeyValue,
+    src_mask: torch.Tensor,
+    group: int,
+) -> tuple[torch.Tensor, KeyValue]:
+    """One layer for the new tokens x (n, d): (n, d) and the self-attention
+    keys/values of all positions so far. No dropout: this is inference."""
+    if layer.norm_first:  # x + f(LN(x))
+        y, kv = self_attention(layer, layer_norm(layer.self_norm, x), cache)
+        x = x + y
+        h = layer_norm(layer.cross_norm, x)
+        x = x + cross_attention(layer, h, memory_kv, src_mask, group)
+        return x + feed_forward(layer, layer_norm(layer.ffn_norm, x)), kv
+    y, kv = self_attention(layer, x, cache)  # LN(x + f(x))
+    x = add_norm(layer.self_norm, x, y)
+    x = add_norm(
+        layer.cross_norm, x, cross_attention(layer, x, memory_kv, src_mask, group)
+    )
+    return add_norm(layer.ffn_norm, x, feed_forward(layer, x)), kv
+
+
+def decoder_step(
+    packed: PackedDecoder,
+    x: torch.Tensor,
+    memory_kv: list[KeyValue],
+    src_mask: torch.Tensor,
+    self_kv: list[KeyValue] | None,
+    group: int,
+) -> tuple[torch.Tensor, list[KeyValue]]:
+    """The embedded new tokens x (n, d) through every layer: (n, d) and each
+    layer's self-attention keys/values."""
+    caches = []
+    for i, layer in enumerate(packed.layers):
+        cache = None if self_kv is None else self_kv[i]
+        x, kv = layer_step(layer, x, cache, memory_kv[i], src_mask, group)
+        caches.append(kv)
+    return x, caches
+
+
+def vocabulary_logits(output_proj: nn.Linear, x: torch.Tensor) -> torch.Tensor:
+    """``x W^T (+ b)`` for (n, d) -> (n, V); as ``(W x^T)^T`` for few rows on a CPU."""
+    if x.device.type != "cpu" or x.size(0) > VOCAB_TRANSPOSED_ROWS:
+        return output_proj(x)
+    logits = torch.mm(output_proj.weight, x.t().contiguous()).t().contiguous()
+    if output_proj.bias is not None:
+        logits += output_proj.bias
+    return logits

@@ -1,0 +1,113 @@
+"""The one-token step on packed weights against the decoder layers' own path."""
+
+import pytest
+import torch
+from torch import nn
+
+from rosetta.models.transformer_step import (
+    VOCAB_TRANSPOSED_ROWS,
+    pack_linear,
+    vocabulary_logits,
+)
+from rosetta.precision import quantize_int8
+from tests.test_transformer import random_batch, tiny_model
+
+
+def decode_both_ways(model, src, src_mask, tgt, index=None):
+    """Log-probabilities of each step, packed and through the layers."""
+    decoder = model.decoder
+    results = {}
+    for fused in (True, False):
+        decoder.fused = fused
+        with torch.no_grad():
+            state = model.init_state(model.encode(src, src_mask), src_mask)
+            if index is not None:  # beams: rows share their sentence's memory
+                state = state.reorder(index)
+            rows = tgt if index is None else tgt[index]
+            steps = []
+            for t in range(rows.size(1)):
+                log_probs, state = model.step(rows[:, t], state)
+                steps.append(log_probs)
+        results[fused] = torch.stack(steps, 1)
+    decoder.fused = True
+    return results[True], results[False]
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("index", [None, [0, 0, 0, 1, 1, 1, 2, 2, 2], [2, 0, 0]])
+def test_packed_step_equals_the_layers(norm_first, index):
+    model = tiny_model(norm_first=norm_first)
+    src, src_mask, tgt = random_batch()
+    index = None if index is None else torch.tensor(index)
+    packed, layers = decode_both_ways(model, src, src_mask, tgt, index)
+    assert model.decoder._packed is not None, "the packed path was not taken"
+    assert (packed - layers).abs().max() <= 1e-5
+
+
+@pytest.mark.reference
+def test_many_rows_take_the_plain_vocabulary_product():
+    model = tiny_model()
+    src, src_mask, tgt = random_batch()
+    rows = torch.arange(3).repeat_interleave(VOCAB_TRANSPOSED_ROWS)  # > the limit
+    packed, layers = decode_both_ways(model, src, src_mask, tgt[:, :3], rows)
+    assert (packed - layers).abs().max() <= 1e-5
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("rows", [1, 5, VOCAB_TRANSPOSED_ROWS + 1])
+@pytest.mark.parametrize("bias", [False, True])
+def test_vocabulary_logits_equal_the_linear_layer(rows, bias):
+    torch.manual_seed(0)
+    output_proj = nn.Linear(16, 50, bias=bias)
+    x = torch.randn(rows, 16)
+    with torch.no_grad():
+        got = vocabulary_logits(output_proj, x)
+        assert got.shape == (rows, 50) and got.is_contiguous()
+        assert torch.allclose(got, output_proj(x), atol=1e-5)
+
+
+def test_pack_linear_puts_outputs_side_by_side():
+    torch.manual_seed(0)
+    a, b = nn.Linear(8, 3), nn.Linear(8, 5)
+    x = torch.randn(4, 8)
+    with torch.no_grad():
+        packed = pack_linear(a, b)
+        assert packed.weight_t.shape == (8, 8) and packed.weight_t.is_contiguous()
+        assert torch.allclose(packed(x), torch.cat([a(x), b(x)], 1), atol=1e-6)
+    with pytest.raises(ValueError, match="all or none"):
+        pack_linear(a, nn.Linear(8, 2, bias=False))
+
+
+def test_changed_weights_are_packed_again():
+    model = tiny_model()
+    src, src_mask, tgt = random_batch()
+    decode_both_ways(model, src, src_mask, tgt)
+    before = model.decoder._packed
+    with torch.no_grad():  # an optimizer's in-place update
+        model.decoder.layers[0].self_attn.v_proj.weight.mul_(1.5)
+    packed, layers = decode_both_ways(model, src, src_mask, tgt)
+    assert model.decoder._packed is not before
+    assert (packed - layers).abs().max() <= 1e-5
+    torch.manual_seed(123)
+    model.load_state_dict(tiny_model().state_dict())  # a checkpoint loaded
+    packed, layers = decode_both_ways(model, src, src_mask, tgt)
+    assert (packed - layers).abs().max() <= 1e-5
+
+
+def test_packed_path_only_where_it_computes_the_same():
+    model = tiny_model()
+    device = torch.device("cpu")
+    decoder = model.decoder
+    with torch.no_grad():
+        assert decoder.packed_for_inference(device) is not None
+        model.train()  # dropout would be skipped
+        assert decoder.packed_for_inference(device) is None
+        model.eval()
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            assert decoder.packed_for_inference(device) is None
+        quantized = quantize_int8(model)  # int8 layers compute differently
+        assert quantized.decoder.packed_for_inference(device) is None
+        decoder.fused = False
+        assert decoder.packed_for_inference(device) is None
+    assert decoder.packed_for_inference(device) is None  # gradients wanted
