@@ -1,0 +1,104 @@
+"""The Transformer's packed one-token step against its layers' path, end to end.
+
+Decodes Multi30k test_2016 with a trained model twice per round: with the
+decoder's one-token step on packed weights (``rosetta.models.transformer_step``,
+the default) and through the decoder layers (``decoder.fused = False``), in
+the same process, interleaved (packed, layers, packed, ...). The search is the
+decode benchmark's (greedy, or beam 5 keeping 5 live prefixes), batch 32.
+Prints the median sentences/s of each, the spread, the ratio, and checks that
+both give the same translations.
+
+    python benchmarks/packed_step.py --run-dir runs/quality-de-en --threads 1 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+
+import torch
+
+from decode_speed import SEARCH
+from quality_multi30k import cpu_name
+from rosetta import Translator
+from rosetta.config import load_config
+from rosetta.data.corpus import read_corpus
+from rosetta.decode.batched import decode_in_batches
+from rosetta.decode.options import SearchOptions
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--run-dir", default="runs/quality-multi30k-de-en-transformer")
+    parser.add_argument("--config", default="configs/multi30k-de-en-transformer.yaml")
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--beams", type=int, nargs="+", default=[1, 5])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--sentences", type=int, default=320, help="first N")
+    parser.add_argument("--json", default="benchmarks/results/packed_step.json")
+    args = parser.parse_args()
+
+    translator = Translator.load(args.run_dir, device="cpu")
+    pairs = read_corpus(load_config(args.config).data.test)[: args.sentences]
+    sources = [translator.tokenizers.src.encode(s) for s, _ in pairs]
+    decoder = translator.model.decoder
+    cpu = torch.device("cpu")
+
+    def decode(packed: bool, beam: int) -> list[list[int]]:
+        decoder.fused = packed
+        options = SearchOptions(beam_size=beam, **SEARCH)
+        found = decode_in_batches(
+            translator.model, sources, cpu, batch_size=32, options=options
+        )
+        return [hypotheses[0].tokens for hypotheses in found]
+
+    rows = []
+    for threads in args.threads:
+        torch.set_num_threads(threads)
+        for beam in args.beams:
+            seconds: dict[bool, list[float]] = {True: [], False: []}
+            outputs = {packed: decode(packed, beam) for packed in (True, False)}
+            if outputs[True] != outputs[False]:
+                raise SystemExit(f"beam {beam}: the two paths translate differently")
+            for _ in range(args.rounds):
+                for packed in (True, False):
+                    began = time.perf_counter()
+                    decode(packed, beam)
+                    seconds[packed].append(time.perf_counter() - began)
+            row = {"threads": threads, "beam": beam, "sentences": len(sources)}
+            for packed, name in ((True, "packed"), (False, "layers")):
+                median = statistics.median(seconds[packed])
+                row[f"{name}_sentences_per_s"] = round(len(sources) / median, 1)
+                row[f"{name}_seconds"] = [round(s, 3) for s in seconds[packed]]
+            row["ratio"] = round(
+                row["packed_sentences_per_s"] / row["layers_sentences_per_s"], 3
+            )
+            rows.append(row)
+            print(row, flush=True)
+    decoder.fused = True
+
+    print(f"\n{cpu_name()}, torch {torch.__version__}, batch 32, {args.rounds} rounds")
+    print(
+        "| threads | beam | packed, sent/s (spread, s) "
+        "| layers, sent/s (spread, s) | ratio |"
+    )
+    print("|---|---|---|---|---|")
+    for row in rows:
+        cells = [
+            f"{row[f'{name}_sentences_per_s']} ({min(row[f'{name}_seconds'])}–"
+            f"{max(row[f'{name}_seconds'])})"
+            for name in ("packed", "layers")
+        ]
+        print(
+            f"| {row['threads']} | {row['beam']} | {cells[0]} | {cells[1]} "
+            f"| {row['ratio']:.2f}× |"
+        )
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
