@@ -55,6 +55,16 @@ def autocast(device: torch.device, precision: str) -> contextlib.AbstractContext
     return torch.autocast(device.type, dtype=torch.bfloat16)
 
 
+def autocast_active(device_type: str) -> bool:
+    """Whether autocast is on for ``device_type`` ("cpu", "cuda") here."""
+    try:
+        return torch.is_autocast_enabled(device_type)
+    except TypeError:  # torch < 2.4 has no device argument
+        if device_type == "cpu":
+            return torch.is_autocast_cpu_enabled()
+        return torch.is_autocast_enabled()
+
+
 def quantize_int8(model: nn.Module) -> nn.Module:
     """A copy of ``model`` for CPU inference with int8 ``nn.Linear`` layers."""
     try:

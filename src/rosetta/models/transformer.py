@@ -24,6 +24,7 @@ from rosetta.nn import (
     positional_encoding,
 )
 from rosetta.nn.dropout import Dropout
+from rosetta.precision import autocast_active
 
 
 class TransformerEmbedding(nn.Module):
@@ -300,7 +301,7 @@ class TransformerDecoder(Decoder):
             not self.fused
             or self.training
             or torch.is_grad_enabled()
-            or torch.is_autocast_enabled(device.type)
+            or autocast_active(device.type)
         ):
             return None
         if not packed_is_current(self._packed, self):
