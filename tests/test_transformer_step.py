@@ -108,6 +108,9 @@ def test_packed_path_only_where_it_computes_the_same():
             assert decoder.packed_for_inference(device) is None
         quantized = quantize_int8(model)  # int8 layers compute differently
         assert quantized.decoder.packed_for_inference(device) is None
+        decoder.layers[1].cross_attn.fused = False  # the reference attention
+        assert decoder.packed_for_inference(device) is None
+        decoder.layers[1].cross_attn.fused = True
         decoder.fused = False
         assert decoder.packed_for_inference(device) is None
     assert decoder.packed_for_inference(device) is None  # gradients wanted

@@ -13,6 +13,7 @@ from rosetta.models.transformer_step import (
     KeyValue,
     PackedDecoder,
     decoder_step,
+    is_packable,
     pack_decoder,
     packed_is_current,
     vocabulary_logits,
@@ -296,12 +297,14 @@ class TransformerDecoder(Decoder):
 
     def packed_for_inference(self, device: torch.device) -> PackedDecoder | None:
         """The packed weights when the one-token step computes what the layers
-        would: eval mode, no gradients, no autocast, plain linear layers."""
+        would: eval mode, no gradients, no autocast, fused attention, plain
+        linear layers."""
         if (
             not self.fused
             or self.training
             or torch.is_grad_enabled()
             or autocast_active(device.type)
+            or not all(is_packable(layer) for layer in self.layers)
         ):
             return None
         if not packed_is_current(self._packed, self):

@@ -100,7 +100,10 @@ def parameter_versions(module: nn.Module) -> tuple[tuple[int, int], ...]:
 
 
 def is_packable(layer: nn.Module) -> bool:
-    """Plain float ``nn.Linear`` layers (an int8-quantized copy has its own)."""
+    """Fused attention (not the reference path) and plain float ``nn.Linear``
+    layers (an int8-quantized copy has its own)."""
+    if not (layer.self_attn.fused and layer.cross_attn.fused):
+        return False
     linears = [
         layer.self_attn.q_proj,
         layer.self_attn.k_proj,
@@ -132,10 +135,8 @@ def pack_layer(layer: nn.Module) -> PackedLayer:
     )
 
 
-def pack_decoder(layers: nn.ModuleList, owner: nn.Module) -> PackedDecoder | None:
-    """Packed weights of ``layers``, or None when a layer cannot be packed."""
-    if not all(is_packable(layer) for layer in layers):
-        return None
+def pack_decoder(layers: nn.ModuleList, owner: nn.Module) -> PackedDecoder:
+    """Packed weights of ``layers`` (each ``is_packable``)."""
     with torch.no_grad():
         packed = [pack_layer(layer) for layer in layers]
     return PackedDecoder(packed, parameter_versions(owner))
