@@ -62,7 +62,8 @@ bench-decode: $(STAMP)
 
 # The speed suite against Hugging Face and CTranslate2, one command: training
 # throughput (1 and 2 threads, fp32 and bf16), cost against sentence length,
-# and decoding (fp32 and int8) of the model trained by bench-quality.
+# decoding (fp32 and int8) of the model trained by bench-quality, the packed
+# decoder step against the layers' path, and the hand-written pieces alone.
 bench: $(STAMP)
 	$(BIN)/pip install -q -e .[bench]
 	for p in fp32 bf16; do $(BIN)/python benchmarks/train_speed.py --threads 1 2 \
@@ -71,6 +72,8 @@ bench: $(STAMP)
 	@test -d $(DECODE_RUN) || { echo "decoding needs a trained model: make bench-quality"; exit 1; }
 	for p in fp32 int8; do $(BIN)/python benchmarks/decode_speed.py \
 		--run-dir $(DECODE_RUN) --precision $$p || exit 1; done
+	$(BIN)/python benchmarks/packed_step.py --run-dir $(DECODE_RUN)
+	$(BIN)/python benchmarks/components.py --threads 1
 
 # The server under load, dynamic batching on and off.
 bench-serve: $(STAMP)
