@@ -34,6 +34,7 @@ from rosetta.config import load_config
 from rosetta.data import Example, collate
 from rosetta.data.corpus import read_corpus
 from rosetta.data.vocab import BOS_ID, EOS, EOS_ID, PAD_ID
+from rosetta.decode.batched import decode_in_batches
 from rosetta.decode.options import SearchOptions, search
 from rosetta.evaluate import sacrebleu_score
 from rosetta.precision import PRECISIONS, autocast, quantize_int8
@@ -45,12 +46,31 @@ ALPHA = 0.75
 SEARCH = {"alpha": ALPHA, "stopping": "k_finished", "refill": True}
 
 
+def threads_label(row: dict) -> str:
+    """The threads column: 2 for one search on two threads, "2 = 2 × 1" for
+    two one-thread workers (HF has no workers: it always runs one search)."""
+    if row["workers"] == 1 or row["engine"] == "hf":
+        return str(row["threads"])
+    return f"{row['threads']} = {row['workers']} × {row['threads'] // row['workers']}"
+
+
 def limit(batch_ids: list[list[int]]) -> int:
     return int(1.5 * max(len(s) for s in batch_ids) + 10)
 
 
-def run_rosetta(translator, batches, beam):
+def run_rosetta(translator, batches, beam, workers=1):
     options = SearchOptions(beam_size=beam, **SEARCH)
+    if workers > 1:  # the same batches: already sorted by length, 32 each
+        sources = [s[:-1] for ids in batches for s in ids]
+        found = decode_in_batches(
+            translator.model,
+            sources,
+            torch.device("cpu"),
+            batch_size=len(batches[0]),
+            options=options,
+            workers=workers,
+        )
+        return [f[0].tokens for f in found]
     outputs = []
     for ids in batches:
         batch = collate([Example(s[:-1], []) for s in ids])  # collate adds <eos>
@@ -89,17 +109,20 @@ def run_marian(marian, batches, beam):
 
 
 def run_ctranslate2(ct2, pieces_of, batches, beam):
-    outputs = []
-    for ids in batches:
-        results = ct2.translate_batch(
+    """Every batch submitted at once: with inter_threads > 1, CT2 decodes that
+    many batches at a time."""
+    pending = [
+        ct2.translate_batch(
             [pieces_of(s) for s in ids],
             beam_size=beam,
             length_penalty=ALPHA,
             max_decoding_length=limit(ids),
             max_batch_size=len(ids),
+            asynchronous=True,
         )
-        outputs += [r.hypotheses[0] for r in results]
-    return outputs
+        for ids in batches
+    ]
+    return [r.result().hypotheses[0] for results in pending for r in results]
 
 
 def main() -> None:
@@ -123,6 +146,13 @@ def main() -> None:
         default="fp32",
         help="int8: Rosetta and HF with int8 linear layers, CT2 int8; bf16: "
         "Rosetta and HF under bf16 autocast, CT2 float32",
+    )
+    parser.add_argument(
+        "--workers",
+        action="store_true",
+        help="at T threads, Rosetta decodes T batches at once with one thread "
+        "each (workers=T) and CT2 likewise (inter_threads=T, intra_threads=1); "
+        "HF has no such mode and uses T threads in one generate()",
     )
     parser.add_argument(
         "--json", default=None, help="default: results/decode_speed-P.json"
@@ -163,9 +193,15 @@ def main() -> None:
     rows = []
     for threads in args.threads:
         torch.set_num_threads(threads)
-        ct2 = ctranslate2.Translator(str(workdir), device="cpu", intra_threads=threads)
+        inter = threads if args.workers else 1
+        ct2 = ctranslate2.Translator(
+            str(workdir),
+            device="cpu",
+            inter_threads=inter,
+            intra_threads=threads // inter,
+        )
         engines = {
-            "rosetta": lambda b, k: run_rosetta(ours, b, k),
+            "rosetta": lambda b, k, inter=inter: run_rosetta(ours, b, k, inter),
             "hf": lambda b, k: run_marian(marian, b, k),
             "ct2": lambda b, k, ct2=ct2: [
                 ct2_ids(o) for o in run_ctranslate2(ct2, pieces_of, b, k)
@@ -199,6 +235,7 @@ def main() -> None:
                             "engine": name,
                             "precision": args.precision,
                             "threads": threads,
+                            "workers": inter,
                             "batch": batch_size,
                             "beam": beam,
                             "sentences": count,
@@ -234,7 +271,8 @@ def main() -> None:
         )
         ratio = ours["sentences_per_s"] / row["sentences_per_s"]
         print(
-            f"| {row['threads']} | {row['batch']} | {row['beam']} | {row['engine']} "
+            f"| {threads_label(row)} | {row['batch']} | {row['beam']} "
+            f"| {row['engine']} "
             f"| {row['sentences_per_s']} | {row['seconds_min']}–{row['seconds_max']} "
             f"| {row['tokens_per_s']} | {row['bleu']} | {ratio:.2f} |"
         )

@@ -9,7 +9,7 @@ from rosetta import Translator
 from rosetta.data import Example, collate
 from rosetta.errors import RosettaError
 from rosetta.nn import MultiHeadAttention
-from rosetta.precision import autocast
+from rosetta.precision import autocast, autocast_active, current_autocast
 from rosetta.train.run import run_training
 from tests.toy import RNN_ATTENTION, TRANSFORMER, toy_config
 
@@ -119,3 +119,26 @@ def test_int8_inference_quantizes_linear_layers_and_stays_close(toy_run, kind):
 def test_int8_refuses_a_gpu(toy_run):
     with pytest.raises(RosettaError, match="runs on the CPU"):
         Translator.load(toy_run("transformer"), device="cuda", precision="int8")
+
+
+def test_current_autocast_is_entered_again_in_another_thread():
+    import contextlib
+    import threading
+
+    seen = []
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        make = current_autocast("cpu")
+
+        def worker(enter: bool) -> None:
+            with make() if enter else contextlib.nullcontext():
+                dtype = torch.get_autocast_dtype("cpu")
+                seen.append((autocast_active("cpu"), dtype))
+
+        for enter in (False, True):
+            thread = threading.Thread(target=worker, args=(enter,))
+            thread.start()
+            thread.join()
+    assert seen[0][0] is False  # autocast does not follow a thread by itself
+    assert seen[1] == (True, torch.bfloat16)
+    assert not autocast_active("cpu")
+    assert current_autocast("cpu") is contextlib.nullcontext

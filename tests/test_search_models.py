@@ -234,3 +234,43 @@ def test_fast_and_reference_paths_give_the_same_translations(trained):
     for f, s in zip(fast, slow, strict=True):
         for a, b in zip(f, s, strict=True):
             assert a.score == pytest.approx(b.score, abs=1e-4)
+
+
+@pytest.mark.parametrize("search", [{}, {"beam_size": 3, "nbest": 2}])
+def test_parallel_workers_translate_as_one_search_does(trained, search):
+    translator, _ = trained
+    threads = torch.get_num_threads()
+    one = translator.translate_nbest(SENTENCES, batch_size=2, **search)
+    two = translator.translate_nbest(SENTENCES, batch_size=2, workers=2, **search)
+    assert torch.get_num_threads() == threads  # shared out, then restored
+    assert [[h.text for h in f] for f in one] == [[h.text for h in f] for f in two]
+    for f, g in zip(one, two, strict=True):
+        assert [h.score for h in f] == pytest.approx([h.score for h in g], abs=1e-5)
+
+
+def test_parallel_workers_refuse_what_they_cannot_do(trained):
+    translator, run_dir = trained
+    with pytest.raises(ValueError, match="at least 1"):
+        translator.translate(["alpha"], workers=0)
+    with pytest.raises(ValueError, match="sampling runs with one worker"):
+        translator.translate(["alpha"], workers=2, sample=True, seed=1)
+    done = rosetta(
+        "translate", "-m", str(run_dir), "--workers", "2", "--sample", stdin="alpha\n"
+    )
+    assert done.returncode == 2
+    assert b"sampling runs with one worker" in done.stderr
+    assert b"Traceback" not in done.stderr
+    lines = "\n".join(SENTENCES) + "\n"
+    one = rosetta("translate", "-m", str(run_dir), "--batch-size", "2", stdin=lines)
+    two = rosetta(
+        "translate",
+        "-m",
+        str(run_dir),
+        "--batch-size",
+        "2",
+        "--workers",
+        "2",
+        stdin=lines,
+    )
+    assert two.returncode == 0, two.stderr.decode()
+    assert two.stdout == one.stdout

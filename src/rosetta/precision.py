@@ -18,7 +18,9 @@ cost in BLEU.
 from __future__ import annotations
 
 import contextlib
+import functools
 import warnings
+from collections.abc import Callable
 from typing import Literal
 
 import torch
@@ -63,6 +65,24 @@ def autocast_active(device_type: str) -> bool:
         if device_type == "cpu":
             return torch.is_autocast_cpu_enabled()
         return torch.is_autocast_enabled()
+
+
+def current_autocast(
+    device_type: str,
+) -> Callable[[], contextlib.AbstractContextManager]:
+    """Makes contexts that re-enter, in another thread, the autocast active in
+    this one (autocast, like ``no_grad``, is per thread); call it here."""
+    if not autocast_active(device_type):
+        return contextlib.nullcontext
+    try:
+        dtype = torch.get_autocast_dtype(device_type)
+    except AttributeError:  # torch < 2.4
+        dtype = (
+            torch.get_autocast_cpu_dtype()
+            if device_type == "cpu"
+            else torch.get_autocast_gpu_dtype()
+        )
+    return functools.partial(torch.autocast, device_type, dtype=dtype)
 
 
 def quantize_int8(model: nn.Module) -> nn.Module:

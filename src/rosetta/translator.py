@@ -101,6 +101,7 @@ class Translator:
         sentences: Iterable[str],
         *,
         batch_size: int | None = None,
+        workers: int = 1,
         **search: Any,
     ) -> list[str]:
         """Translate sentences; one output per input, in order (empty in, empty out).
@@ -108,9 +109,12 @@ class Translator:
         Keyword arguments are ``SearchOptions`` fields: ``beam_size``, ``alpha``,
         ``penalty``, ``stopping``, ``refill``, ``max_len_a``, ``max_len_b``,
         ``sample``, ``temperature``, ``top_k``, ``top_p``, ``seed``. The default
-        is greedy search with the config's length limit.
+        is greedy search with the config's length limit. ``workers`` > 1 decodes
+        that many batches at once on the CPU, sharing torch's threads among them.
         """
-        results = self.translate_nbest(sentences, batch_size=batch_size, **search)
+        results = self.translate_nbest(
+            sentences, batch_size=batch_size, workers=workers, **search
+        )
         return [found[0].text if found else "" for found in results]
 
     @torch.no_grad()
@@ -119,6 +123,7 @@ class Translator:
         sentences: Iterable[str],
         *,
         batch_size: int | None = None,
+        workers: int = 1,
         **search: Any,
     ) -> list[list[Translation]]:
         """Per input, its n-best list of ``Translation`` (empty for a blank line).
@@ -137,6 +142,7 @@ class Translator:
                 batch_size=batch_size or self.config.decode.batch_size,
                 options=options,
                 max_len_cap=self.position_limit,
+                workers=workers,
             )
         results: list[list[Translation]] = [[] for _ in sentences]
         for i, source, hypotheses in zip(sources, sources.values(), found, strict=True):

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+
 import torch
 
 from rosetta.data.batching import Example, collate
@@ -9,6 +13,7 @@ from rosetta.data.vocab import BOS_ID, EOS_ID
 from rosetta.decode.greedy import Hypothesis
 from rosetta.decode.options import SearchOptions, search
 from rosetta.models.interface import EncoderDecoder
+from rosetta.precision import current_autocast
 
 
 def decode_in_batches(
@@ -19,6 +24,7 @@ def decode_in_batches(
     batch_size: int,
     options: SearchOptions,
     max_len_cap: int | None = None,
+    workers: int = 1,
 ) -> list[list[Hypothesis]]:
     """Decode token-id sources (without ``<eos>``); an n-best list for each.
 
@@ -26,7 +32,13 @@ def decode_in_batches(
     on padding; the results come back in the order of ``sources``. Sampling
     draws from one generator seeded by ``options.seed``, so a seeded run is
     reproducible for a given batch size.
+
+    ``workers`` > 1 (CPU only) decodes that many batches at once, each in its
+    own thread with an equal share of torch's threads: two one-thread workers
+    use two cores better than one two-thread search, whose small operations
+    gain little from a second thread. The translations are the same.
     """
+    check_workers(workers, options, device)
     model.eval()
     generator = None
     if options.sample:
@@ -36,11 +48,11 @@ def decode_in_batches(
         else:
             generator.seed()
     order = sorted(range(len(sources)), key=lambda i: len(sources[i]))
-    results: list[list[Hypothesis]] = [[] for _ in sources]
-    for start in range(0, len(order), batch_size):
-        chunk = order[start : start + batch_size]
+    chunks = [order[s : s + batch_size] for s in range(0, len(order), batch_size)]
+
+    def decode(chunk: list[int]) -> list[list[Hypothesis]]:
         batch = collate([Example(sources[i], []) for i in chunk]).to(device)
-        found = search(
+        return search(
             model,
             batch.src,
             batch.src_mask,
@@ -50,6 +62,42 @@ def decode_in_batches(
             max_len_cap=max_len_cap,
             generator=generator,
         )
-        for i, hypotheses in zip(chunk, found, strict=True):
+
+    results: list[list[Hypothesis]] = [[] for _ in sources]
+    if workers == 1 or len(chunks) == 1:
+        found = map(decode, chunks)
+    else:
+        precision = current_autocast(device.type)  # autocast is per thread
+
+        def decode_in_worker(chunk: list[int]) -> list[list[Hypothesis]]:
+            with precision():
+                return decode(chunk)
+
+        pool = ThreadPoolExecutor(workers, thread_name_prefix="rosetta-decode")
+        with pool, threads_per_worker(workers):
+            found = list(pool.map(decode_in_worker, chunks))
+    for chunk, hypotheses_of in zip(chunks, found, strict=True):
+        for i, hypotheses in zip(chunk, hypotheses_of, strict=True):
             results[i] = hypotheses
     return results
+
+
+def check_workers(workers: int, options: SearchOptions, device: torch.device) -> None:
+    """A clear error where parallel workers cannot apply."""
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, got {workers}")
+    if workers > 1 and options.sample:
+        raise ValueError("sampling runs with one worker (its draws must come in order)")
+    if workers > 1 and device.type != "cpu":
+        raise ValueError("parallel workers are for the CPU; a GPU runs one search")
+
+
+@contextmanager
+def threads_per_worker(workers: int) -> Iterator[None]:
+    """torch's intra-op threads shared out among ``workers``, then restored."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(max(1, before // workers))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
