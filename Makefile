@@ -72,6 +72,8 @@ bench: $(STAMP)
 	@test -d $(DECODE_RUN) || { echo "decoding needs a trained model: make bench-quality"; exit 1; }
 	for p in fp32 int8; do $(BIN)/python benchmarks/decode_speed.py \
 		--run-dir $(DECODE_RUN) --precision $$p || exit 1; done
+	$(BIN)/python benchmarks/decode_speed.py --run-dir $(DECODE_RUN) --threads 2 \
+		--batch-sizes 32 --workers --json benchmarks/results/decode_speed-workers.json
 	$(BIN)/python benchmarks/packed_step.py --run-dir $(DECODE_RUN)
 	$(BIN)/python benchmarks/components.py --threads 1
 
