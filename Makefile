@@ -76,6 +76,7 @@ bench: $(STAMP)
 		--batch-sizes 32 --workers --json benchmarks/results/decode_speed-workers.json
 	$(BIN)/python benchmarks/packed_step.py --run-dir $(DECODE_RUN)
 	$(BIN)/python benchmarks/components.py --threads 1
+	$(BIN)/python benchmarks/cold_cache.py
 
 # The server under load, dynamic batching on and off.
 bench-serve: $(STAMP)

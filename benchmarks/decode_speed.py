@@ -31,11 +31,10 @@ from peers import check_copy, to_ctranslate2, to_marian
 from quality_multi30k import cpu_name
 from rosetta import Translator
 from rosetta.config import load_config
-from rosetta.data import Example, collate
 from rosetta.data.corpus import read_corpus
-from rosetta.data.vocab import BOS_ID, EOS, EOS_ID, PAD_ID
+from rosetta.data.vocab import EOS, EOS_ID, PAD_ID
 from rosetta.decode.batched import decode_in_batches
-from rosetta.decode.options import SearchOptions, search
+from rosetta.decode.options import SearchOptions
 from rosetta.evaluate import sacrebleu_score
 from rosetta.precision import PRECISIONS, autocast, quantize_int8
 
@@ -59,31 +58,17 @@ def limit(batch_ids: list[list[int]]) -> int:
 
 
 def run_rosetta(translator, batches, beam, workers=1):
-    options = SearchOptions(beam_size=beam, **SEARCH)
-    if workers > 1:  # the same batches: already sorted by length, 32 each
-        sources = [s[:-1] for ids in batches for s in ids]
-        found = decode_in_batches(
-            translator.model,
-            sources,
-            torch.device("cpu"),
-            batch_size=len(batches[0]),
-            options=options,
-            workers=workers,
-        )
-        return [f[0].tokens for f in found]
-    outputs = []
-    for ids in batches:
-        batch = collate([Example(s[:-1], []) for s in ids])  # collate adds <eos>
-        found = search(
-            translator.model,
-            batch.src,
-            batch.src_mask,
-            options,
-            bos_id=BOS_ID,
-            eos_id=EOS_ID,
-        )
-        outputs += [f[0].tokens for f in found]
-    return outputs
+    """The batches as they are: ``decode_in_batches`` sorts by length (already
+    so) and cuts the same batches of 32."""
+    found = decode_in_batches(
+        translator.model,
+        [s[:-1] for ids in batches for s in ids],  # without <eos>: collate adds it
+        torch.device("cpu"),
+        batch_size=len(batches[0]),
+        options=SearchOptions(beam_size=beam, **SEARCH),
+        workers=workers,
+    )
+    return [f[0].tokens for f in found]
 
 
 def run_marian(marian, batches, beam):

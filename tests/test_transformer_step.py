@@ -113,4 +113,5 @@ def test_packed_path_only_where_it_computes_the_same():
         decoder.layers[1].cross_attn.fused = True
         decoder.fused = False
         assert decoder.packed_for_inference(device) is None
+        decoder.fused = True
     assert decoder.packed_for_inference(device) is None  # gradients wanted

@@ -159,6 +159,9 @@ class TransformerState:
     length: int = 0
     attention: torch.Tensor | None = None  # (n, t, layers, heads, S) if asked
     group: int = 1  # decoding rows per memory row
+    # the decoder's packed weights for one-token steps, chosen once when the
+    # search began (None: the layers' path)
+    packed: PackedDecoder | None = None
 
     def reorder(self, index: torch.Tensor) -> TransformerState:
         """Row i of the result continues row ``index[i]``."""
@@ -242,7 +245,13 @@ class TransformerDecoder(Decoder):
         memory_kv = [
             layer.cross_attn.project_key_value(memory, memory) for layer in self.layers
         ]
-        return TransformerState(src_mask[:, None, None, :], memory_kv, None, 0)
+        return TransformerState(
+            src_mask[:, None, None, :],
+            memory_kv,
+            None,
+            0,
+            packed=self.packed_for_inference(memory.device),
+        )
 
     def forward(
         self,
@@ -253,21 +262,25 @@ class TransformerDecoder(Decoder):
     ) -> tuple[torch.Tensor, TransformerState]:
         new = tgt_in.size(1)
         total = state.length + new
-        if new == 1 and tgt_mask is None and not need_attention:
-            packed = self.packed_for_inference(tgt_in.device)
-            if packed is not None:
-                x = self.embedding(tgt_in, offset=state.length)[:, 0]  # (n, d)
-                x, caches = decoder_step(
-                    packed,
-                    x,
-                    state.memory_kv,
-                    state.src_mask,
-                    state.self_kv,
-                    state.group,
-                )
-                logits = vocabulary_logits(self.output_proj, self.final_norm(x))
-                state = replace(state, self_kv=caches, length=total, attention=None)
-                return logits.unsqueeze(1), state
+        if (
+            new == 1
+            and tgt_mask is None
+            and not need_attention
+            and state.packed is not None
+            and self.computes_as_packed(tgt_in.device)
+        ):
+            x = self.embedding(tgt_in, offset=state.length)[:, 0]  # (n, d)
+            x, caches = decoder_step(
+                state.packed,
+                x,
+                state.memory_kv,
+                state.src_mask,
+                state.self_kv,
+                state.group,
+            )
+            logits = vocabulary_logits(self.output_proj, self.final_norm(x))
+            state = replace(state, self_kv=caches, length=total, attention=None)
+            return logits.unsqueeze(1), state
         self_mask: torch.Tensor | None = None
         if new > 1 or tgt_mask is not None:  # a single new token may see everything
             self_mask = causal_mask(new, total, tgt_in.device)  # (t, total)
@@ -295,16 +308,22 @@ class TransformerDecoder(Decoder):
             attention = torch.stack(weights, dim=1).permute(0, 3, 1, 2, 4)
         return logits, replace(state, self_kv=caches, length=total, attention=attention)
 
+    def computes_as_packed(self, device: torch.device) -> bool:
+        """Whether the packed step computes what the layers would here: eval
+        mode, no gradients, no autocast (checked at every step; cheap)."""
+        return (
+            self.fused
+            and not self.training
+            and not torch.is_grad_enabled()
+            and not autocast_active(device.type)
+        )
+
     def packed_for_inference(self, device: torch.device) -> PackedDecoder | None:
-        """The packed weights when the one-token step computes what the layers
-        would: eval mode, no gradients, no autocast, fused attention, plain
-        linear layers."""
-        if (
-            not self.fused
-            or self.training
-            or torch.is_grad_enabled()
-            or autocast_active(device.type)
-            or not all(is_packable(layer) for layer in self.layers)
+        """The packed weights, re-packed if a parameter changed, when the packed
+        step computes what the layers would: also fused attention and plain
+        linear layers. About 0.5 ms, so a search asks once, in ``init_state``."""
+        if not self.computes_as_packed(device) or not all(
+            is_packable(layer) for layer in self.layers
         ):
             return None
         if not packed_is_current(self._packed, self):

@@ -11,18 +11,20 @@ short of:
   the CPU's BLAS multiplies fastest when there are few rows;
 - on the CPU, for at most ``VOCAB_TRANSPOSED_ROWS`` rows, the vocabulary
   projection is computed as ``W x^T`` (V long rows against a few columns) and
-  transposed back: 2 times faster than ``x W^T`` at 8 rows, 1.1 times at 32,
-  slower at 64 (8000 x 256 weights, one thread);
+  transposed back: 1.4 times faster than ``x W^T`` at 8 rows, 1.1 times at
+  32, slower at 64 (8000 x 256 weights, one thread, cold caches;
+  ``benchmarks/cold_cache.py``);
 - no module calls and no dropout (inference), the residual added in place.
 
 End to end, decoding test_2016 at batch 32 on a CPU, this gains 0-10%
 (``benchmarks/packed_step.py``).
 
-``pack_decoder`` builds the packed weights once; ``packed_is_current`` tells
-when a parameter has changed since (an optimizer step, a loaded checkpoint),
-so the decoder re-packs. ``TransformerDecoder`` takes this path only when it
-computes the same function: in eval mode, without gradients or autocast, for
-one new token, with plain ``nn.Linear`` layers (not int8-quantized ones).
+``pack_decoder`` builds the packed weights; ``packed_is_current`` tells when a
+parameter has changed since (an optimizer step, a loaded checkpoint), so the
+decoder re-packs. ``TransformerDecoder.init_state`` makes that choice once per
+search, and each step takes this path only when it computes the same
+function: in eval mode, without gradients or autocast, for one new token,
+with fused attention and plain ``nn.Linear`` layers (not int8-quantized ones).
 """
 
 from __future__ import annotations
