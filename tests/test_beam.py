@@ -95,6 +95,17 @@ def test_each_step_keeps_exactly_the_k_best_expansions(k):
         live = {s: p for s, p in expected.items() if p}
 
 
+@pytest.mark.parametrize("refill", [False, True])
+def test_the_first_step_decodes_one_row_per_sentence(refill):
+    """Before the first step a sentence's k beams all hold <bos>: one row each
+    is decoded, and the state is widened to k rows per sentence after it."""
+    tables = random_tables(seed=3, count=3, depth=4)
+    model = TableModel(tables, VOCAB)
+    search(model, 3, beam_size=3, stopping="max_length", refill=refill)
+    assert model.calls[0] == [(0, ()), (1, ()), (2, ())]
+    assert [sentence for sentence, _ in model.calls[1]] == [0, 0, 0, 1, 1, 1, 2, 2, 2]
+
+
 def prob_of(table, prefix):
     prob = 1.0
     for i, token in enumerate(prefix):

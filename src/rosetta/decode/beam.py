@@ -107,8 +107,10 @@ def beam_search(
     best_possible_divisor = length_penalty(limits, alpha, penalty)  # (n,)
     # penalty(L) for L = 1..steps, computed once: step t scores L = t + 1 tokens
     divisors = length_penalty(torch.arange(1, steps + 1), alpha, penalty).tolist()
+    # The first step decodes one row per sentence: its k beams would all hold
+    # the same prefix, <bos>; the state is widened to k rows after it.
     state = model.init_state(model.encode(src, src_mask), src_mask)
-    state = state.reorder(torch.arange(n, device=device).repeat_interleave(k))
+    rows_per_sentence = 1
     # refill: rank 2k expansions, so k that do not end remain (a prefix has
     # one <eos> expansion, so at most k of them end)
     width = 2 * k if refill else k
@@ -121,7 +123,7 @@ def beam_search(
     live_scores = torch.full((n, k), neg_inf, dtype=torch.float64, device=device)
     live_scores[:, 0] = 0.0  # one live prefix, <bos>, at the start
     live_tokens = torch.zeros((n, k, 0), dtype=torch.long, device=device)
-    prev = torch.full((n * k,), bos_id, dtype=torch.long, device=device)
+    prev = torch.full((n,), bos_id, dtype=torch.long, device=device)
     live_attention: torch.Tensor | None = None  # (a, k, t, layers, heads, S)
     # the best k finished candidates of every sentence
     done_rank = torch.full((n, k), neg_inf, dtype=torch.float64, device=device)
@@ -140,7 +142,10 @@ def beam_search(
         # best expansions are among the best tokens of each of its rows: rank
         # k·width candidates per sentence, not k·V.
         per_row = min(width, log_probs.size(-1))
-        row_scores, row_tokens = top_k_rows(log_probs, per_row)  # (a*k, per_row)
+        row_scores, row_tokens = top_k_rows(log_probs, per_row)  # (rows, per_row)
+        if rows_per_sentence < k:  # the first step: slot 0 is the only live one
+            row_scores = row_scores.repeat_interleave(k, dim=0)
+            row_tokens = row_tokens.repeat_interleave(k, dim=0)
         candidates = live_scores.unsqueeze(-1) + row_scores.double().view(a, k, -1)
         top_scores, top_index = candidates.view(a, -1).topk(width, dim=1)  # (a, w)
         parent = top_index // per_row
@@ -156,7 +161,9 @@ def beam_search(
         )  # (a, w, t+1)
         step_attention = None
         if need_attention:
-            step_attention = _beam_attention(state, live_attention, parent, a, k)
+            step_attention = _beam_attention(
+                state, live_attention, parent, a, rows_per_sentence
+            )
 
         # expansions among the k best that end are finished candidates
         finishing = ends & top_scores.isfinite() & among_k_best
@@ -183,8 +190,10 @@ def beam_search(
                 )
         live_scores = top_scores.masked_fill(ends, neg_inf)
         live_tokens, prev_rows, live_attention = sequences, token, step_attention
-        # the state row each new live prefix continues
-        beam_rows = torch.arange(a, device=device).unsqueeze(1) * k + parent
+        # the state row each new live prefix continues (at the first step, the
+        # -inf candidates of the dead slots point to the sentence's one row)
+        beam_rows = torch.arange(a, device=device).unsqueeze(1) * rows_per_sentence
+        beam_rows = beam_rows + parent.clamp(max=rows_per_sentence - 1)
 
         kth_done = done_rank[active, nbest - 1]  # the n-best list's last entry
         if stopping == "exact":
@@ -199,6 +208,7 @@ def beam_search(
             break
         keep = (~finished).nonzero().squeeze(1)
         state = state.reorder(beam_rows[keep].flatten())
+        rows_per_sentence = k
         active, live_scores = active[keep], live_scores[keep]
         live_tokens, prev = live_tokens[keep], prev_rows[keep].flatten()
         if live_attention is not None:
@@ -226,18 +236,19 @@ def _beam_attention(
     live_attention: torch.Tensor | None,
     parent: torch.Tensor,
     a: int,
-    k: int,
+    rows_per_sentence: int,
 ) -> torch.Tensor:
-    """Every candidate's attention history: (a, k, t+1, layers, heads, S)."""
+    """Every candidate's attention history: (a, w, t+1, layers, heads, S)."""
     if state.attention is None:
         raise ValueError("this model does not report attention weights")
-    weights = state.attention[:, -1]  # (a*k, layers, heads, S)
-    weights = weights.reshape(a, k, 1, *weights.shape[1:])
+    weights = state.attention[:, -1]  # (a*rows_per_sentence, layers, heads, S)
+    weights = weights.reshape(a, rows_per_sentence, 1, *weights.shape[1:])
     history = (
         weights
         if live_attention is None
         else torch.cat([live_attention, weights], dim=2)
     )
+    parent = parent.clamp(max=rows_per_sentence - 1)  # first step: one row
     return history.gather(1, _expand_like(parent, history))
 
 
