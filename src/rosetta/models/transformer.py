@@ -9,8 +9,8 @@ import torch
 from torch import nn
 
 from rosetta.models.interface import Decoder, Encoder, EncoderDecoder
+from rosetta.models.kv_cache import KeyValue, KeyValueCache
 from rosetta.models.transformer_step import (
-    KeyValue,
     PackedDecoder,
     decoder_step,
     is_packable,
@@ -155,7 +155,9 @@ class TransformerState:
 
     src_mask: torch.Tensor  # (m, 1, 1, S) bool, m = n / group
     memory_kv: list[KeyValue]  # per layer, (m, heads, S, d_k) each
-    self_kv: list[KeyValue] | None  # per layer, None before the first token
+    # None before the first token; the packed step keeps a KeyValueCache, the
+    # layers' path per-layer (n, heads, t, d_k) pairs (either reads both)
+    self_kv: KeyValueCache | list[KeyValue] | None
     length: int = 0
     attention: torch.Tensor | None = None  # (n, t, layers, heads, S) if asked
     group: int = 1  # decoding rows per memory row
@@ -181,13 +183,16 @@ class TransformerState:
         if not unchanged:
             src_mask = src_mask.index_select(0, runs)
             memory_kv = [pick(kv, runs) for kv in memory_kv]
+        self_kv = self.self_kv
+        if isinstance(self_kv, KeyValueCache):
+            self_kv = self_kv.reorder(index)
+        elif self_kv is not None:
+            self_kv = [pick(kv, index) for kv in self_kv]
         return replace(
             self,
             src_mask=src_mask,
             memory_kv=memory_kv,
-            self_kv=None
-            if self.self_kv is None
-            else [pick(kv, index) for kv in self.self_kv],
+            self_kv=self_kv,
             attention=None
             if self.attention is None
             else self.attention.index_select(0, index),

@@ -14,9 +14,12 @@ short of:
   transposed back: 1.4 times faster than ``x W^T`` at 8 rows, 1.1 times at
   32, slower at 64 (8000 x 256 weights, one thread, cold caches;
   ``benchmarks/cold_cache.py``);
-- no module calls and no dropout (inference), the residual added in place.
+- no module calls and no dropout (inference), the residual added in place;
+- the new position's keys and values are written into the state's
+  ``KeyValueCache`` in place, not concatenated to the earlier ones
+  (``rosetta.models.kv_cache``).
 
-End to end, decoding test_2016 at batch 32 on a CPU, this gains 0-10%
+End to end, decoding test_2016 at batch 32 on a CPU, this gains 8-18%
 (``benchmarks/packed_step.py``).
 
 ``pack_decoder`` builds the packed weights; ``packed_is_current`` tells when a
@@ -35,7 +38,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-KeyValue = tuple[torch.Tensor, torch.Tensor]  # (n, h, L, d_k) each
+from rosetta.models.kv_cache import KeyValue, KeyValueCache
 
 VOCAB_TRANSPOSED_ROWS = 32  # above this, x W^T is faster
 
@@ -155,15 +158,16 @@ def add_norm(norm: nn.LayerNorm, x: torch.Tensor, y: torch.Tensor) -> torch.Tens
 
 
 def self_attention(
-    layer: PackedLayer, x: torch.Tensor, cache: KeyValue | None
-) -> tuple[torch.Tensor, KeyValue]:
-    """The new token attends to every position so far; (n, d), its keys/values."""
+    layer: PackedLayer, x: torch.Tensor, cache: KeyValueCache, index: int
+) -> torch.Tensor:
+    """The new token attends to every position so far, its own included: its
+    keys and values are stored as the newest position of layer ``index``."""
     n, d = x.shape
-    q, k, v = layer.self_qkv(x).view(n, 3, layer.heads, 1, d // layer.heads).unbind(1)
-    if cache is not None:
-        k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
-    heads = F.scaled_dot_product_attention(q, k, v)  # (n, h, 1, d_k)
-    return layer.self_out(heads.view(n, d)), (k, v)
+    qkv = layer.self_qkv(x).view(n, 3, layer.heads, d // layer.heads)
+    cache.store_step(index, qkv[:, 1:])
+    q = qkv[:, 0].unsqueeze(2)  # (n, h, 1, d_k)
+    heads = F.scaled_dot_product_attention(q, *cache[index])  # (n, h, 1, d_k)
+    return layer.self_out(heads.view(n, d))
 
 
 def cross_attention(
@@ -189,25 +193,24 @@ def feed_forward(layer: PackedLayer, x: torch.Tensor) -> torch.Tensor:
 def layer_step(
     layer: PackedLayer,
     x: torch.Tensor,
-    cache: KeyValue | None,
+    cache: KeyValueCache,
+    index: int,
     memory_kv: KeyValue,
     src_mask: torch.Tensor,
     group: int,
-) -> tuple[torch.Tensor, KeyValue]:
-    """One layer for the new tokens x (n, d): (n, d) and the self-attention
-    keys/values of all positions so far. No dropout: this is inference."""
+) -> torch.Tensor:
+    """Layer ``index`` for the new tokens x (n, d) -> (n, d). No dropout: this
+    is inference."""
     if layer.norm_first:  # x + f(LN(x))
-        y, kv = self_attention(layer, layer_norm(layer.self_norm, x), cache)
-        x = x + y
+        x = x + self_attention(layer, layer_norm(layer.self_norm, x), cache, index)
         h = layer_norm(layer.cross_norm, x)
         x = x + cross_attention(layer, h, memory_kv, src_mask, group)
-        return x + feed_forward(layer, layer_norm(layer.ffn_norm, x)), kv
-    y, kv = self_attention(layer, x, cache)  # LN(x + f(x))
-    x = add_norm(layer.self_norm, x, y)
+        return x + feed_forward(layer, layer_norm(layer.ffn_norm, x))
+    x = add_norm(layer.self_norm, x, self_attention(layer, x, cache, index))
     x = add_norm(
         layer.cross_norm, x, cross_attention(layer, x, memory_kv, src_mask, group)
     )
-    return add_norm(layer.ffn_norm, x, feed_forward(layer, x)), kv
+    return add_norm(layer.ffn_norm, x, feed_forward(layer, x))
 
 
 def decoder_step(
@@ -215,17 +218,20 @@ def decoder_step(
     x: torch.Tensor,
     memory_kv: list[KeyValue],
     src_mask: torch.Tensor,
-    self_kv: list[KeyValue] | None,
+    self_kv: KeyValueCache | list[KeyValue] | None,
     group: int,
-) -> tuple[torch.Tensor, list[KeyValue]]:
-    """The embedded new tokens x (n, d) through every layer: (n, d) and each
-    layer's self-attention keys/values."""
-    caches = []
+) -> tuple[torch.Tensor, KeyValueCache]:
+    """The embedded new tokens x (n, d) through every layer: (n, d) and the
+    self-attention keys/values of every position so far."""
+    if self_kv is None:
+        heads, layers = packed.layers[0].heads, len(packed.layers)
+        self_kv = KeyValueCache.empty(x.size(0), layers, heads, x.size(1) // heads, x)
+    elif not isinstance(self_kv, KeyValueCache):  # the layers' path ran before
+        self_kv = KeyValueCache.from_pairs(self_kv)
+    cache = self_kv.extend(1)
     for i, layer in enumerate(packed.layers):
-        cache = None if self_kv is None else self_kv[i]
-        x, kv = layer_step(layer, x, cache, memory_kv[i], src_mask, group)
-        caches.append(kv)
-    return x, caches
+        x = layer_step(layer, x, cache, i, memory_kv[i], src_mask, group)
+    return x, cache
 
 
 def vocabulary_logits(output_proj: nn.Linear, x: torch.Tensor) -> torch.Tensor:
