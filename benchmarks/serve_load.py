@@ -1,4 +1,4 @@
-"""Load on ``rosetta serve``: concurrent clients, with dynamic batching on and off.
+"""Load on ``rosetta serve``: concurrent clients, batching on and off, or workers.
 
 The server runs as its own process on loopback (``rosetta serve``), as users
 run it. N clients (asyncio + httpx, in this process) each send one request at a
@@ -6,9 +6,12 @@ time, back to back, for a fixed time; a request carries Multi30k test_2016
 sentences (German), taken in turn. The table gives requests/s, sentences/s,
 p50/p99 latency, errors (must be 0), and the server's own count of model calls
 (how many sentences each call carried on average). Modes are interleaved
-(batching on, off, on, off, ...) and the medians compared.
+(batching on, off, on, off, ...) and the medians compared. ``--compare
+workers`` compares one worker with ``--workers N`` (batching on in both) on
+``--threads`` threads.
 
     python benchmarks/serve_load.py --run-dir runs/quality-de-en
+    python benchmarks/serve_load.py --compare workers --threads 2 --workers 2
 """
 
 from __future__ import annotations
@@ -38,13 +41,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(run_dir: str, batching: bool, threads: int, extra: list[str]):
+def start_server(run_dir: str, threads: int, flags: list[str]):
     port = free_port()
     command = [
         *(sys.executable, "-m", "rosetta.cli", "serve", "-m", run_dir),
         *("--port", str(port), "--threads", str(threads), "--log-level", "warning"),
-        *([] if batching else ["--no-batching"]),
-        *extra,
+        *flags,
     ]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL)
     address = f"http://127.0.0.1:{port}"
@@ -118,8 +120,8 @@ async def load(
     }
 
 
-def measure(args, sentences, batching: bool) -> dict:
-    process, address = start_server(args.run_dir, batching, args.threads, args.serve)
+def measure(args, sentences, flags: list[str]) -> dict:
+    process, address = start_server(args.run_dir, args.threads, flags + args.serve)
     try:
         search = {"beam_size": args.beam}
         warm = asyncio.run(load(address, sentences, 2, 2.0, args.per_request, search))
@@ -154,6 +156,10 @@ def main() -> None:
     parser.add_argument("--per-request", type=int, default=1, help="sentences")
     parser.add_argument("--beam", type=int, default=1)
     parser.add_argument("--threads", type=int, default=1, help="server CPU threads")
+    parser.add_argument(
+        "--compare", choices=["batching", "workers"], default="batching"
+    )
+    parser.add_argument("--workers", type=int, default=2, help="with --compare workers")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument(
         "--serve", nargs="*", default=[], help="more `rosetta serve` flags"
@@ -163,13 +169,19 @@ def main() -> None:
     sentences = [line for _, line in read_lines(TEST_SOURCE)]
     os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
 
-    runs: dict[str, list[dict]] = {"on": [], "off": []}
+    modes = {"on": [], "off": ["--no-batching"]}
+    if args.compare == "workers":
+        modes = {
+            "1": ["--workers", "1"],
+            str(args.workers): ["--workers", str(args.workers)],
+        }
+    runs: dict[str, list[dict]] = {mode: [] for mode in modes}
     for repeat in range(args.repeats):
-        for mode in ("on", "off"):
-            result = measure(args, sentences, batching=mode == "on")
+        for mode, flags in modes.items():
+            result = measure(args, sentences, flags)
             runs[mode].append(result)
             print(
-                f"repeat {repeat + 1}, batching {mode}: "
+                f"repeat {repeat + 1}, {args.compare} {mode}: "
                 f"{result['sentences_per_s']:.1f} sent/s, "
                 f"p50 {result['p50_ms']:.0f} ms, errors {result['errors']}",
                 file=sys.stderr,
@@ -185,11 +197,11 @@ def main() -> None:
         f"{args.seconds:.0f} s per run, median of {args.repeats} (spread)\n"
     )
     print(
-        "| batching | requests/s | sentences/s | p50 ms | p99 ms | "
+        f"| {args.compare} | requests/s | sentences/s | p50 ms | p99 ms | "
         "sentences per model call | errors |"
     )
     print("|---|---|---|---|---|---|---|")
-    for mode in ("on", "off"):
+    for mode in modes:
         rates = [r["sentences_per_s"] for r in runs[mode]]
         print(
             f"| {mode} | {median(mode, 'requests_per_s'):.1f} "
@@ -198,8 +210,11 @@ def main() -> None:
             f"| {median(mode, 'sentences_per_call'):.1f} "
             f"| {sum(r['errors'] for r in runs[mode])} |"
         )
-    ratio = median("on", "sentences_per_s") / median("off", "sentences_per_s")
-    print(f"\nthroughput with batching ÷ without: {ratio:.2f}×")
+    candidate, baseline = list(modes)  # on ÷ off, or N workers ÷ 1
+    if args.compare == "workers":
+        candidate, baseline = baseline, candidate
+    ratio = median(candidate, "sentences_per_s") / median(baseline, "sentences_per_s")
+    print(f"\nthroughput, {args.compare} {candidate} ÷ {baseline}: {ratio:.2f}×")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(

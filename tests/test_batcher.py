@@ -186,3 +186,60 @@ def test_a_full_queue_refuses_and_stop_finishes_waiting_requests():
         return await first, await waiting, await stopping
 
     assert run(scenario()) == (["g:A"], ["g:B", "g:C", "g:D"], None)
+
+
+class BlockingModel:
+    """Each call waits until released; records how many calls run at once."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.running = 0
+        self.most_at_once = 0
+        self.calls: list[list[str]] = []
+        self.release = threading.Event()
+
+    def __call__(self, sentences, options):
+        with self.lock:
+            self.calls.append(list(sentences))
+            self.running += 1
+            self.most_at_once = max(self.most_at_once, self.running)
+        self.release.wait(5)
+        with self.lock:
+            self.running -= 1
+        return [s.upper() for s in sentences]
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_workers_run_that_many_calls_at_once_and_no_more(workers):
+    async def scenario():
+        model = BlockingModel()
+        batcher = await started(model, workers=workers, max_tokens=1, max_wait_ms=0)
+        # budget 1: each request is a call of its own
+        tasks = [
+            asyncio.create_task(batcher.submit([f"s{i}"], "g", "g", 1))
+            for i in range(5)
+        ]
+        deadline = time.monotonic() + 5
+        while len(model.calls) < workers and time.monotonic() < deadline:
+            await asyncio.sleep(0.001)
+        await asyncio.sleep(0.05)  # room for a call too many to start
+        in_the_model = len(model.calls)
+        still_queued = batcher.waiting_sentences  # free to join a later call
+        model.release.set()
+        results = await asyncio.gather(*tasks)
+        await batcher.stop()
+        return model, in_the_model, still_queued, results
+
+    model, in_the_model, still_queued, results = run(scenario())
+    assert in_the_model == workers
+    assert still_queued == 5 - workers
+    assert model.most_at_once == workers
+    assert results == [[f"S{i}"] for i in range(5)]
+    assert sorted(s for call in model.calls for s in call) == [
+        f"s{i}" for i in range(5)
+    ]
+
+
+def test_a_worker_count_below_one_is_refused():
+    with pytest.raises(ValueError, match="workers must be at least 1"):
+        DynamicBatcher(lambda sentences, options: sentences, workers=0)

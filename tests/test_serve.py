@@ -192,11 +192,17 @@ def test_a_full_queue_answers_503(transformer):
     assert response.headers["retry-after"] == "1"
 
 
-def test_concurrent_requests_share_model_calls_and_get_their_own_answers(transformer):
+@pytest.mark.parametrize("workers", [1, 2])
+def test_concurrent_requests_share_model_calls_and_get_their_own_answers(
+    transformer, workers
+):
     pairs = [("alpha", "eta"), ("beta", "iota"), ("gamma", "eta"), ("delta", "iota")]
     sentences = [f"{a} {b}" for a, b in pairs] + ["kappa", "zeta theta"]
     expected = transformer.translate(sentences)
-    with client_with(transformer, max_wait_ms=50) as client:
+    threads_before = torch.get_num_threads()
+    with client_with(transformer, max_wait_ms=50, workers=workers) as client:
+        assert torch.get_num_threads() == max(1, threads_before // workers)
+        assert client.get("/info").json()["batching"]["workers"] == workers
         answers: dict[int, str] = {}
 
         def ask(i):
@@ -211,6 +217,22 @@ def test_concurrent_requests_share_model_calls_and_get_their_own_answers(transfo
         stats = client.get("/info").json()["batching"]
     assert [answers[i] for i in range(6)] == expected
     assert stats["requests"] == 6 and stats["model_calls"] < 6
+    assert torch.get_num_threads() == threads_before  # restored at shutdown
+
+
+def test_workers_on_a_gpu_or_below_one_are_refused(transformer, monkeypatch):
+    with pytest.raises(ValueError, match="at least 1"):
+        create_app(transformer, ServerSettings(workers=0))
+    monkeypatch.setattr(transformer, "device", torch.device("cuda"))
+    with pytest.raises(ValueError, match="parallel workers are for the CPU"):
+        create_app(transformer, ServerSettings(workers=2))
+
+
+def test_the_command_line_refuses_zero_workers_in_one_line(toy_run, capsys):
+    run = toy_run("transformer")
+    assert main(["serve", "-m", str(run), "--workers", "0"]) == 2
+    error = capsys.readouterr().err
+    assert "rosetta serve: error: workers must be at least 1" in error
 
 
 def free_port():

@@ -172,8 +172,12 @@ def cmd_serve(args: argparse.Namespace) -> None:
         max_batch_tokens=args.max_batch_tokens,
         max_wait_ms=args.max_wait_ms,
         max_queue=args.max_queue,
+        workers=args.workers,
     )
-    app = create_app(translator, settings, model_name=Path(args.model).name)
+    try:
+        app = create_app(translator, settings, model_name=Path(args.model).name)
+    except ValueError as error:
+        raise RosettaError(str(error)) from None
     print(f"serving {args.model} on http://{args.host}:{args.port}/", flush=True)
     uvicorn.run(
         app,
@@ -383,6 +387,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=defaults.max_wait_ms,
         help="how long a batch that is not full waits for more requests",
+    )
+    batching.add_argument(
+        "--workers",
+        type=int,
+        default=defaults.workers,
+        help="batches decoded at once on the CPU, each with threads / N",
     )
     serve.add_argument(
         "--graceful-seconds",

@@ -26,6 +26,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rosetta import __version__
 from rosetta.config import config_to_dict
+from rosetta.decode.batched import threads_per_worker
 from rosetta.serve.batcher import DynamicBatcher, QueueFull
 from rosetta.serve.schemas import (
     Health,
@@ -135,19 +136,23 @@ def create_app(
 ) -> FastAPI:
     """A FastAPI application serving ``translator``."""
     settings = settings or ServerSettings()
+    if settings.workers > 1 and translator.device.type != "cpu":
+        raise ValueError("parallel workers are for the CPU; a GPU runs one batch")
     batcher = DynamicBatcher(
         lambda sentences, options: _translate_group(translator, sentences, options),
         enabled=settings.batching,
         max_tokens=settings.max_batch_tokens,
         max_wait_ms=settings.max_wait_ms,
         max_queue=settings.max_queue,
+        workers=settings.workers,
     )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        await batcher.start()
-        yield
-        await batcher.stop()  # uvicorn has let requests in flight finish
+        with threads_per_worker(settings.workers):  # torch's threads shared out
+            await batcher.start()
+            yield
+            await batcher.stop()  # uvicorn has let requests in flight finish
 
     app = FastAPI(
         title="Rosetta translation server",
@@ -237,6 +242,7 @@ def create_app(
                 "enabled": settings.batching,
                 "max_batch_tokens": settings.max_batch_tokens,
                 "max_wait_ms": settings.max_wait_ms,
+                "workers": settings.workers,
                 "requests": stats.requests,
                 "sentences": stats.sentences,
                 "model_calls": stats.model_calls,

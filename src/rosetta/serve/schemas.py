@@ -20,6 +20,7 @@ class ServerSettings:
     max_batch_tokens: int = 4096  # source tokens × beam in one model call
     max_wait_ms: float = 5.0
     max_queue: int = 4096  # sentences waiting; 503 beyond
+    workers: int = 1  # batches in the model at once (CPU), each with threads / N
 
 
 class TranslateRequest(BaseModel):
