@@ -31,7 +31,8 @@ def expected(seeds: list[int], layer: int, part: int) -> torch.Tensor:
 
 
 def empty(capacity: int = 4) -> KeyValueCache:
-    return KeyValueCache.empty(ROWS, LAYERS, HEADS, D_K, torch.zeros(1), capacity)
+    cpu = torch.device("cpu")
+    return KeyValueCache.empty(ROWS, LAYERS, HEADS, D_K, torch.float32, cpu, capacity)
 
 
 def assert_holds(cache: KeyValueCache, seeds: list[int]) -> None:

@@ -13,13 +13,14 @@ from rosetta.precision import quantize_int8
 from tests.test_transformer import random_batch, tiny_model
 
 
-def decode_both_ways(model, src, src_mask, tgt, index=None):
+def decode_both_ways(model, src, src_mask, tgt, index=None, precision=None):
     """Log-probabilities of each step, packed and through the layers."""
     decoder = model.decoder
     results = {}
     for fused in (True, False):
         decoder.fused = fused
-        with torch.no_grad():
+        autocast = torch.autocast("cpu", dtype=precision, enabled=precision is not None)
+        with torch.no_grad(), autocast:
             state = model.init_state(model.encode(src, src_mask), src_mask)
             if index is not None:  # beams: rows share their sentence's memory
                 state = state.reorder(index)
@@ -43,6 +44,26 @@ def test_packed_step_equals_the_layers(norm_first, index):
     packed, layers = decode_both_ways(model, src, src_mask, tgt, index)
     assert model.decoder._packed is not None, "the packed path was not taken"
     assert (packed - layers).abs().max() <= 1e-5
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("index", [None, [0, 0, 0, 1, 1, 1, 2, 2, 2]])
+def test_under_bf16_autocast_the_packed_step_computes_what_the_layers_do(
+    norm_first, index
+):
+    """Weights packed in bf16 once, as autocast casts them at every product;
+    the residual stream and the norms stay float32, as under autocast."""
+    model = tiny_model(norm_first=norm_first)
+    src, src_mask, tgt = random_batch()
+    index = None if index is None else torch.tensor(index)
+    packed, layers = decode_both_ways(model, src, src_mask, tgt, index, torch.bfloat16)
+    decoder = model.decoder
+    assert decoder._packed.dtype == torch.bfloat16, "the packed path was not taken"
+    assert decoder._packed.vocabulary.weight_t.dtype == torch.bfloat16
+    assert (packed - layers).abs().max() <= 2e-2  # bf16 rounding, in another order
+    full, _ = decode_both_ways(model, src, src_mask, tgt, index)
+    assert (packed - full).abs().max() > 1e-4  # it did compute in bf16
 
 
 @pytest.mark.reference
@@ -104,8 +125,9 @@ def test_packed_path_only_where_it_computes_the_same():
         model.train()  # dropout would be skipped
         assert decoder.packed_for_inference(device) is None
         model.eval()
-        with torch.autocast("cpu", dtype=torch.bfloat16):
-            assert decoder.packed_for_inference(device) is None
+        with torch.autocast("cpu", dtype=torch.bfloat16):  # packed in bf16
+            assert decoder.packed_for_inference(device).dtype == torch.bfloat16
+        assert decoder.packed_for_inference(device).dtype == torch.float32
         quantized = quantize_int8(model)  # int8 layers compute differently
         assert quantized.decoder.packed_for_inference(device) is None
         decoder.layers[1].cross_attn.fused = False  # the reference attention

@@ -67,21 +67,26 @@ def autocast_active(device_type: str) -> bool:
         return torch.is_autocast_enabled()
 
 
+def autocast_dtype(device_type: str) -> torch.dtype | None:
+    """The dtype autocast computes in for ``device_type`` here; None when off."""
+    if not autocast_active(device_type):
+        return None
+    try:
+        return torch.get_autocast_dtype(device_type)
+    except AttributeError:  # torch < 2.4
+        if device_type == "cpu":
+            return torch.get_autocast_cpu_dtype()
+        return torch.get_autocast_gpu_dtype()
+
+
 def current_autocast(
     device_type: str,
 ) -> Callable[[], contextlib.AbstractContextManager]:
     """Makes contexts that re-enter, in another thread, the autocast active in
     this one (autocast, like ``no_grad``, is per thread); call it here."""
-    if not autocast_active(device_type):
+    dtype = autocast_dtype(device_type)
+    if dtype is None:
         return contextlib.nullcontext
-    try:
-        dtype = torch.get_autocast_dtype(device_type)
-    except AttributeError:  # torch < 2.4
-        dtype = (
-            torch.get_autocast_cpu_dtype()
-            if device_type == "cpu"
-            else torch.get_autocast_gpu_dtype()
-        )
     return functools.partial(torch.autocast, device_type, dtype=dtype)
 
 

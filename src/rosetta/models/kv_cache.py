@@ -46,19 +46,22 @@ class KeyValueCache:
         layers: int,
         heads: int,
         d_k: int,
-        like: torch.Tensor,
+        dtype: torch.dtype,
+        device: torch.device,
         capacity: int = INITIAL_CAPACITY,
     ) -> KeyValueCache:
-        """No positions yet; dtype and device those of ``like``."""
-        buffer = like.new_empty((rows, capacity, layers, 2, heads, d_k))
-        return cls(buffer, 0, [0])
+        """No positions yet."""
+        shape = (rows, capacity, layers, 2, heads, d_k)
+        return cls(torch.empty(shape, dtype=dtype, device=device), 0, [0])
 
     @classmethod
     def from_pairs(cls, pairs: list[KeyValue]) -> KeyValueCache:
         """From per-layer keys and values (n, h, L, d_k), as concatenated ones."""
         keys, values = pairs[0]
         n, heads, length, d_k = keys.shape
-        cache = cls.empty(n, len(pairs), heads, d_k, keys, capacity=length + 1)
+        cache = cls.empty(
+            n, len(pairs), heads, d_k, keys.dtype, keys.device, capacity=length + 1
+        )
         cache = cache.extend(length)
         for layer, (keys, values) in enumerate(pairs):
             cache.store(layer, keys, values)

@@ -25,7 +25,7 @@ from rosetta.nn import (
     positional_encoding,
 )
 from rosetta.nn.dropout import Dropout
-from rosetta.precision import autocast_active
+from rosetta.precision import autocast_dtype
 
 
 class TransformerEmbedding(nn.Module):
@@ -267,23 +267,24 @@ class TransformerDecoder(Decoder):
     ) -> tuple[torch.Tensor, TransformerState]:
         new = tgt_in.size(1)
         total = state.length + new
+        packed = state.packed
         if (
             new == 1
             and tgt_mask is None
             and not need_attention
-            and state.packed is not None
+            and packed is not None
             and self.computes_as_packed(tgt_in.device)
+            and packed.dtype == self.compute_dtype(tgt_in.device)
         ):
             x = self.embedding(tgt_in, offset=state.length)[:, 0]  # (n, d)
             x, caches = decoder_step(
-                state.packed,
-                x,
-                state.memory_kv,
-                state.src_mask,
-                state.self_kv,
-                state.group,
+                packed, x, state.memory_kv, state.src_mask, state.self_kv, state.group
             )
-            logits = vocabulary_logits(self.output_proj, self.final_norm(x))
+            x = self.final_norm(x)
+            if packed.vocabulary is not None:  # in autocast's dtype
+                logits = packed.vocabulary(x)
+            else:
+                logits = vocabulary_logits(self.output_proj, x)
             state = replace(state, self_kv=caches, length=total, attention=None)
             return logits.unsqueeze(1), state
         self_mask: torch.Tensor | None = None
@@ -315,24 +316,25 @@ class TransformerDecoder(Decoder):
 
     def computes_as_packed(self, device: torch.device) -> bool:
         """Whether the packed step computes what the layers would here: eval
-        mode, no gradients, no autocast (checked at every step; cheap)."""
-        return (
-            self.fused
-            and not self.training
-            and not torch.is_grad_enabled()
-            and not autocast_active(device.type)
-        )
+        mode, no gradients (checked at every step; cheap)."""
+        return self.fused and not self.training and not torch.is_grad_enabled()
+
+    def compute_dtype(self, device: torch.device) -> torch.dtype:
+        """What the matrix products compute in here: autocast's dtype, if on."""
+        return autocast_dtype(device.type) or self.output_proj.weight.dtype
 
     def packed_for_inference(self, device: torch.device) -> PackedDecoder | None:
-        """The packed weights, re-packed if a parameter changed, when the packed
-        step computes what the layers would: also fused attention and plain
-        linear layers. About 0.5 ms, so a search asks once, in ``init_state``."""
+        """The packed weights, re-packed if a parameter or the compute dtype
+        changed, when the packed step computes what the layers would: also
+        fused attention and plain linear layers. About 0.5 ms (more to convert
+        to bf16), so a search asks once, in ``init_state``."""
         if not self.computes_as_packed(device) or not all(
             is_packable(layer) for layer in self.layers
         ):
             return None
-        if not packed_is_current(self._packed, self):
-            self._packed = pack_decoder(self.layers, self)
+        dtype = self.compute_dtype(device)
+        if not packed_is_current(self._packed, self, dtype):
+            self._packed = pack_decoder(self.layers, self.output_proj, self, dtype)
         return self._packed
 
 

@@ -51,22 +51,26 @@ class PackedLinear:
     bias: torch.Tensor | None
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        """(n, d_in) -> (n, d_out)."""
+        """(n, d_in) -> (n, d_out), in the weights' dtype (as autocast would)."""
+        x = x.to(self.weight_t.dtype)
         if self.bias is None:
             return torch.mm(x, self.weight_t)
         return torch.addmm(self.bias, x, self.weight_t)
 
 
-def pack_linear(*linears: nn.Linear) -> PackedLinear:
-    """One product for several layers on the same input: outputs side by side."""
+def pack_linear(*linears: nn.Linear, dtype: torch.dtype | None = None) -> PackedLinear:
+    """One product for several layers on the same input: outputs side by side;
+    in ``dtype`` (default: the layers' own)."""
+    dtype = dtype or linears[0].weight.dtype
     weight = torch.cat([linear.weight.detach() for linear in linears])
     biases = [linear.bias for linear in linears]
     bias = None
     if all(b is not None for b in biases):
         bias = torch.cat([b.detach() for b in biases])  # type: ignore[union-attr]
+        bias = bias.to(dtype)
     elif any(b is not None for b in biases):
         raise ValueError("pack_linear needs all or none of the layers with a bias")
-    return PackedLinear(weight.t().contiguous(), bias)
+    return PackedLinear(weight.t().to(dtype).contiguous(), bias)
 
 
 def layer_norm(norm: nn.LayerNorm, x: torch.Tensor) -> torch.Tensor:
@@ -92,10 +96,15 @@ class PackedLayer:
 
 @dataclass(frozen=True)
 class PackedDecoder:
-    """The packed layers and the parameter versions they were built from."""
+    """The packed layers, the dtype they compute in and the parameter versions
+    they were built from."""
 
     layers: list[PackedLayer]
     versions: tuple[tuple[int, int], ...]
+    dtype: torch.dtype
+    # the output projection, packed where ``dtype`` is not the weights' own
+    # (autocast); None: ``vocabulary_logits`` on the layer itself
+    vocabulary: PackedLinear | None
 
 
 def parameter_versions(module: nn.Module) -> tuple[tuple[int, int], ...]:
@@ -122,16 +131,18 @@ def is_packable(layer: nn.Module) -> bool:
     return all(type(linear) is nn.Linear for linear in linears)
 
 
-def pack_layer(layer: nn.Module) -> PackedLayer:
-    """The weights of a ``TransformerDecoderLayer``, packed."""
+def pack_layer(layer: nn.Module, dtype: torch.dtype) -> PackedLayer:
+    """The weights of a ``TransformerDecoderLayer``, packed in ``dtype``."""
     self_attn, cross_attn = layer.self_attn, layer.cross_attn
     return PackedLayer(
-        self_qkv=pack_linear(self_attn.q_proj, self_attn.k_proj, self_attn.v_proj),
-        self_out=pack_linear(self_attn.out_proj),
-        cross_query=pack_linear(cross_attn.q_proj),
-        cross_out=pack_linear(cross_attn.out_proj),
-        ffn_in=pack_linear(layer.ffn.linear1),
-        ffn_out=pack_linear(layer.ffn.linear2),
+        self_qkv=pack_linear(
+            self_attn.q_proj, self_attn.k_proj, self_attn.v_proj, dtype=dtype
+        ),
+        self_out=pack_linear(self_attn.out_proj, dtype=dtype),
+        cross_query=pack_linear(cross_attn.q_proj, dtype=dtype),
+        cross_out=pack_linear(cross_attn.out_proj, dtype=dtype),
+        ffn_in=pack_linear(layer.ffn.linear1, dtype=dtype),
+        ffn_out=pack_linear(layer.ffn.linear2, dtype=dtype),
         self_norm=layer.self_res.norm,
         cross_norm=layer.cross_res.norm,
         ffn_norm=layer.ffn_res.norm,
@@ -140,20 +151,38 @@ def pack_layer(layer: nn.Module) -> PackedLayer:
     )
 
 
-def pack_decoder(layers: nn.ModuleList, owner: nn.Module) -> PackedDecoder:
-    """Packed weights of ``layers`` (each ``is_packable``)."""
+def pack_decoder(
+    layers: nn.ModuleList,
+    output_proj: nn.Linear,
+    owner: nn.Module,
+    dtype: torch.dtype,
+) -> PackedDecoder:
+    """Packed weights of ``layers`` (each ``is_packable``) computing in ``dtype``."""
     with torch.no_grad():
-        packed = [pack_layer(layer) for layer in layers]
-    return PackedDecoder(packed, parameter_versions(owner))
+        packed = [pack_layer(layer, dtype) for layer in layers]
+        vocabulary = None
+        if output_proj.weight.dtype != dtype:
+            vocabulary = pack_linear(output_proj, dtype=dtype)
+    return PackedDecoder(packed, parameter_versions(owner), dtype, vocabulary)
 
 
-def packed_is_current(packed: PackedDecoder | None, owner: nn.Module) -> bool:
-    return packed is not None and packed.versions == parameter_versions(owner)
+def packed_is_current(
+    packed: PackedDecoder | None, owner: nn.Module, dtype: torch.dtype
+) -> bool:
+    return (
+        packed is not None
+        and packed.dtype == dtype
+        and packed.versions == parameter_versions(owner)
+    )
 
 
 def add_norm(norm: nn.LayerNorm, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """Post-norm ``LN(x + y)``; ``y`` is overwritten."""
-    y += x
+    """Post-norm ``LN(x + y)``; ``y`` is overwritten if it can hold the sum (a
+    lower-precision sublayer output is added in x's precision, as autocast)."""
+    if y.dtype == x.dtype:
+        y += x
+    else:
+        y = x + y
     return layer_norm(norm, y)
 
 
@@ -225,7 +254,9 @@ def decoder_step(
     self-attention keys/values of every position so far."""
     if self_kv is None:
         heads, layers = packed.layers[0].heads, len(packed.layers)
-        self_kv = KeyValueCache.empty(x.size(0), layers, heads, x.size(1) // heads, x)
+        self_kv = KeyValueCache.empty(
+            x.size(0), layers, heads, x.size(1) // heads, packed.dtype, x.device
+        )
     elif not isinstance(self_kv, KeyValueCache):  # the layers' path ran before
         self_kv = KeyValueCache.from_pairs(self_kv)
     cache = self_kv.extend(1)
