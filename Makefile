@@ -62,25 +62,29 @@ bench-decode: $(STAMP)
 
 # The speed suite against Hugging Face and CTranslate2, one command: training
 # throughput (1 and 2 threads, fp32 and bf16), cost against sentence length,
-# decoding (fp32 and int8) of the model trained by bench-quality, the packed
-# decoder step against the layers' path, and the hand-written pieces alone.
+# decoding (fp32, bf16 and int8) of the model trained by bench-quality, the
+# packed decoder step against the layers' path, and the hand-written pieces
+# alone.
 bench: $(STAMP)
 	$(BIN)/pip install -q -e .[bench]
 	for p in fp32 bf16; do $(BIN)/python benchmarks/train_speed.py --threads 1 2 \
 		--precision $$p --json benchmarks/results/train_speed-$$p.json || exit 1; done
 	$(BIN)/python benchmarks/length_scaling.py --threads 1
 	@test -d $(DECODE_RUN) || { echo "decoding needs a trained model: make bench-quality"; exit 1; }
-	for p in fp32 int8; do $(BIN)/python benchmarks/decode_speed.py \
+	for p in fp32 bf16 int8; do $(BIN)/python benchmarks/decode_speed.py \
 		--run-dir $(DECODE_RUN) --precision $$p || exit 1; done
 	$(BIN)/python benchmarks/decode_speed.py --run-dir $(DECODE_RUN) --threads 2 \
 		--batch-sizes 32 --workers --json benchmarks/results/decode_speed-workers.json
-	$(BIN)/python benchmarks/packed_step.py --run-dir $(DECODE_RUN)
+	for p in fp32 bf16; do $(BIN)/python benchmarks/packed_step.py \
+		--run-dir $(DECODE_RUN) --precision $$p || exit 1; done
 	$(BIN)/python benchmarks/components.py --threads 1
 	$(BIN)/python benchmarks/cold_cache.py
 
-# The server under load, dynamic batching on and off.
+# The server under load: dynamic batching on and off, then one worker and two.
 bench-serve: $(STAMP)
 	$(BIN)/python benchmarks/serve_load.py --run-dir $(DECODE_RUN)
+	$(BIN)/python benchmarks/serve_load.py --run-dir $(DECODE_RUN) \
+		--compare workers --threads 2 --workers 2
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache
