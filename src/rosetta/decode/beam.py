@@ -9,7 +9,9 @@ sentence, scored by the sum of log-probabilities) and exactly the ``k`` best
 expansions are kept (they are found among each prefix's ``k`` best tokens):
 those that end (``<eos>``, or the sentence's maximum length ``a·S + b``) are
 set aside as finished candidates, the others are the next step's live
-prefixes. With ``k = 1`` this is greedy search.
+prefixes. With ``k = 1`` this is greedy search. The first step decodes one
+row per sentence, since a sentence's k beams would all hold ``<bos>``, and
+the state is widened to k rows after it.
 
 The final choice among all finished candidates is by the length-normalised
 score ``(1 / L^α) Σ_{t=1..L} log P(y_t | y_<t, c)`` (SPEC §5, α = 0.75), where
