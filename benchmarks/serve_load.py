@@ -210,9 +210,9 @@ def main() -> None:
             f"| {median(mode, 'sentences_per_call'):.1f} "
             f"| {sum(r['errors'] for r in runs[mode])} |"
         )
-    candidate, baseline = list(modes)  # on ÷ off, or N workers ÷ 1
+    baseline, candidate = ("off", "on")
     if args.compare == "workers":
-        candidate, baseline = baseline, candidate
+        baseline, candidate = ("1", str(args.workers))
     ratio = median(candidate, "sentences_per_s") / median(baseline, "sentences_per_s")
     print(f"\nthroughput, {args.compare} {candidate} ÷ {baseline}: {ratio:.2f}×")
     if args.json:

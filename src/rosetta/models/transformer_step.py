@@ -23,7 +23,7 @@ short of:
   (the vocabulary's 8 MB too); the residual stream and the norms stay
   float32, as under autocast. On a CPU with AMX, a bf16 product of 32 rows
   by the 8000 x 256 vocabulary is 3 times faster than float32, and one that
-  converts the weights first is slower than float32.
+  converts the weights first is slower than float32 (a one-off measurement).
 
 End to end, decoding test_2016 at batch 32 on a CPU, this gains 6-15% in
 float32 and 2-23% over autocast's bf16 (``benchmarks/packed_step.py``).
@@ -58,8 +58,9 @@ class PackedLinear:
     bias: torch.Tensor | None
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        """(n, d_in) -> (n, d_out), in the weights' dtype (as autocast would)."""
-        x = x.to(self.weight_t.dtype)
+        """(n, d_in) -> (n, d_out). Weights packed in a lower precision than x
+        are only used under autocast (``TransformerDecoder.forward`` checks),
+        which casts x to them."""
         if self.bias is None:
             return torch.mm(x, self.weight_t)
         return torch.addmm(self.bias, x, self.weight_t)
