@@ -5,6 +5,7 @@ import torch
 import torch.nn.functional as F
 
 from rosetta.train import label_smoothed_cross_entropy
+from rosetta.train.loss import projected_label_smoothed_cross_entropy
 
 PAD = 0
 
@@ -106,3 +107,84 @@ def test_bfloat16_logits_give_a_float32_loss_and_bfloat16_gradient():
     assert loss.dtype == torch.float32
     loss.backward()
     assert logits.grad.dtype == torch.bfloat16
+
+
+# ---- the projection inside the loss --------------------------------------
+
+
+def projection_case(bias: bool, dtype=torch.float64):
+    torch.manual_seed(5)
+    proj = torch.nn.Linear(16, 50, bias=bias).to(dtype)
+    features = torch.randn(3, 7, 16, dtype=dtype, requires_grad=True)
+    target = torch.randint(1, 50, (3, 7))
+    target[0, 5:] = PAD
+    target[2, 2:] = PAD
+    return proj, features, target
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("epsilon", [0.0, 0.1])
+@pytest.mark.parametrize("block_rows", [1, 4, 100])  # 14 real rows: 14, 4, 1 blocks
+def test_projected_loss_equals_the_loss_of_the_projected_logits(
+    bias, epsilon, block_rows
+):
+    proj, features, target = projection_case(bias)
+    params = [features, *proj.parameters()]
+    loss, nll, count = projected_label_smoothed_cross_entropy(
+        features, proj, target, epsilon, PAD, block_rows=block_rows
+    )
+    expected_loss, expected_nll, expected_count = label_smoothed_cross_entropy(
+        proj(features), target, epsilon, PAD
+    )
+    assert count == expected_count == 14
+    assert loss.item() == pytest.approx(expected_loss.item(), rel=1e-12)
+    assert nll.item() == pytest.approx(expected_nll.item(), rel=1e-12)
+    ours = torch.autograd.grad(0.3 * loss, params)
+    plain = torch.autograd.grad(0.3 * expected_loss, params)
+    for mine, theirs in zip(ours, plain, strict=True):
+        assert torch.allclose(mine, theirs, atol=1e-12)
+    assert ours[0][target == PAD].abs().max() == 0  # padding gets no gradient
+    assert not nll.requires_grad
+
+
+@pytest.mark.reference
+def test_projected_loss_gradcheck():
+    proj, features, target = projection_case(bias=True)
+
+    inputs = (features, proj.weight.detach().clone(), proj.bias.detach().clone())
+    torch.autograd.gradcheck(
+        lambda x, w, b: projected_label_smoothed_cross_entropy(
+            x, _linear(w, b), target, 0.2, PAD, block_rows=3
+        )[0],
+        tuple(t.requires_grad_() for t in inputs),
+    )
+
+
+def _linear(weight: torch.Tensor, bias: torch.Tensor) -> torch.nn.Linear:
+    """An nn.Linear whose parameters are these tensors (gradients flow to them)."""
+    linear = torch.nn.Linear(weight.size(1), weight.size(0))
+    del linear.weight, linear.bias
+    linear.weight, linear.bias = weight, bias
+    return linear
+
+
+def test_projected_loss_under_bf16_autocast_is_close_to_autocasts_own():
+    proj, features, target = projection_case(bias=True, dtype=torch.float32)
+    params = [features, *proj.parameters()]
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        logits = proj(features)
+        loss = projected_label_smoothed_cross_entropy(
+            features, proj, target, 0.1, PAD, block_rows=4
+        )[0]
+    expected = label_smoothed_cross_entropy(logits, target, 0.1, PAD)[0]
+    assert logits.dtype == torch.bfloat16
+    assert loss.dtype == torch.float32
+    assert loss.item() == pytest.approx(expected.item(), rel=1e-3)
+    ours = torch.autograd.grad(loss, params)
+    plain = torch.autograd.grad(expected, params)
+    for mine, theirs in zip(ours, plain, strict=True):
+        assert mine.dtype == torch.float32
+        assert (mine - theirs).abs().max() <= 2e-2 * theirs.abs().max()
+    exact = label_smoothed_cross_entropy(proj(features), target, 0.1, PAD)[0]
+    assert loss.item() != exact.item()  # it did compute in bfloat16

@@ -5,9 +5,17 @@ import torch
 from safetensors.torch import load_file
 
 from rosetta import Translator
+from rosetta.data.batching import Example, collate
+from rosetta.data.vocab import PAD_ID
 from rosetta.errors import RosettaError
+from rosetta.models.build import build_model
+from rosetta.precision import autocast
+from rosetta.train.loss import label_smoothed_cross_entropy
 from rosetta.train.run import run_training
-from tests.toy import toy_config
+from rosetta.train.trainer import Trainer
+from tests.toy import RNN_ATTENTION, TRANSFORMER, toy_config
+
+CPU = torch.device("cpu")
 
 
 def weights(folder):
@@ -106,3 +114,41 @@ def test_flush_denormals_is_set_for_training(tmp_path):
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert out.stdout.split() == ["True", "True"]
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize(
+    "model", [TRANSFORMER, RNN_ATTENTION], ids=["transformer", "rnn"]
+)
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_the_training_loss_equals_the_loss_of_the_models_logits(
+    tmp_path, model, precision
+):
+    """The trainer projects inside the loss; value and gradients are those of
+    the model's logits under the plain loss (bf16: to bf16 rounding)."""
+    config, _ = toy_config(tmp_path, f"train.precision={precision}", model=model)
+    torch.manual_seed(0)
+    model = build_model(config.model, 40, 40)
+    trainer = Trainer(config, tmp_path / "run", model, None, [], [], [], CPU)
+    model.eval()  # no dropout: both paths see the same network
+    examples = [
+        Example([5, 6, 7, 8], [9, 10, 11]),
+        Example([12, 13], [14, 15, 16, 17, 18]),
+    ]
+    batch = collate(examples)
+
+    loss, tokens = trainer.loss_sum(batch)
+    ours = torch.autograd.grad(loss, list(model.parameters()))
+    with autocast(CPU, precision):
+        logits = model(batch.src, batch.src_mask, batch.tgt_in, batch.tgt_in != PAD_ID)
+    expected, _, expected_tokens = label_smoothed_cross_entropy(
+        logits, batch.tgt_out, config.train.label_smoothing, PAD_ID
+    )
+    plain = torch.autograd.grad(expected, list(model.parameters()))
+
+    assert tokens == expected_tokens == 10
+    tolerance = 1e-5 if precision == "fp32" else 2e-2
+    assert loss.item() == pytest.approx(expected.item(), rel=tolerance)
+    for mine, theirs in zip(ours, plain, strict=True):
+        scale = theirs.abs().max().item() or 1.0
+        assert (mine - theirs).abs().max().item() <= tolerance * scale

@@ -56,11 +56,15 @@ class Decoder(nn.Module, ABC):
         state: DecoderState,
         tgt_mask: torch.Tensor | None = None,
         need_attention: bool = False,
+        project: bool = True,
     ) -> tuple[torch.Tensor, DecoderState]:
         """(n, T) decoder input ids -> logits (n, T, V) and the advanced state.
 
         ``tgt_mask`` (n, T) bool marks real target tokens (teacher forcing).
         With ``need_attention`` the state's ``attention`` holds the weights.
+        With ``project=False`` the result is what ``output_proj`` (an
+        ``nn.Linear``) would map to the logits, for a loss that projects
+        itself (``projected_label_smoothed_cross_entropy``).
         """
 
 
@@ -78,10 +82,13 @@ class EncoderDecoder(nn.Module):
         src_mask: torch.Tensor,
         tgt_in: torch.Tensor,
         tgt_mask: torch.Tensor | None = None,
+        project: bool = True,
     ) -> torch.Tensor:
-        """Teacher-forced logits (n, T, V) for decoder input ``tgt_in`` (n, T)."""
+        """Teacher-forced logits (n, T, V) for decoder input ``tgt_in`` (n, T);
+        with ``project=False`` the decoder's output before ``output_proj``."""
         memory = self.encode(src, src_mask)
-        logits, _ = self.decoder(tgt_in, self.init_state(memory, src_mask), tgt_mask)
+        state = self.init_state(memory, src_mask)
+        logits, _ = self.decoder(tgt_in, state, tgt_mask, project=project)
         return logits
 
     def encode(self, src: torch.Tensor, src_mask: torch.Tensor) -> Memory:

@@ -184,6 +184,7 @@ class RecurrentDecoder(Decoder):
         state: RecurrentDecoderState,
         tgt_mask: torch.Tensor | None = None,
         need_attention: bool = False,
+        project: bool = True,
     ) -> tuple[torch.Tensor, RecurrentDecoderState]:
         """Padding after a target's end only affects later positions, which the
         loss ignores, so ``tgt_mask`` is not needed."""
@@ -202,7 +203,8 @@ class RecurrentDecoder(Decoder):
         state = replace(state, hidden=hidden, attention=attention)
         features = torch.cat([outputs, contexts, embedded], dim=-1)
         readout = torch.tanh(self.readout(self.dropout(features)))  # (n, T, E)
-        return self.output_proj(self.dropout(readout)), state
+        readout = self.dropout(readout)
+        return (self.output_proj(readout) if project else readout), state
 
     def _attend_and_step(
         self, embedded: torch.Tensor, state: RecurrentDecoderState

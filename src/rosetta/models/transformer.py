@@ -264,12 +264,14 @@ class TransformerDecoder(Decoder):
         state: TransformerState,
         tgt_mask: torch.Tensor | None = None,
         need_attention: bool = False,
+        project: bool = True,
     ) -> tuple[torch.Tensor, TransformerState]:
         new = tgt_in.size(1)
         total = state.length + new
         packed = state.packed
         if (
             new == 1
+            and project
             and tgt_mask is None
             and not need_attention
             and packed is not None
@@ -308,7 +310,8 @@ class TransformerDecoder(Decoder):
             )
             caches.append(kv)
             weights.append(w)
-        logits = self.output_proj(self.final_norm(x))  # (n, t, V)
+        x = self.final_norm(x)
+        logits = self.output_proj(x) if project else x  # (n, t, V) or (n, t, d)
         attention = None
         if need_attention:  # per layer (n, heads, t, S) -> (n, t, layers, heads, S)
             attention = torch.stack(weights, dim=1).permute(0, 3, 1, 2, 4)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import torch
+from torch import nn
+
+from rosetta.precision import autocast_dtype
 
 
 def label_smoothed_cross_entropy(
@@ -69,3 +72,150 @@ class _SmoothedCrossEntropy(torch.autograd.Function):
         on_gold = loss_weight * (off_gold - (1.0 - epsilon)) - nll_weight
         grad.scatter_add_(-1, target.unsqueeze(-1), on_gold.unsqueeze(-1))
         return grad.to(ctx.logits_dtype), None, None, None
+
+
+# At most this many float32 logits per block of rows (16 MB): below glibc's
+# 32 MB ceiling for reusing freed memory rather than mapping fresh pages.
+PROJECTED_BLOCK_ELEMENTS = 4 * 1024 * 1024
+
+
+def projected_label_smoothed_cross_entropy(
+    features: torch.Tensor,
+    output_proj: nn.Linear,
+    target: torch.Tensor,
+    epsilon: float,
+    pad_id: int,
+    block_rows: int | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """``label_smoothed_cross_entropy(output_proj(features), ...)`` without the
+    (n, T, V) logits: the output projection and the loss run together, a block
+    of real (non-pad) positions at a time.
+
+    Same value and gradients as the two steps apart (to float rounding), but
+    padding positions are not projected at all, and the logits, their
+    log-probabilities and their gradient exist for one block of rows at a
+    time (``PROJECTED_BLOCK_ELEMENTS`` values; ``block_rows`` overrides)
+    instead of three (n, T, V) tensors: 80 MB each for a 2,500-token batch
+    and an 8,000-word vocabulary, which the allocator maps and the kernel
+    zero-fills afresh at every step. The gradients of the features, the
+    weight and the bias are computed block by block in the forward pass, as
+    the loss is the end of the graph; backward scales them.
+
+    Under autocast (bf16) the three matrix products per block run in
+    autocast's dtype, as autocast would run the projection and its backward;
+    the softmax, the loss and the accumulated gradients stay float32.
+
+    Args:
+        features: (n, T, d), what ``output_proj`` maps to logits.
+        target: (n, T) ids, ``pad_id`` where there is no token.
+    Returns:
+        (loss sum, negative log-likelihood sum, number of real tokens), as
+        ``label_smoothed_cross_entropy``; the nll sum carries no gradient.
+    """
+    mask = target != pad_id
+    weight = output_proj.weight
+    rows = block_rows or max(1, PROJECTED_BLOCK_ELEMENTS // weight.size(0))
+    compute_dtype = autocast_dtype(features.device.type) or weight.dtype
+    loss, nll = _ProjectedSmoothedCrossEntropy.apply(
+        at_least_float32(features[mask]),
+        weight,
+        output_proj.bias,
+        target[mask],
+        epsilon,
+        rows,
+        compute_dtype,
+    )
+    return loss, nll, int(mask.sum())
+
+
+class _ProjectedSmoothedCrossEntropy(torch.autograd.Function):
+    """Forward: (loss sum, nll sum) of ``x W^T + b`` at the given rows, with the
+    gradients of x, W and b. Backward: those gradients times the loss's."""
+
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx, features, weight, bias, target, epsilon, block_rows, compute_dtype
+    ):
+        with torch.autocast(features.device.type, enabled=False):
+            grads, loss, nll = _projected_loss_and_gradients(
+                features, weight, bias, target, epsilon, block_rows, compute_dtype
+            )
+        ctx.save_for_backward(*grads)
+        ctx.has_bias = bias is not None
+        ctx.mark_non_differentiable(nll)
+        return loss, nll
+
+    @staticmethod
+    def backward(ctx, grad_loss, grad_nll):  # type: ignore[override]
+        grad_features, grad_weight, grad_bias = ctx.saved_tensors
+        return (
+            grad_features * grad_loss,
+            grad_weight * grad_loss,
+            grad_bias * grad_loss if ctx.has_bias else None,
+            None,
+            None,
+            None,
+            None,
+        )
+
+
+def _projected_loss_and_gradients(
+    features: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    target: torch.Tensor,
+    epsilon: float,
+    block_rows: int,
+    compute_dtype: torch.dtype,
+) -> tuple[tuple[torch.Tensor | None, ...], torch.Tensor, torch.Tensor]:
+    """((d/dx, d/dW, d/db), loss sum, nll sum) for logits ``x W^T + b``.
+
+    Per block of rows: ``z = x W^T + b``, ``log p = log_softmax(z)``, the
+    loss terms as in ``label_smoothed_cross_entropy``, then its gradient
+    ``g = softmax(z) - q`` and ``d/dx = g W``, ``d/dW += g^T x``,
+    ``d/db += Σ g``.
+    """
+    n, vocab = features.size(0), weight.size(0)
+    off_gold = epsilon / (vocab - 1) if epsilon > 0.0 else 0.0
+    on_gold = off_gold - (1.0 - epsilon)  # d loss / d z_gold = p_gold + this
+    lowered = compute_dtype != features.dtype
+    w = weight.detach().to(compute_dtype)
+    grad_features = torch.empty_like(features)
+    grad_weight = torch.zeros_like(weight)
+    grad_bias = None if bias is None else torch.zeros_like(bias)
+    block = min(block_rows, max(n, 1))
+    logits_block = features.new_empty(block, vocab, dtype=compute_dtype)
+    log_probs_block = features.new_empty(block, vocab)  # float32 at least
+    loss = features.new_zeros(())
+    nll = features.new_zeros(())
+    for start in range(0, n, block):
+        x = features[start : start + block].to(compute_dtype)
+        gold = target[start : start + block].unsqueeze(1)
+        rows = x.size(0)
+        logits = torch.mm(x, w.t(), out=logits_block[:rows])
+        if bias is not None:
+            logits += bias.detach().to(compute_dtype)
+        log_probs = torch.log_softmax(
+            logits, dim=-1, dtype=features.dtype, out=log_probs_block[:rows]
+        )
+        gold_nll = -log_probs.gather(1, gold).squeeze(1)  # -log p_gold
+        nll += gold_nll.sum()
+        if epsilon > 0.0:
+            others = -log_probs.sum(dim=1) - gold_nll  # -Σ_{y≠g} log p_y
+            loss += ((1.0 - epsilon) * gold_nll + off_gold * others).sum()
+        else:
+            loss += gold_nll.sum()
+        grad = log_probs.exp_()  # softmax(z), then minus the smoothed target
+        if off_gold:
+            grad.sub_(off_gold)
+        grad.scatter_add_(1, gold, grad.new_full(gold.shape, on_gold))
+        if grad_bias is not None:
+            grad_bias += grad.sum(dim=0)
+        if lowered:  # the products in compute_dtype, the sums in float32
+            grad = grad.to(compute_dtype)
+            grad_features[start : start + block] = torch.mm(grad, w)
+            grad_weight += torch.mm(grad.t(), x)
+        else:
+            torch.mm(grad, w, out=grad_features[start : start + block])
+            grad_weight.addmm_(grad.t(), x)
+    return (grad_features, grad_weight, grad_bias), loss, nll

@@ -22,14 +22,14 @@ import torch
 from tqdm import tqdm
 
 from rosetta.config import Config, TrainConfig, config_to_dict
-from rosetta.data.batching import Example, collate, make_batches, shard
+from rosetta.data.batching import Batch, Example, collate, make_batches, shard
 from rosetta.data.tokenizer import TokenizerPair
 from rosetta.data.vocab import PAD_ID
 from rosetta.errors import RosettaError
 from rosetta.models.interface import EncoderDecoder
 from rosetta.precision import autocast
 from rosetta.train import checkpoint as ckpt
-from rosetta.train.loss import label_smoothed_cross_entropy
+from rosetta.train.loss import projected_label_smoothed_cross_entropy
 from rosetta.train.schedule import learning_rate
 from rosetta.train.validation import validation_bleu, validation_loss
 
@@ -76,6 +76,7 @@ class Trainer:
         self.config, self.cfg = config, config.train
         self.run_dir = run_dir
         self.model = model.to(device)
+        self.output_proj = model.decoder.output_proj  # applied by the loss
         self.tokenizers = tokenizers
         self.train_examples, self.valid_examples = train, valid
         self.valid_pairs = valid_pairs
@@ -167,13 +168,7 @@ class Trainer:
         """One update; returns (mean loss, target tokens) or None if skipped."""
         self.model.train()
         batch = collate([self.train_examples[i] for i in indices]).to(self.device)
-        with autocast(self.device, self.cfg.precision):
-            logits = self.model(
-                batch.src, batch.src_mask, batch.tgt_in, batch.tgt_in != PAD_ID
-            )
-        loss_sum, _, tokens = label_smoothed_cross_entropy(  # in float32
-            logits, batch.tgt_out, self.cfg.label_smoothing, PAD_ID
-        )
+        loss_sum, tokens = self.loss_sum(batch)
         loss = loss_sum / tokens
         self.optimizer.zero_grad(set_to_none=True)
         if not torch.isfinite(loss):
@@ -194,6 +189,30 @@ class Trainer:
         self.state.step += 1
         self.bad_steps_in_a_row = 0
         return loss.item(), tokens
+
+    def loss_sum(self, batch: Batch) -> tuple[torch.Tensor, int]:
+        """The batch's summed label-smoothed loss (float32) and its target tokens.
+
+        The output projection runs inside the loss, a block of real target
+        positions at a time (``projected_label_smoothed_cross_entropy``), so
+        the (n, T, V) logits are never built.
+        """
+        with autocast(self.device, self.cfg.precision):
+            features = self.model(
+                batch.src,
+                batch.src_mask,
+                batch.tgt_in,
+                batch.tgt_in != PAD_ID,
+                project=False,
+            )
+            loss_sum, _, tokens = projected_label_smoothed_cross_entropy(
+                features,
+                self.output_proj,
+                batch.tgt_out,
+                self.cfg.label_smoothing,
+                PAD_ID,
+            )
+        return loss_sum, tokens
 
     def _skip(self, what: str) -> None:
         self.state.skipped_steps += 1
