@@ -11,6 +11,8 @@ from rosetta import Translator
 from rosetta.data import Example, collate
 from rosetta.data.vocab import BOS_ID, EOS_ID
 from rosetta.decode import beam_search, greedy_search, sample_search
+from rosetta.decode.batched import auto_workers
+from rosetta.decode.options import SearchOptions
 from rosetta.train.run import run_training
 from tests.toy import RNN_ATTENTION, TRANSFORMER, WORDS, toy_config
 
@@ -246,6 +248,48 @@ def test_parallel_workers_translate_as_one_search_does(trained, search):
     assert [[h.text for h in f] for f in one] == [[h.text for h in f] for f in two]
     for f, g in zip(one, two, strict=True):
         assert [h.score for h in f] == pytest.approx([h.score for h in g], abs=1e-5)
+
+
+def test_auto_workers_are_one_per_thread_on_a_cpu_and_one_where_they_cannot_apply():
+    greedy, sampling = SearchOptions(), SearchOptions(sample=True)
+    cpu, gpu = torch.device("cpu"), torch.device("cuda")
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(4)
+        assert auto_workers(greedy, cpu, batches=10) == 4
+        assert auto_workers(greedy, cpu, batches=3) == 3  # one per batch at most
+        assert auto_workers(greedy, cpu, batches=0) == 1
+        assert auto_workers(sampling, cpu, batches=10) == 1
+        assert auto_workers(greedy, gpu, batches=10) == 1
+        torch.set_num_threads(1)
+        assert auto_workers(greedy, cpu, batches=10) == 1
+    finally:
+        torch.set_num_threads(threads)
+
+
+def test_auto_workers_translate_as_one_search_does_and_sample_in_order(trained):
+    translator, run_dir = trained
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        one = translator.translate(SENTENCES, batch_size=2)
+        assert translator.translate(SENTENCES, batch_size=2, workers="auto") == one
+        sampled = {"sample": True, "seed": 3}
+        assert translator.translate(
+            SENTENCES, batch_size=2, workers="auto", **sampled
+        ) == translator.translate(SENTENCES, batch_size=2, **sampled)
+    finally:
+        torch.set_num_threads(threads)
+    assert torch.get_num_threads() == threads
+    # the CLI's default is auto, sampling included; a bad count is one line
+    sampled = rosetta(
+        "translate", "-m", str(run_dir), "--sample", "--seed", "1", stdin="alpha\n"
+    )
+    assert sampled.returncode == 0, sampled.stderr.decode()
+    for bad in ("0", "two"):
+        done = rosetta("translate", "-m", str(run_dir), "--workers", bad, stdin="a\n")
+        assert done.returncode == 2
+        assert b"--workers" in done.stderr and b"Traceback" not in done.stderr
 
 
 def test_parallel_workers_refuse_what_they_cannot_do(trained):

@@ -215,6 +215,21 @@ def cmd_plot(args: argparse.Namespace) -> None:
         print(plots.plot_learning_curves(Path(args.run_dir), args.output))
 
 
+def workers_count(text: str) -> int | str:
+    """``--workers``: a whole number of at least 1, or ``auto``."""
+    if text == "auto":
+        return text
+    try:
+        count = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number or 'auto', got {text!r}"
+        ) from None
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {count}")
+    return count
+
+
 def add_precision_flag(verb: argparse.ArgumentParser) -> None:
     from rosetta.precision import PRECISIONS
 
@@ -326,10 +341,10 @@ def build_parser() -> argparse.ArgumentParser:
     translate.add_argument("--batch-size", type=int, default=None)
     translate.add_argument(
         "--workers",
-        type=int,
-        default=1,
-        help="CPU: decode this many batches at once, sharing the threads "
-        "(2 on two cores: faster than one search on two threads)",
+        type=workers_count,
+        default="auto",
+        help="CPU: decode this many batches at once, sharing the threads; "
+        "auto (default): one per thread, one when sampling or on a GPU",
     )
     translate.add_argument("--device", default=None, help="cpu, cuda (default: auto)")
     add_precision_flag(translate)

@@ -13,7 +13,7 @@ import torch
 from rosetta.config import Config, config_from_dict
 from rosetta.data.tokenizer import TokenizerPair
 from rosetta.data.vocab import EOS
-from rosetta.decode.batched import decode_in_batches
+from rosetta.decode.batched import Workers, decode_in_batches
 from rosetta.decode.greedy import Hypothesis
 from rosetta.decode.options import SearchOptions
 from rosetta.models.build import build_model
@@ -101,7 +101,7 @@ class Translator:
         sentences: Iterable[str],
         *,
         batch_size: int | None = None,
-        workers: int = 1,
+        workers: Workers = 1,
         **search: Any,
     ) -> list[str]:
         """Translate sentences; one output per input, in order (empty in, empty out).
@@ -110,7 +110,8 @@ class Translator:
         ``penalty``, ``stopping``, ``refill``, ``max_len_a``, ``max_len_b``,
         ``sample``, ``temperature``, ``top_k``, ``top_p``, ``seed``. The default
         is greedy search with the config's length limit. ``workers`` > 1 decodes
-        that many batches at once on the CPU, sharing torch's threads among them.
+        that many batches at once on the CPU, sharing torch's threads among them;
+        ``"auto"`` one per thread where that applies (``auto_workers``).
         """
         results = self.translate_nbest(
             sentences, batch_size=batch_size, workers=workers, **search
@@ -123,7 +124,7 @@ class Translator:
         sentences: Iterable[str],
         *,
         batch_size: int | None = None,
-        workers: int = 1,
+        workers: Workers = 1,
         **search: Any,
     ) -> list[list[Translation]]:
         """Per input, its n-best list of ``Translation`` (empty for a blank line).

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from typing import Literal
 
 import torch
 
@@ -15,6 +16,8 @@ from rosetta.decode.options import SearchOptions, search
 from rosetta.models.interface import EncoderDecoder
 from rosetta.precision import current_autocast
 
+Workers = int | Literal["auto"]
+
 
 def decode_in_batches(
     model: EncoderDecoder,
@@ -24,7 +27,7 @@ def decode_in_batches(
     batch_size: int,
     options: SearchOptions,
     max_len_cap: int | None = None,
-    workers: int = 1,
+    workers: Workers = 1,
 ) -> list[list[Hypothesis]]:
     """Decode token-id sources (without ``<eos>``); an n-best list for each.
 
@@ -37,6 +40,8 @@ def decode_in_batches(
     own thread with an equal share of torch's threads: two one-thread workers
     use two cores better than one two-thread search, whose small operations
     gain little from a second thread. The translations are the same.
+    ``"auto"``: one worker per thread on the CPU (at most one per batch), one
+    for sampling and on a GPU (``auto_workers``).
     """
     check_workers(workers, options, device)
     model.eval()
@@ -49,6 +54,8 @@ def decode_in_batches(
             generator.seed()
     order = sorted(range(len(sources)), key=lambda i: len(sources[i]))
     chunks = [order[s : s + batch_size] for s in range(0, len(order), batch_size)]
+    if workers == "auto":
+        workers = auto_workers(options, device, len(chunks))
 
     def decode(chunk: list[int]) -> list[list[Hypothesis]]:
         batch = collate([Example(sources[i], []) for i in chunk]).to(device)
@@ -82,8 +89,22 @@ def decode_in_batches(
     return results
 
 
-def check_workers(workers: int, options: SearchOptions, device: torch.device) -> None:
+def auto_workers(options: SearchOptions, device: torch.device, batches: int) -> int:
+    """One worker per torch thread on the CPU, at most one per batch; one for
+    sampling (its draws come in order) and on a GPU (one search fills it)."""
+    if options.sample or device.type != "cpu":
+        return 1
+    return max(1, min(torch.get_num_threads(), batches))
+
+
+def check_workers(
+    workers: Workers, options: SearchOptions, device: torch.device
+) -> None:
     """A clear error where parallel workers cannot apply."""
+    if workers == "auto":
+        return
+    if not isinstance(workers, int) or isinstance(workers, bool):
+        raise ValueError(f"workers must be a whole number or 'auto', got {workers!r}")
     if workers < 1:
         raise ValueError(f"workers must be at least 1, got {workers}")
     if workers > 1 and options.sample:
