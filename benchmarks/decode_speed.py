@@ -45,10 +45,13 @@ ALPHA = 0.75
 SEARCH = {"alpha": ALPHA, "stopping": "k_finished", "refill": True}
 
 
+ONE_SEARCH = "rosetta-one-search"  # with --workers: Rosetta without workers
+
+
 def threads_label(row: dict) -> str:
     """The threads column: 2 for one search on two threads, "2 = 2 × 1" for
     two one-thread workers (HF has no workers: it always runs one search)."""
-    if row["workers"] == 1 or row["engine"] == "hf":
+    if row["workers"] == 1 or row["engine"] in ("hf", ONE_SEARCH):
         return str(row["threads"])
     return f"{row['threads']} = {row['workers']} × {row['threads'] // row['workers']}"
 
@@ -137,7 +140,8 @@ def main() -> None:
         action="store_true",
         help="at T threads, Rosetta decodes T batches at once with one thread "
         "each (workers=T) and CT2 likewise (inter_threads=T, intra_threads=1); "
-        "HF has no such mode and uses T threads in one generate()",
+        "HF has no such mode and uses T threads in one generate(); Rosetta's "
+        "one search on T threads runs too, as rosetta-one-search",
     )
     parser.add_argument(
         "--json", default=None, help="default: results/decode_speed-P.json"
@@ -187,6 +191,10 @@ def main() -> None:
         )
         engines = {
             "rosetta": lambda b, k, inter=inter: run_rosetta(ours, b, k, inter),
+        }
+        if inter > 1:  # Rosetta's own workers against its one search, same run
+            engines[ONE_SEARCH] = lambda b, k: run_rosetta(ours, b, k, 1)
+        engines |= {
             "hf": lambda b, k: run_marian(marian, b, k),
             "ct2": lambda b, k, ct2=ct2: [
                 ct2_ids(o) for o in run_ctranslate2(ct2, pieces_of, b, k)
