@@ -7,6 +7,9 @@ and gives the medians and their ratio:
   activations: ``rosetta.nn.dropout`` against ``torch.nn.functional.dropout``;
 - the label-smoothed loss and its gradient on (100, 25, 8000) logits: the
   one-pass gradient against autograd through the same formula;
+- the output projection (256 -> 8000) and that loss, forward and backward:
+  ``projected_label_smoothed_cross_entropy`` against ``F.linear`` followed by
+  the loss;
 - a search step's token choice on (160, 8000) log-probabilities:
   ``top_k_rows`` (k = 5) against ``torch.topk``, ``argmax_rows`` against
   ``torch.argmax``;
@@ -33,7 +36,10 @@ from rosetta.config import load_config
 from rosetta.decode.topk import argmax_rows, top_k_rows
 from rosetta.models.build import build_model
 from rosetta.nn.dropout import dropout
-from rosetta.train.loss import label_smoothed_cross_entropy
+from rosetta.train.loss import (
+    label_smoothed_cross_entropy,
+    projected_label_smoothed_cross_entropy,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -82,6 +88,30 @@ def loss_rows(repeats: int):
     )
 
 
+def projected_loss_rows(repeats: int):
+    """The output projection inside the loss against ``F.linear`` then the loss
+    (both Rosetta's one-pass gradient), 2,500 positions, none of them padding
+    (as in training batches, bucketed by target length; padding would not be
+    projected at all)."""
+    features = torch.randn(100, 25, 256, requires_grad=True)
+    projection = torch.nn.Linear(256, 8000, bias=False)
+    target = torch.randint(4, 8000, (100, 25))
+
+    def apart():
+        logits = projection(features)
+        label_smoothed_cross_entropy(logits, target, 0.1, 0)[0].backward()
+
+    yield (
+        "projection 256→8000 + loss, 2500 positions, fwd+bwd "
+        "(torch: F.linear, then the loss)",
+        lambda: projected_label_smoothed_cross_entropy(
+            features, projection, target, 0.1, 0
+        )[0].backward(),
+        apart,
+        repeats,
+    )
+
+
 def search_rows(repeats: int):
     log_probs = torch.randn(160, 8000).log_softmax(-1)
     yield (
@@ -123,6 +153,7 @@ def main() -> None:
     for name, ours, theirs, repeats in [
         *dropout_rows(args.repeats),
         *loss_rows(args.repeats),
+        *projected_loss_rows(args.repeats),
         *search_rows(args.repeats),
     ]:
         rows.append((name, *compare(ours, theirs, repeats)))
