@@ -26,7 +26,7 @@ def config(tmp_path, steps=30):
 
 def poison_losses(monkeypatch, bad_calls):
     """Make the loss of the given (1-based) training calls NaN."""
-    original = trainer_module.label_smoothed_cross_entropy
+    original = trainer_module.projected_label_smoothed_cross_entropy
     calls = {"n": 0}
 
     def loss(*args, **kwargs):
@@ -36,7 +36,7 @@ def poison_losses(monkeypatch, bad_calls):
             total = total * float("nan")
         return total, nll, count
 
-    monkeypatch.setattr(trainer_module, "label_smoothed_cross_entropy", loss)
+    monkeypatch.setattr(trainer_module, "projected_label_smoothed_cross_entropy", loss)
 
 
 def test_a_nan_loss_skips_the_update_with_a_warning_and_a_count(
