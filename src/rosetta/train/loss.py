@@ -180,6 +180,7 @@ def _projected_loss_and_gradients(
     on_gold = off_gold - (1.0 - epsilon)  # d loss / d z_gold = p_gold + this
     lowered = compute_dtype != features.dtype
     w = weight.detach().to(compute_dtype)
+    b = None if bias is None else bias.detach().to(compute_dtype)
     grad_features = torch.empty_like(features)
     grad_weight = torch.zeros_like(weight)
     grad_bias = None if bias is None else torch.zeros_like(bias)
@@ -193,8 +194,8 @@ def _projected_loss_and_gradients(
         gold = target[start : start + block].unsqueeze(1)
         rows = x.size(0)
         logits = torch.mm(x, w.t(), out=logits_block[:rows])
-        if bias is not None:
-            logits += bias.detach().to(compute_dtype)
+        if b is not None:
+            logits += b
         log_probs = torch.log_softmax(
             logits, dim=-1, dtype=features.dtype, out=log_probs_block[:rows]
         )

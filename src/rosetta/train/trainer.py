@@ -76,7 +76,6 @@ class Trainer:
         self.config, self.cfg = config, config.train
         self.run_dir = run_dir
         self.model = model.to(device)
-        self.output_proj = model.decoder.output_proj  # applied by the loss
         self.tokenizers = tokenizers
         self.train_examples, self.valid_examples = train, valid
         self.valid_pairs = valid_pairs
@@ -207,7 +206,7 @@ class Trainer:
             )
             loss_sum, _, tokens = projected_label_smoothed_cross_entropy(
                 features,
-                self.output_proj,
+                self.model.decoder.output_proj,
                 batch.tgt_out,
                 self.cfg.label_smoothing,
                 PAD_ID,
