@@ -5,9 +5,9 @@ import torch
 from torch import nn
 
 from rosetta.models.transformer_step import (
-    VOCAB_TRANSPOSED_ROWS,
+    PackedVocabulary,
     pack_linear,
-    vocabulary_logits,
+    pack_vocabulary,
 )
 from rosetta.precision import quantize_int8
 from tests.test_transformer import random_batch, tiny_model
@@ -36,8 +36,9 @@ def decode_both_ways(model, src, src_mask, tgt, index=None, precision=None):
 
 @pytest.mark.reference
 @pytest.mark.parametrize("norm_first", [False, True])
-@pytest.mark.parametrize("index", [None, [0, 0, 0, 1, 1, 1, 2, 2, 2], [2, 0, 0]])
+@pytest.mark.parametrize("index", [None, [0, 0, 0, 1, 1, 1, 2, 2, 2], [2, 0, 0], [1]])
 def test_packed_step_equals_the_layers(norm_first, index):
+    """At 1, 3 and 9 rows: the vocabulary product's layouts."""
     model = tiny_model(norm_first=norm_first)
     src, src_mask, tgt = random_batch()
     index = None if index is None else torch.tensor(index)
@@ -60,7 +61,12 @@ def test_under_bf16_autocast_the_packed_step_computes_what_the_layers_do(
     packed, layers = decode_both_ways(model, src, src_mask, tgt, index, torch.bfloat16)
     decoder = model.decoder
     assert decoder._packed.dtype == torch.bfloat16, "the packed path was not taken"
-    assert decoder._packed.vocabulary.weight_t.dtype == torch.bfloat16
+    vocabulary = decoder._packed.vocabulary
+    assert (
+        vocabulary.weight.dtype
+        == vocabulary.transposed.weight_t.dtype
+        == torch.bfloat16
+    )
     assert (packed - layers).abs().max() <= 2e-2  # bf16 rounding, in another order
     full, _ = decode_both_ways(model, src, src_mask, tgt, index)
     assert (packed - full).abs().max() > 1e-4  # it did compute in bf16
@@ -70,20 +76,25 @@ def test_under_bf16_autocast_the_packed_step_computes_what_the_layers_do(
 def test_many_rows_take_the_plain_vocabulary_product():
     model = tiny_model()
     src, src_mask, tgt = random_batch()
-    rows = torch.arange(3).repeat_interleave(VOCAB_TRANSPOSED_ROWS)  # > the limit
+    rows = torch.arange(3).repeat_interleave(PackedVocabulary.TRANSPOSED_ROWS[-1])
     packed, layers = decode_both_ways(model, src, src_mask, tgt[:, :3], rows)
     assert (packed - layers).abs().max() <= 1e-5
 
 
+TRANSPOSED = PackedVocabulary.TRANSPOSED_ROWS
+
+
 @pytest.mark.reference
-@pytest.mark.parametrize("rows", [1, 5, VOCAB_TRANSPOSED_ROWS + 1])
+@pytest.mark.parametrize(
+    "rows", [1, 2, TRANSPOSED[0], TRANSPOSED[-1], TRANSPOSED[-1] + 1]
+)
 @pytest.mark.parametrize("bias", [False, True])
-def test_vocabulary_logits_equal_the_linear_layer(rows, bias):
+def test_the_vocabulary_product_equals_the_linear_layer_at_every_row_count(rows, bias):
     torch.manual_seed(0)
     output_proj = nn.Linear(16, 50, bias=bias)
     x = torch.randn(rows, 16)
     with torch.no_grad():
-        got = vocabulary_logits(output_proj, x)
+        got = pack_vocabulary(output_proj, torch.float32)(x)
         assert got.shape == (rows, 50) and got.is_contiguous()
         assert torch.allclose(got, output_proj(x), atol=1e-5)
 

@@ -16,7 +16,6 @@ from rosetta.models.transformer_step import (
     is_packable,
     pack_decoder,
     packed_is_current,
-    vocabulary_logits,
 )
 from rosetta.nn import (
     MultiHeadAttention,
@@ -283,10 +282,7 @@ class TransformerDecoder(Decoder):
                 packed, x, state.memory_kv, state.src_mask, state.self_kv, state.group
             )
             x = self.final_norm(x)
-            if packed.vocabulary is not None:  # in autocast's dtype
-                logits = packed.vocabulary(x)
-            else:
-                logits = vocabulary_logits(self.output_proj, x)
+            logits = packed.vocabulary(x)
             state = replace(state, self_kv=caches, length=total, attention=None)
             return logits.unsqueeze(1), state
         self_mask: torch.Tensor | None = None

@@ -9,11 +9,9 @@ short of:
   product, their three weights side by side (``W^Q | W^K | W^V``);
 - every weight is kept transposed and contiguous, (d_in, d_out), the layout
   the CPU's BLAS multiplies fastest when there are few rows;
-- on the CPU, for at most ``VOCAB_TRANSPOSED_ROWS`` rows, the vocabulary
-  projection is computed as ``W x^T`` (V long rows against a few columns) and
-  transposed back: 1.4 times faster than ``x W^T`` at 8 rows, 1.1 times at
-  32, slower at 64 (8000 x 256 weights, one thread, cold caches;
-  ``benchmarks/cold_cache.py``);
+- the vocabulary product, the step's largest, is kept in both layouts, W as
+  stored (V, d) and W^T, and computed in the one the CPU's BLAS multiplies
+  fastest at the step's row count (``PackedVocabulary``);
 - no module calls and no dropout (inference), the residual added in place;
 - the new position's keys and values are written into the state's
   ``KeyValueCache`` in place, not concatenated to the earlier ones
@@ -47,8 +45,6 @@ from torch import nn
 
 from rosetta.models.kv_cache import KeyValue, KeyValueCache
 
-VOCAB_TRANSPOSED_ROWS = 32  # above this, x W^T is faster
-
 
 @dataclass(frozen=True)
 class PackedLinear:
@@ -81,6 +77,54 @@ def pack_linear(*linears: nn.Linear, dtype: torch.dtype | None = None) -> Packed
     return PackedLinear(weight.t().to(dtype).contiguous(), bias)
 
 
+@dataclass(frozen=True)
+class PackedVocabulary:
+    """The output projection ``x W^T + b``, (n, d) -> (n, V), with W kept as
+    stored, (V, d), and transposed, (d, V), both contiguous.
+
+    Which layout MKL multiplies fastest changes with the row count. In
+    float32 on a CPU, with the weights cold as they are after the decoder's
+    layers streamed theirs through the cache (8000 x 256, one and two
+    threads; ``python benchmarks/cold_cache.py``):
+
+    ======  ==============================================================
+    rows    fastest
+    ======  ==============================================================
+    1       ``x W^T`` on W^T stored: 1.2-1.7x the other two
+    2-3     ``F.linear`` on W as stored: 1.4-1.8x ``(W x^T)^T``
+    4-32    ``(W x^T)^T``: V long rows against a few columns, transposed
+            back (``TRANSPOSED_ROWS``)
+    33-     ``F.linear`` on W as stored, or ``x W^T`` on W^T stored: as
+            fast, within the noise
+    ======  ==============================================================
+
+    Other devices and dtypes (bf16) always take ``x W^T`` on W^T stored.
+    """
+
+    weight: torch.Tensor  # (V, d)
+    transposed: PackedLinear  # W^T (d, V) and the bias
+
+    TRANSPOSED_ROWS = range(4, 33)
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        rows, bias = x.size(0), self.transposed.bias
+        if rows == 1 or x.device.type != "cpu" or self.weight.dtype != torch.float32:
+            return self.transposed(x)
+        if rows not in self.TRANSPOSED_ROWS:
+            return F.linear(x, self.weight, bias)
+        logits = torch.mm(self.weight, x.t().contiguous()).t().contiguous()
+        if bias is not None:
+            logits += bias
+        return logits
+
+
+def pack_vocabulary(output_proj: nn.Linear, dtype: torch.dtype) -> PackedVocabulary:
+    """The output projection in ``dtype``; in its own dtype, W as stored is the
+    layer's weight itself, not a copy."""
+    transposed = pack_linear(output_proj, dtype=dtype)
+    return PackedVocabulary(output_proj.weight.detach().to(dtype), transposed)
+
+
 def layer_norm(norm: nn.LayerNorm, x: torch.Tensor) -> torch.Tensor:
     return F.layer_norm(x, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
 
@@ -110,9 +154,7 @@ class PackedDecoder:
     layers: list[PackedLayer]
     versions: tuple[tuple[int, int], ...]
     dtype: torch.dtype
-    # the output projection, packed where ``dtype`` is not the weights' own
-    # (autocast); None: ``vocabulary_logits`` on the layer itself
-    vocabulary: PackedLinear | None
+    vocabulary: PackedVocabulary  # the output projection
 
 
 def parameter_versions(module: nn.Module) -> tuple[tuple[int, int], ...]:
@@ -168,9 +210,7 @@ def pack_decoder(
     """Packed weights of ``layers`` (each ``is_packable``) computing in ``dtype``."""
     with torch.no_grad():
         packed = [pack_layer(layer, dtype) for layer in layers]
-        vocabulary = None
-        if output_proj.weight.dtype != dtype:
-            vocabulary = pack_linear(output_proj, dtype=dtype)
+        vocabulary = pack_vocabulary(output_proj, dtype)
     return PackedDecoder(packed, parameter_versions(owner), dtype, vocabulary)
 
 
@@ -271,13 +311,3 @@ def decoder_step(
     for i, layer in enumerate(packed.layers):
         x = layer_step(layer, x, cache, i, memory_kv[i], src_mask, group)
     return x, cache
-
-
-def vocabulary_logits(output_proj: nn.Linear, x: torch.Tensor) -> torch.Tensor:
-    """``x W^T (+ b)`` for (n, d) -> (n, V); as ``(W x^T)^T`` for few rows on a CPU."""
-    if x.device.type != "cpu" or x.size(0) > VOCAB_TRANSPOSED_ROWS:
-        return output_proj(x)
-    logits = torch.mm(output_proj.weight, x.t().contiguous()).t().contiguous()
-    if output_proj.bias is not None:
-        logits += output_proj.bias
-    return logits
