@@ -39,18 +39,32 @@ def at_least_float32(x: torch.Tensor) -> torch.Tensor:
     return x.to(torch.promote_types(x.dtype, torch.float32))
 
 
+def off_gold_probability(epsilon: float, vocab: int) -> float:
+    """What the smoothed target puts on each token but the gold one."""
+    return epsilon / (vocab - 1) if epsilon > 0.0 else 0.0
+
+
+def smoothed_terms(
+    log_probs: torch.Tensor, target: torch.Tensor, epsilon: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per position, from log-probabilities (..., V) and gold ids (...): the
+    smoothed loss ``-(1-eps) log p_gold - eps/(V-1) Σ_{y≠gold} log p_y`` and
+    the negative log-likelihood ``-log p_gold``."""
+    nll = -log_probs.gather(-1, target.unsqueeze(-1)).squeeze(-1)  # -log p_gold
+    if epsilon <= 0.0:
+        return nll, nll
+    others = -log_probs.sum(dim=-1) - nll  # -Σ_{y≠g} log p_y
+    off_gold = off_gold_probability(epsilon, log_probs.size(-1))
+    return (1.0 - epsilon) * nll + off_gold * others, nll
+
+
 class _SmoothedCrossEntropy(torch.autograd.Function):
     """Forward: (loss sum, nll sum) in float32. Backward: d / d logits."""
 
     @staticmethod
     def forward(ctx, logits, target, mask, epsilon):  # type: ignore[override]
         log_probs = torch.log_softmax(at_least_float32(logits), dim=-1)
-        vocab = log_probs.size(-1)
-        nll = -log_probs.gather(-1, target.unsqueeze(-1)).squeeze(-1)  # -log p_gold
-        loss = nll
-        if epsilon > 0.0:
-            others = -log_probs.sum(dim=-1) - nll  # -Σ_{y≠g} log p_y
-            loss = (1.0 - epsilon) * nll + epsilon / (vocab - 1) * others
+        loss, nll = smoothed_terms(log_probs, target, epsilon)
         ctx.save_for_backward(log_probs, target, mask)
         ctx.epsilon = epsilon
         ctx.logits_dtype = logits.dtype
@@ -61,8 +75,8 @@ class _SmoothedCrossEntropy(torch.autograd.Function):
         """``g_loss (softmax(z) - q) + g_nll (softmax(z) - onehot(gold))`` at
         real positions, 0 at padding; ``q`` is the smoothed target."""
         log_probs, target, mask = ctx.saved_tensors
-        epsilon, vocab = ctx.epsilon, log_probs.size(-1)
-        off_gold = epsilon / (vocab - 1) if epsilon > 0.0 else 0.0
+        epsilon = ctx.epsilon
+        off_gold = off_gold_probability(epsilon, log_probs.size(-1))
         real = mask.to(log_probs.dtype)
         loss_weight, nll_weight = grad_loss * real, grad_nll * real  # (n, T)
         grad = log_probs.exp()  # softmax(z)
@@ -171,12 +185,12 @@ def _projected_loss_and_gradients(
     """((d/dx, d/dW, d/db), loss sum, nll sum) for logits ``x W^T + b``.
 
     Per block of rows: ``z = x W^T + b``, ``log p = log_softmax(z)``, the
-    loss terms as in ``label_smoothed_cross_entropy``, then its gradient
+    loss terms (``smoothed_terms``), then its gradient
     ``g = softmax(z) - q`` and ``d/dx = g W``, ``d/dW += g^T x``,
     ``d/db += Σ g``.
     """
     n, vocab = features.size(0), weight.size(0)
-    off_gold = epsilon / (vocab - 1) if epsilon > 0.0 else 0.0
+    off_gold = off_gold_probability(epsilon, vocab)
     on_gold = off_gold - (1.0 - epsilon)  # d loss / d z_gold = p_gold + this
     lowered = compute_dtype != features.dtype
     w = weight.detach().to(compute_dtype)
@@ -191,7 +205,7 @@ def _projected_loss_and_gradients(
     nll = features.new_zeros(())
     for start in range(0, n, block):
         x = features[start : start + block].to(compute_dtype)
-        gold = target[start : start + block].unsqueeze(1)
+        gold_ids = target[start : start + block]
         rows = x.size(0)
         logits = torch.mm(x, w.t(), out=logits_block[:rows])
         if b is not None:
@@ -199,16 +213,13 @@ def _projected_loss_and_gradients(
         log_probs = torch.log_softmax(
             logits, dim=-1, dtype=features.dtype, out=log_probs_block[:rows]
         )
-        gold_nll = -log_probs.gather(1, gold).squeeze(1)  # -log p_gold
-        nll += gold_nll.sum()
-        if epsilon > 0.0:
-            others = -log_probs.sum(dim=1) - gold_nll  # -Σ_{y≠g} log p_y
-            loss += ((1.0 - epsilon) * gold_nll + off_gold * others).sum()
-        else:
-            loss += gold_nll.sum()
+        block_loss, block_nll = smoothed_terms(log_probs, gold_ids, epsilon)
+        loss += block_loss.sum()
+        nll += block_nll.sum()
         grad = log_probs.exp_()  # softmax(z), then minus the smoothed target
         if off_gold:
             grad.sub_(off_gold)
+        gold = gold_ids.unsqueeze(1)
         grad.scatter_add_(1, gold, grad.new_full(gold.shape, on_gold))
         if grad_bias is not None:
             grad_bias += grad.sum(dim=0)
