@@ -149,7 +149,8 @@ def main() -> None:
     args = parser.parse_args()
     args.json = args.json or f"benchmarks/results/decode_speed-{args.precision}.json"
 
-    translator = Translator.load(args.run_dir, device="cpu")  # float32, to copy
+    # float32, through the layers: the model the peers' copies are made from
+    translator = Translator.load(args.run_dir, device="cpu", packed=False)
     pairs = read_corpus(load_config(args.config).data.test)
     pairs = pairs[: args.sentences]
     sources = [[*translator.tokenizers.src.encode(s), EOS_ID] for s, _ in pairs]
@@ -164,9 +165,7 @@ def main() -> None:
     )
     if args.precision == "int8":
         marian = quantize_int8(marian)
-    ours = translator
-    if args.precision != "fp32":
-        ours = Translator.load(args.run_dir, device="cpu", precision=args.precision)
+    ours = Translator.load(args.run_dir, device="cpu", precision=args.precision)
     cpu = torch.device("cpu")
     src_vocab = translator.tokenizers.src
 

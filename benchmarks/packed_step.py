@@ -1,10 +1,10 @@
 """The Transformer's packed one-token step against its layers' path, end to end.
 
 Decodes Multi30k test_2016 with a trained model twice per round: with the
-decoder's one-token step on packed weights (``rosetta.models.transformer_step``,
-the default) and through the decoder layers (``decoder.fused = False``), in
-the same process, interleaved (packed, layers, packed, ...). The search is the
-decode benchmark's (greedy, or beam 5 keeping 5 live prefixes), batch 32.
+decoder's one-token step on packed weights (``pack_for_inference(model)``,
+what ``Translator`` decodes with) and through the decoder layers (the model
+itself), in the same process, interleaved (packed, layers, packed, ...). The
+search is the decode benchmark's (greedy, or beam 5 keeping 5 live prefixes), batch 32.
 Prints the median sentences/s of each, the spread, the ratio, and checks that
 both give the same translations. ``--precision bf16`` runs both under bf16
 autocast (the packed weights are then bf16, converted once); bf16 rounds in a
@@ -32,6 +32,7 @@ from rosetta.config import load_config
 from rosetta.data.corpus import read_corpus
 from rosetta.decode.batched import decode_in_batches
 from rosetta.decode.options import SearchOptions
+from rosetta.models.packed import pack_for_inference
 from rosetta.precision import autocast
 
 
@@ -48,18 +49,21 @@ def main() -> None:
     args = parser.parse_args()
     args.json = args.json or f"benchmarks/results/packed_step-{args.precision}.json"
 
-    translator = Translator.load(args.run_dir, device="cpu")
+    translator = Translator.load(args.run_dir, device="cpu", packed=False)
     pairs = read_corpus(load_config(args.config).data.test)[: args.sentences]
     sources = [translator.tokenizers.src.encode(s) for s, _ in pairs]
-    decoder = translator.model.decoder
     cpu = torch.device("cpu")
+    dtype = torch.bfloat16 if args.precision == "bf16" else None
+    models = {
+        True: pack_for_inference(translator.model, dtype),
+        False: translator.model,
+    }
 
     def decode(packed: bool, beam: int) -> list[list[int]]:
-        decoder.fused = packed
         options = SearchOptions(beam_size=beam, **SEARCH)
         with autocast(cpu, args.precision):
             found = decode_in_batches(
-                translator.model, sources, cpu, batch_size=32, options=options
+                models[packed], sources, cpu, batch_size=32, options=options
             )
         return [hypotheses[0].tokens for hypotheses in found]
 
@@ -93,7 +97,6 @@ def main() -> None:
             )
             rows.append(row)
             print(row, flush=True)
-    decoder.fused = True
 
     print(
         f"\n{cpu_name()}, torch {torch.__version__}, {args.precision}, batch 32, "

@@ -60,14 +60,14 @@ def install(point: str, marker: Path) -> None:
 
         trainer_module.validation_bleu = validation_bleu
     elif kind == "write":
-        original_save_model = ckpt.save_model
+        original_save_file = ckpt.save_file
 
-        def save_model(*args, **kwargs):
-            original_save_model(*args, **kwargs)
-            if nth():
+        def save_file(tensors, filename, *args, **kwargs):
+            original_save_file(tensors, filename, *args, **kwargs)
+            if filename.endswith(ckpt.MODEL_FILE) and nth():
                 freeze(marker)
 
-        ckpt.save_model = save_model
+        ckpt.save_file = save_file
     elif kind == "index":
         original_write = ckpt.write_json_atomic
 

@@ -103,8 +103,8 @@ def test_non_finite_weights_are_never_written(tmp_path, monkeypatch):
 @pytest.mark.parametrize(
     ("where", "error"),
     [
-        ("save_file", OSError(errno.ENOSPC, "No space left on device")),
-        ("save_model", PermissionError(errno.EACCES, "Permission denied")),
+        (ckpt.MODEL_FILE, OSError(errno.ENOSPC, "No space left on device")),
+        (ckpt.OPTIMIZER_FILE, PermissionError(errno.EACCES, "Permission denied")),
     ],
 )
 def test_a_failed_write_keeps_the_last_good_checkpoint(
@@ -113,11 +113,14 @@ def test_a_failed_write_keeps_the_last_good_checkpoint(
     run_training(config(tmp_path, steps=10), tmp_path / "run")
     good, _ = latest(tmp_path / "run")
     before = weights(good)
+    save_file = ckpt.save_file
 
-    def fail(*args, **kwargs):
-        raise error
+    def fail(tensors, filename, *args, **kwargs):
+        if filename.endswith(where):
+            raise error
+        save_file(tensors, filename, *args, **kwargs)
 
-    monkeypatch.setattr(ckpt, where, fail)
+    monkeypatch.setattr(ckpt, "save_file", fail)
     with pytest.raises(
         RosettaError, match=f"checkpoint not written \\({error.strerror}"
     ):

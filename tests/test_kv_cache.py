@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from rosetta.models.kv_cache import KeyValueCache
+from rosetta.models.packed import pack_for_inference
 from tests.test_transformer import random_batch, tiny_model
 
 ROWS, LAYERS, HEADS, D_K = 3, 2, 2, 4
@@ -91,31 +92,28 @@ def test_the_packed_step_keeps_a_cache_and_branches_correctly():
     model = tiny_model()
     src, src_mask, tgt = random_batch()
     results = {}
-    for fused in (True, False):
-        model.decoder.fused = fused
+    for packed, decoding in ((True, pack_for_inference(model)), (False, model)):
         with torch.no_grad():
-            state = model.init_state(model.encode(src, src_mask), src_mask)
-            _, state = model.step(tgt[:, 0], state)
-            _, state = model.step(tgt[:, 1], state)
-            if fused:
-                assert isinstance(state.self_kv, KeyValueCache)
-            first, after_first = model.step(tgt[:, 2], state)
-            second, _ = model.step(tgt[:, 3], state)
-            again, _ = model.step(tgt[:, 4], after_first)
-        results[fused] = torch.stack([first, second, again])
-    model.decoder.fused = True
+            state = decoding.init_state(decoding.encode(src, src_mask), src_mask)
+            _, state = decoding.step(tgt[:, 0], state)
+            _, state = decoding.step(tgt[:, 1], state)
+            assert isinstance(state.self_kv, KeyValueCache) == packed
+            first, after_first = decoding.step(tgt[:, 2], state)
+            second, _ = decoding.step(tgt[:, 3], state)
+            again, _ = decoding.step(tgt[:, 4], after_first)
+        results[packed] = torch.stack([first, second, again])
     assert (results[True] - results[False]).abs().max() <= 1e-5
 
 
 @pytest.mark.reference
 def test_the_layers_path_continues_a_packed_cache():
     model = tiny_model()
+    packed = pack_for_inference(model)
     src, src_mask, tgt = random_batch()
     with torch.no_grad():
         full = torch.log_softmax(model(src, src_mask, tgt), dim=-1)
         state = model.init_state(model.encode(src, src_mask), src_mask)
         for t in range(tgt.size(1)):
-            model.decoder.fused = t % 2 == 0  # alternate the two paths
-            log_probs, state = model.step(tgt[:, t], state)
+            decoding = packed if t % 2 == 0 else model  # alternate the two paths
+            log_probs, state = decoding.step(tgt[:, t], state)
             assert (log_probs - full[:, t]).abs().max() <= 1e-5
-    model.decoder.fused = True

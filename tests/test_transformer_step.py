@@ -4,6 +4,8 @@ import pytest
 import torch
 from torch import nn
 
+from rosetta.models.kv_cache import KeyValueCache
+from rosetta.models.packed import PackedTransformerDecoder, pack_for_inference
 from rosetta.models.transformer_step import (
     PackedVocabulary,
     pack_linear,
@@ -13,25 +15,30 @@ from rosetta.precision import quantize_int8
 from tests.test_transformer import random_batch, tiny_model
 
 
+def step_log_probs(model, src, src_mask, tgt, index=None, precision=None):
+    """Log-probabilities of each step of teacher-fed one-token decoding."""
+    autocast = torch.autocast("cpu", dtype=precision, enabled=precision is not None)
+    with torch.no_grad(), autocast:
+        state = model.init_state(model.encode(src, src_mask), src_mask)
+        if index is not None:  # beams: rows share their sentence's memory
+            state = state.reorder(index)
+        rows = tgt if index is None else tgt[index]
+        steps = []
+        for t in range(rows.size(1)):
+            log_probs, state = model.step(rows[:, t], state)
+            steps.append(log_probs)
+    packed_step_ran = isinstance(state.self_kv, KeyValueCache)
+    return torch.stack(steps, 1), packed_step_ran
+
+
 def decode_both_ways(model, src, src_mask, tgt, index=None, precision=None):
     """Log-probabilities of each step, packed and through the layers."""
-    decoder = model.decoder
-    results = {}
-    for fused in (True, False):
-        decoder.fused = fused
-        autocast = torch.autocast("cpu", dtype=precision, enabled=precision is not None)
-        with torch.no_grad(), autocast:
-            state = model.init_state(model.encode(src, src_mask), src_mask)
-            if index is not None:  # beams: rows share their sentence's memory
-                state = state.reorder(index)
-            rows = tgt if index is None else tgt[index]
-            steps = []
-            for t in range(rows.size(1)):
-                log_probs, state = model.step(rows[:, t], state)
-                steps.append(log_probs)
-        results[fused] = torch.stack(steps, 1)
-    decoder.fused = True
-    return results[True], results[False]
+    packed_model = pack_for_inference(model, precision)
+    packed, ran = step_log_probs(packed_model, src, src_mask, tgt, index, precision)
+    assert ran, "the packed step was not taken"
+    layers, ran = step_log_probs(model, src, src_mask, tgt, index, precision)
+    assert not ran, "the model itself took the packed step"
+    return packed, layers
 
 
 @pytest.mark.reference
@@ -43,7 +50,6 @@ def test_packed_step_equals_the_layers(norm_first, index):
     src, src_mask, tgt = random_batch()
     index = None if index is None else torch.tensor(index)
     packed, layers = decode_both_ways(model, src, src_mask, tgt, index)
-    assert model.decoder._packed is not None, "the packed path was not taken"
     assert (packed - layers).abs().max() <= 1e-5
 
 
@@ -59,9 +65,7 @@ def test_under_bf16_autocast_the_packed_step_computes_what_the_layers_do(
     src, src_mask, tgt = random_batch()
     index = None if index is None else torch.tensor(index)
     packed, layers = decode_both_ways(model, src, src_mask, tgt, index, torch.bfloat16)
-    decoder = model.decoder
-    assert decoder._packed.dtype == torch.bfloat16, "the packed path was not taken"
-    vocabulary = decoder._packed.vocabulary
+    vocabulary = pack_for_inference(model, torch.bfloat16).decoder.packed.vocabulary
     assert (
         vocabulary.weight.dtype
         == vocabulary.transposed.weight_t.dtype
@@ -111,40 +115,26 @@ def test_pack_linear_puts_outputs_side_by_side():
         pack_linear(a, nn.Linear(8, 2, bias=False))
 
 
-def test_changed_weights_are_packed_again():
+def test_only_a_transformer_with_plain_layers_is_packed():
+    model = tiny_model()
+    packed = pack_for_inference(model)
+    assert isinstance(packed.decoder, PackedTransformerDecoder)
+    assert pack_for_inference(model, torch.bfloat16).decoder.packed.dtype == (
+        torch.bfloat16
+    )
+    quantized = quantize_int8(model)  # int8 layers have their own fast path
+    assert pack_for_inference(quantized) is quantized
+    model.decoder.layers[1].cross_attn.fused = False  # the reference attention
+    assert pack_for_inference(model) is model
+
+
+def test_a_step_in_another_dtype_than_packed_goes_through_the_layers():
+    """Packed for float32, run under bf16 autocast (and the reverse): the
+    layers compute it, as the model itself would."""
     model = tiny_model()
     src, src_mask, tgt = random_batch()
-    decode_both_ways(model, src, src_mask, tgt)
-    before = model.decoder._packed
-    with torch.no_grad():  # an optimizer's in-place update
-        model.decoder.layers[0].self_attn.v_proj.weight.mul_(1.5)
-    packed, layers = decode_both_ways(model, src, src_mask, tgt)
-    assert model.decoder._packed is not before
-    assert (packed - layers).abs().max() <= 1e-5
-    torch.manual_seed(123)
-    model.load_state_dict(tiny_model().state_dict())  # a checkpoint loaded
-    packed, layers = decode_both_ways(model, src, src_mask, tgt)
-    assert (packed - layers).abs().max() <= 1e-5
-
-
-def test_packed_path_only_where_it_computes_the_same():
-    model = tiny_model()
-    device = torch.device("cpu")
-    decoder = model.decoder
-    with torch.no_grad():
-        assert decoder.packed_for_inference(device) is not None
-        model.train()  # dropout would be skipped
-        assert decoder.packed_for_inference(device) is None
-        model.eval()
-        with torch.autocast("cpu", dtype=torch.bfloat16):  # packed in bf16
-            assert decoder.packed_for_inference(device).dtype == torch.bfloat16
-        assert decoder.packed_for_inference(device).dtype == torch.float32
-        quantized = quantize_int8(model)  # int8 layers compute differently
-        assert quantized.decoder.packed_for_inference(device) is None
-        decoder.layers[1].cross_attn.fused = False  # the reference attention
-        assert decoder.packed_for_inference(device) is None
-        decoder.layers[1].cross_attn.fused = True
-        decoder.fused = False
-        assert decoder.packed_for_inference(device) is None
-        decoder.fused = True
-    assert decoder.packed_for_inference(device) is None  # gradients wanted
+    for packed_dtype, run_dtype in ((None, torch.bfloat16), (torch.bfloat16, None)):
+        packed = pack_for_inference(model, packed_dtype)
+        got, ran = step_log_probs(packed, src, src_mask, tgt, precision=run_dtype)
+        want, _ = step_log_probs(model, src, src_mask, tgt, precision=run_dtype)
+        assert not ran and torch.equal(got, want)

@@ -18,6 +18,7 @@ from rosetta.decode.greedy import Hypothesis
 from rosetta.decode.options import SearchOptions
 from rosetta.models.build import build_model
 from rosetta.models.interface import EncoderDecoder
+from rosetta.models.packed import pack_for_inference
 from rosetta.precision import Precision, autocast, check_precision, quantize_int8
 from rosetta.train import checkpoint as ckpt
 
@@ -29,6 +30,12 @@ class Translator:
 
         translator = Translator.load("runs/multi30k-de-en-transformer")
         translator.translate(["Ein Hund läuft im Schnee."])
+
+    The translator decodes with a model made ready for inference when it is
+    built: int8-quantized, or a Transformer packed for fast one-token steps
+    (``pack_for_inference``). Both are copies: changing the given model's
+    weights afterwards does not change what this translator produces; build a
+    new one to translate with them.
     """
 
     def __init__(
@@ -38,11 +45,16 @@ class Translator:
         config: Config,
         device: torch.device,
         precision: Precision = "fp32",
+        packed: bool = True,
     ):
+        """``packed=False`` decodes through the layers only (for comparison)."""
         check_precision(device, precision)
         model = model.to(device).eval()
         if precision == "int8":
             model = quantize_int8(model)
+        elif packed:
+            dtype = torch.bfloat16 if precision == "bf16" else None
+            model = pack_for_inference(model, dtype)
         self.model = model
         self.tokenizers = tokenizers
         self.config = config
@@ -56,6 +68,7 @@ class Translator:
         device: str | torch.device | None = None,
         which: str = "best",
         precision: Precision = "fp32",
+        packed: bool = True,
     ) -> Translator:
         """Load a run folder (its best checkpoint) or one checkpoint folder.
 
@@ -73,7 +86,7 @@ class Translator:
         device = torch.device(device)
         check_precision(device, precision)
         ckpt.load_weights(folder, model, device)
-        return cls(model, tokenizers, config, device, precision)
+        return cls(model, tokenizers, config, device, precision, packed)
 
     @property
     def position_limit(self) -> int | None:

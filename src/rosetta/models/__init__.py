@@ -2,6 +2,7 @@
 
 from rosetta.models.build import build_model
 from rosetta.models.interface import Decoder, DecoderState, Encoder, EncoderDecoder
+from rosetta.models.packed import pack_for_inference
 from rosetta.models.rnn import (
     EncoderOutput,
     RecurrentDecoder,
@@ -31,4 +32,5 @@ __all__ = [
     "build_model",
     "build_rnn_seq2seq",
     "build_transformer",
+    "pack_for_inference",
 ]

@@ -10,13 +10,6 @@ from torch import nn
 
 from rosetta.models.interface import Decoder, Encoder, EncoderDecoder
 from rosetta.models.kv_cache import KeyValue, KeyValueCache
-from rosetta.models.transformer_step import (
-    PackedDecoder,
-    decoder_step,
-    is_packable,
-    pack_decoder,
-    packed_is_current,
-)
 from rosetta.nn import (
     MultiHeadAttention,
     PositionwiseFeedForward,
@@ -24,7 +17,6 @@ from rosetta.nn import (
     positional_encoding,
 )
 from rosetta.nn.dropout import Dropout
-from rosetta.precision import autocast_dtype
 
 
 class TransformerEmbedding(nn.Module):
@@ -154,15 +146,13 @@ class TransformerState:
 
     src_mask: torch.Tensor  # (m, 1, 1, S) bool, m = n / group
     memory_kv: list[KeyValue]  # per layer, (m, heads, S, d_k) each
-    # None before the first token; the packed step keeps a KeyValueCache, the
-    # layers' path per-layer (n, heads, t, d_k) pairs (either reads both)
+    # None before the first token; the packed step (rosetta.models.packed)
+    # keeps a KeyValueCache, the layers' path per-layer (n, heads, t, d_k)
+    # pairs (either reads both)
     self_kv: KeyValueCache | list[KeyValue] | None
     length: int = 0
     attention: torch.Tensor | None = None  # (n, t, layers, heads, S) if asked
     group: int = 1  # decoding rows per memory row
-    # the decoder's packed weights for one-token steps, chosen once when the
-    # search began (None: the layers' path)
-    packed: PackedDecoder | None = None
 
     def reorder(self, index: torch.Tensor) -> TransformerState:
         """Row i of the result continues row ``index[i]``."""
@@ -238,10 +228,6 @@ class TransformerDecoder(Decoder):
         self.layers = nn.ModuleList(layers)
         self.final_norm = final_norm
         self.output_proj = output_proj
-        # One-token steps at inference run on packed weights
-        # (rosetta.models.transformer_step); False: always the layers' path.
-        self.fused = True
-        self._packed: PackedDecoder | None = None
 
     def init_state(
         self, memory: torch.Tensor, src_mask: torch.Tensor
@@ -249,13 +235,7 @@ class TransformerDecoder(Decoder):
         memory_kv = [
             layer.cross_attn.project_key_value(memory, memory) for layer in self.layers
         ]
-        return TransformerState(
-            src_mask[:, None, None, :],
-            memory_kv,
-            None,
-            0,
-            packed=self.packed_for_inference(memory.device),
-        )
+        return TransformerState(src_mask[:, None, None, :], memory_kv, None, 0)
 
     def forward(
         self,
@@ -267,24 +247,6 @@ class TransformerDecoder(Decoder):
     ) -> tuple[torch.Tensor, TransformerState]:
         new = tgt_in.size(1)
         total = state.length + new
-        packed = state.packed
-        if (
-            new == 1
-            and project
-            and tgt_mask is None
-            and not need_attention
-            and packed is not None
-            and self.computes_as_packed(tgt_in.device)
-            and packed.dtype == self.compute_dtype(tgt_in.device)
-        ):
-            x = self.embedding(tgt_in, offset=state.length)[:, 0]  # (n, d)
-            x, caches = decoder_step(
-                packed, x, state.memory_kv, state.src_mask, state.self_kv, state.group
-            )
-            x = self.final_norm(x)
-            logits = packed.vocabulary(x)
-            state = replace(state, self_kv=caches, length=total, attention=None)
-            return logits.unsqueeze(1), state
         self_mask: torch.Tensor | None = None
         if new > 1 or tgt_mask is not None:  # a single new token may see everything
             self_mask = causal_mask(new, total, tgt_in.device)  # (t, total)
@@ -312,29 +274,6 @@ class TransformerDecoder(Decoder):
         if need_attention:  # per layer (n, heads, t, S) -> (n, t, layers, heads, S)
             attention = torch.stack(weights, dim=1).permute(0, 3, 1, 2, 4)
         return logits, replace(state, self_kv=caches, length=total, attention=attention)
-
-    def computes_as_packed(self, device: torch.device) -> bool:
-        """Whether the packed step computes what the layers would here: eval
-        mode, no gradients (checked at every step; cheap)."""
-        return self.fused and not self.training and not torch.is_grad_enabled()
-
-    def compute_dtype(self, device: torch.device) -> torch.dtype:
-        """What the matrix products compute in here: autocast's dtype, if on."""
-        return autocast_dtype(device.type) or self.output_proj.weight.dtype
-
-    def packed_for_inference(self, device: torch.device) -> PackedDecoder | None:
-        """The packed weights, re-packed if a parameter or the compute dtype
-        changed, when the packed step computes what the layers would: also
-        fused attention and plain linear layers. About 0.5 ms (more to convert
-        to bf16), so a search asks once, in ``init_state``."""
-        if not self.computes_as_packed(device) or not all(
-            is_packable(layer) for layer in self.layers
-        ):
-            return None
-        dtype = self.compute_dtype(device)
-        if not packed_is_current(self._packed, self, dtype):
-            self._packed = pack_decoder(self.layers, self.output_proj, self, dtype)
-        return self._packed
 
 
 def build_transformer(

@@ -1,7 +1,7 @@
 """The Transformer decoder's one-token step at inference, on packed weights.
 
 Search feeds the decoder one new token per row and step. This module computes
-that step with the formulas of ``TransformerDecoderLayer`` (SPEC §3.1) but
+that step with the formulas of ``TransformerDecoderLayer`` but
 with fewer, larger operations, which is what a step at a few dozen rows is
 short of:
 
@@ -23,16 +23,9 @@ short of:
   by the 8000 x 256 vocabulary is 3 times faster than float32, and one that
   converts the weights first is slower than float32 (a one-off measurement).
 
-End to end, decoding test_2016 at batch 32 on a CPU, this gains 6-15% in
-float32 and 2-23% over autocast's bf16 (``benchmarks/packed_step.py``).
-
-``pack_decoder`` builds the packed weights; ``packed_is_current`` tells when a
-parameter has changed since (an optimizer step, a loaded checkpoint), so the
-decoder re-packs. ``TransformerDecoder.init_state`` makes that choice once per
-search, and each step takes this path only when it computes the same
-function: in eval mode, without gradients, in the dtype it was packed for,
-for one new token, with fused attention and plain ``nn.Linear`` layers (not
-int8-quantized ones).
+``pack_decoder`` builds the packed weights from a decoder's layers;
+``rosetta.models.packed.pack_for_inference`` is the transform that callers
+apply to a whole model to decode with them.
 """
 
 from __future__ import annotations
@@ -55,8 +48,8 @@ class PackedLinear:
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         """(n, d_in) -> (n, d_out). Weights packed in a lower precision than x
-        are only used under autocast (``TransformerDecoder.forward`` checks),
-        which casts x to them."""
+        are only used under autocast (``PackedTransformerDecoder.forward``
+        checks), which casts x to them."""
         if self.bias is None:
             return torch.mm(x, self.weight_t)
         return torch.addmm(self.bias, x, self.weight_t)
@@ -148,19 +141,11 @@ class PackedLayer:
 
 @dataclass(frozen=True)
 class PackedDecoder:
-    """The packed layers, the dtype they compute in and the parameter versions
-    they were built from."""
+    """The packed layers and the dtype they compute in."""
 
     layers: list[PackedLayer]
-    versions: tuple[tuple[int, int], ...]
     dtype: torch.dtype
     vocabulary: PackedVocabulary  # the output projection
-
-
-def parameter_versions(module: nn.Module) -> tuple[tuple[int, int], ...]:
-    """(storage address, in-place version) of each parameter: changes with any
-    update of the weights."""
-    return tuple((p.data_ptr(), p._version) for p in module.parameters())
 
 
 def is_packable(layer: nn.Module) -> bool:
@@ -202,26 +187,13 @@ def pack_layer(layer: nn.Module, dtype: torch.dtype) -> PackedLayer:
 
 
 def pack_decoder(
-    layers: nn.ModuleList,
-    output_proj: nn.Linear,
-    owner: nn.Module,
-    dtype: torch.dtype,
+    layers: nn.ModuleList, output_proj: nn.Linear, dtype: torch.dtype
 ) -> PackedDecoder:
     """Packed weights of ``layers`` (each ``is_packable``) computing in ``dtype``."""
     with torch.no_grad():
         packed = [pack_layer(layer, dtype) for layer in layers]
         vocabulary = pack_vocabulary(output_proj, dtype)
-    return PackedDecoder(packed, parameter_versions(owner), dtype, vocabulary)
-
-
-def packed_is_current(
-    packed: PackedDecoder | None, owner: nn.Module, dtype: torch.dtype
-) -> bool:
-    return (
-        packed is not None
-        and packed.dtype == dtype
-        and packed.versions == parameter_versions(owner)
-    )
+    return PackedDecoder(packed, dtype, vocabulary)
 
 
 def add_norm(norm: nn.LayerNorm, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:

@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 from safetensors import SafetensorError
-from safetensors.torch import load_file, load_model, save_file, save_model
+from safetensors.torch import load_file, save_file
 from torch import nn
 
 from rosetta.errors import RosettaError
@@ -132,6 +132,36 @@ def _optimizer_tensors(optimizer: torch.optim.Optimizer) -> tuple[dict, list]:
     return tensors, state["param_groups"]
 
 
+def _alias_key(tensor: torch.Tensor) -> tuple:
+    """Equal for two names of one tensor (tied weights), whatever their names."""
+    return (
+        tensor.device,
+        tensor.untyped_storage().data_ptr(),
+        tensor.storage_offset(),
+        tuple(tensor.shape),
+        tensor.stride(),
+        tensor.dtype,
+    )
+
+
+def model_tensors(model: nn.Module) -> dict[str, torch.Tensor]:
+    """The state dict to write: each tied tensor once, under its first name,
+    and every tensor in storage of its own.
+
+    Tensors may share storage without being one tensor: cuDNN keeps a
+    recurrent layer's weights as views of one flat buffer on a GPU. Each is
+    written as a contiguous copy, so the file never depends on that layout.
+    """
+    tensors: dict[str, torch.Tensor] = {}
+    seen: set[tuple] = set()
+    for name, tensor in model.state_dict().items():
+        key = _alias_key(tensor)
+        if key not in seen:
+            seen.add(key)
+            tensors[name] = tensor.detach().to("cpu", copy=True).contiguous()
+    return tensors
+
+
 def save_checkpoint(
     folder: Path,
     model: nn.Module,
@@ -164,7 +194,7 @@ def _write_checkpoint(
 ) -> None:
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    save_model(model, str(tmp / MODEL_FILE))
+    save_file(model_tensors(model), str(tmp / MODEL_FILE))
     files = [MODEL_FILE]
     meta = {"format_version": FORMAT_VERSION, **meta}
     if optimizer is not None:
@@ -209,11 +239,36 @@ def read_meta(folder: Path) -> dict[str, Any]:
 
 
 def load_weights(folder: Path, model: nn.Module, device: torch.device) -> None:
-    """Load ``model.safetensors`` into ``model`` (tied weights are stored once)."""
+    """Load ``model.safetensors`` into ``model``, in place.
+
+    A tied tensor is stored once, under any one of its names; every other
+    name must be in the file, and nothing else.
+    """
     path = folder / MODEL_FILE
     try:
-        load_model(model, str(path), strict=True, device=str(device))
+        stored = load_file(str(path), device=str(device))
     except (SafetensorError, OSError, RuntimeError) as error:
+        raise RosettaError(f"{path}: cannot load weights: {error}") from None
+    names_of: dict[tuple, list[str]] = {}
+    for name, tensor in model.state_dict().items():
+        names_of.setdefault(_alias_key(tensor), []).append(name)
+    state, missing = {}, []
+    for names in names_of.values():
+        found = [name for name in names if name in stored]
+        if not found:
+            missing.append(names[0])
+        for name in names:
+            state[name] = stored[found[0]] if found else None
+    unexpected = sorted(set(stored) - set(state))
+    if missing or unexpected:
+        raise RosettaError(
+            f"{path}: cannot load weights: these do not match the model "
+            f"(missing: {', '.join(missing) or 'none'}; "
+            f"unexpected: {', '.join(unexpected) or 'none'})"
+        )
+    try:
+        model.load_state_dict(state, strict=True)
+    except RuntimeError as error:
         raise RosettaError(f"{path}: cannot load weights: {error}") from None
 
 

@@ -1,0 +1,145 @@
+"""Fast Transformer decoding as an explicit transform: ``pack_for_inference``.
+
+Search feeds the decoder one token per row and step. ``pack_for_inference``
+returns a new model, for inference only, whose decoder computes that step on
+packed weights (``rosetta.models.transformer_step``) and everything else
+(teacher forcing, attention weights for display) through the layers. Like
+``quantize_int8`` it is applied by the caller, once, where a model is made
+ready to translate:
+
+    fast = pack_for_inference(model)          # float32
+    fast = pack_for_inference(model, torch.bfloat16)  # for bf16 autocast
+
+The result is a snapshot. It is built from a copy of ``model``, so the two
+share no tensor: the given model is left exactly as it was, always computes
+through its own layers, and nothing done to its weights afterwards (an
+optimizer step, ``load_state_dict``, ``copy_``, ``.data =``, ``.to``) can make
+it decode differently. To decode with changed weights, pack again; the
+trainer packs afresh for every validation. The snapshot itself refuses what
+would make its packed weights disagree with its layers: training mode,
+loading weights, moving or converting it.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any, NoReturn
+
+import torch
+
+from rosetta.errors import RosettaError
+from rosetta.models.interface import Decoder, EncoderDecoder
+from rosetta.models.transformer import TransformerDecoder, TransformerState
+from rosetta.models.transformer_step import (
+    PackedDecoder,
+    decoder_step,
+    is_packable,
+    pack_decoder,
+)
+from rosetta.precision import autocast_dtype
+
+SNAPSHOT = (
+    "a model packed for inference is a snapshot of the weights it was packed "
+    "from; {what} the model itself, then pack it again"
+)
+
+
+class PackedTransformerDecoder(Decoder):
+    """A Transformer decoder whose one-token steps run on packed weights.
+
+    Args:
+        decoder: the decoder whose weights were packed; it is owned here (a
+            copy nobody else holds) and computes every other call.
+        packed: ``pack_decoder`` of its layers and output projection.
+    """
+
+    def __init__(self, decoder: TransformerDecoder, packed: PackedDecoder):
+        super().__init__()
+        self.decoder = decoder
+        self.packed = packed
+
+    def init_state(
+        self, memory: torch.Tensor, src_mask: torch.Tensor
+    ) -> TransformerState:
+        return self.decoder.init_state(memory, src_mask)
+
+    def forward(
+        self,
+        tgt_in: torch.Tensor,
+        state: TransformerState,
+        tgt_mask: torch.Tensor | None = None,
+        need_attention: bool = False,
+        project: bool = True,
+    ) -> tuple[torch.Tensor, TransformerState]:
+        """As ``TransformerDecoder.forward``; one new token, projected, without
+        attention weights, in the dtype the weights were packed for, takes the
+        packed step."""
+        one_token_step = (
+            tgt_in.size(1) == 1 and tgt_mask is None and not need_attention and project
+        )
+        if not one_token_step or self.compute_dtype(tgt_in.device) != self.packed.dtype:
+            return self.decoder(tgt_in, state, tgt_mask, need_attention, project)
+        decoder = self.decoder
+        x = decoder.embedding(tgt_in, offset=state.length)[:, 0]  # (n, d)
+        x, cache = decoder_step(
+            self.packed, x, state.memory_kv, state.src_mask, state.self_kv, state.group
+        )
+        logits = self.packed.vocabulary(decoder.final_norm(x))  # (n, V)
+        state = replace(state, self_kv=cache, length=state.length + 1, attention=None)
+        return logits.unsqueeze(1), state
+
+    def compute_dtype(self, device: torch.device) -> torch.dtype:
+        """What the matrix products compute in here: autocast's dtype, if on."""
+        return autocast_dtype(device.type) or self.decoder.output_proj.weight.dtype
+
+    def train(self, mode: bool = True) -> PackedTransformerDecoder:
+        if mode:
+            raise RosettaError(SNAPSHOT.format(what="train"))
+        return super().train(False)
+
+    def _apply(self, fn: Callable, recurse: bool = True) -> NoReturn:
+        # .to(), .cuda(), .half() ... would move the layers but not the packed
+        # weights, which are no module state.
+        raise RosettaError(SNAPSHOT.format(what="move or convert"))
+
+    def _load_from_state_dict(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise RosettaError(SNAPSHOT.format(what="load weights into"))
+
+
+def can_pack(model: EncoderDecoder) -> bool:
+    """A Transformer decoder with fused attention and plain ``nn.Linear`` layers
+    (not int8-quantized ones, which have their own fast path)."""
+    decoder = model.decoder
+    return isinstance(decoder, TransformerDecoder) and all(
+        is_packable(layer) for layer in decoder.layers
+    )
+
+
+@torch.no_grad()
+def pack_for_inference(
+    model: EncoderDecoder, dtype: torch.dtype | None = None
+) -> EncoderDecoder:
+    """A copy of ``model`` in eval mode whose decoder steps on packed weights.
+
+    Args:
+        model: the model to decode with; it is not changed.
+        dtype: what the packed products compute in: the model's own dtype
+            (default), or autocast's (``torch.bfloat16``) to decode under
+            ``torch.autocast``. A step run in another dtype goes through the
+            layers, which compute the same function, only slower.
+
+    Returns:
+        The snapshot (see the module docstring), or ``model`` itself where
+        there is nothing to pack: a recurrent model, an int8-quantized one,
+        or one with the reference attention.
+    """
+    if not can_pack(model):
+        return model
+    snapshot = copy.deepcopy(model).eval().requires_grad_(False)
+    decoder = snapshot.decoder
+    dtype = dtype or decoder.output_proj.weight.dtype
+    packed = pack_decoder(decoder.layers, decoder.output_proj, dtype)
+    packed_decoder = PackedTransformerDecoder(decoder, packed)
+    return EncoderDecoder(snapshot.encoder, packed_decoder).eval()

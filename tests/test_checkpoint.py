@@ -1,0 +1,114 @@
+"""Model weights in checkpoints: shared storage, tied weights, clear errors."""
+
+import pytest
+import torch
+from safetensors.torch import load_file, save_file, save_model
+
+from rosetta.errors import RosettaError
+from rosetta.models.build import build_model
+from rosetta.models.transformer import build_transformer
+from rosetta.train import checkpoint as ckpt
+from tests.toy import RNN_ATTENTION, toy_config
+
+CPU = torch.device("cpu")
+
+
+def rnn_model(tmp_path, seed):
+    config, _ = toy_config(tmp_path, model=RNN_ATTENTION)
+    torch.manual_seed(seed)
+    return build_model(config.model, 20, 20)
+
+
+def flatten_into_one_buffer(module):
+    """What cuDNN does to a recurrent layer's weights on a GPU: every
+    parameter becomes a view into one flat buffer."""
+    parameters = list(module.parameters())
+    flat = torch.cat([p.detach().flatten() for p in parameters])
+    offset = 0
+    for p in parameters:
+        p.data = flat[offset : offset + p.numel()].view_as(p)
+        offset += p.numel()
+    return flat
+
+
+def assert_same_weights(a, b):
+    sa, sb = a.state_dict(), b.state_dict()
+    assert sa.keys() == sb.keys()
+    assert all(torch.equal(sa[k], sb[k]) for k in sa)
+
+
+def test_weights_that_share_one_buffer_are_saved_and_load_back_exactly(tmp_path):
+    model = rnn_model(tmp_path, seed=1)
+    flat = flatten_into_one_buffer(model.encoder.rnn)
+    names = [n for n, _ in model.encoder.rnn.named_parameters()]
+    assert len(names) > 1 and all(
+        p.untyped_storage().data_ptr() == flat.untyped_storage().data_ptr()
+        for p in model.encoder.rnn.parameters()
+    )
+    ckpt.save_checkpoint(tmp_path / "c", model, None, {})
+    stored = load_file(str(tmp_path / "c" / ckpt.MODEL_FILE))
+    assert {f"encoder.rnn.{n}" for n in names} <= stored.keys()
+    fresh = rnn_model(tmp_path, seed=2)
+    ckpt.load_weights(tmp_path / "c", fresh, CPU)
+    assert_same_weights(model, fresh)
+    # and loading into the flat-buffer layout writes through its views
+    again = rnn_model(tmp_path, seed=3)
+    flat = flatten_into_one_buffer(again.encoder.rnn)
+    ckpt.load_weights(tmp_path / "c", again, CPU)
+    assert_same_weights(model, again)
+    assert torch.equal(
+        flat[: model.encoder.rnn.weight_ih_l0.numel()],
+        model.encoder.rnn.weight_ih_l0.flatten(),
+    )
+
+
+def tied_transformer(seed):
+    torch.manual_seed(seed)
+    return build_transformer(
+        30, 30, d_model=16, heads=2, d_ff=32, share_embeddings=True, tie_output=True
+    )
+
+
+def test_tied_weights_are_stored_once_and_stay_tied(tmp_path):
+    model = tied_transformer(1)
+    ckpt.save_checkpoint(tmp_path / "c", model, None, {})
+    stored = load_file(str(tmp_path / "c" / ckpt.MODEL_FILE))
+    tied = [
+        "encoder.embedding.token.weight",
+        "decoder.embedding.token.weight",
+        "decoder.output_proj.weight",
+    ]
+    assert sum(name in stored for name in tied) == 1
+    fresh = tied_transformer(2)
+    ckpt.load_weights(tmp_path / "c", fresh, CPU)
+    assert_same_weights(model, fresh)
+    assert fresh.decoder.output_proj.weight is fresh.encoder.embedding.token.weight
+
+
+def test_a_file_written_by_safetensors_save_model_loads(tmp_path):
+    """Checkpoints written before (safetensors' own ``save_model``) still load."""
+    model = tied_transformer(1)
+    (tmp_path / "c").mkdir()
+    save_model(model, str(tmp_path / "c" / ckpt.MODEL_FILE))
+    fresh = tied_transformer(2)
+    ckpt.load_weights(tmp_path / "c", fresh, CPU)
+    assert_same_weights(model, fresh)
+
+
+def test_weights_of_another_model_are_a_clear_error(tmp_path):
+    model = tied_transformer(1)
+    ckpt.save_checkpoint(tmp_path / "c", model, None, {})
+    path = tmp_path / "c" / ckpt.MODEL_FILE
+    stored = load_file(str(path))
+    stored.pop("decoder.layers.0.ffn.linear1.weight")
+    stored["decoder.extra"] = torch.zeros(1)
+    save_file(stored, str(path))
+    with pytest.raises(RosettaError, match=r"missing: decoder\.layers\.0\.ffn") as e:
+        ckpt.load_weights(tmp_path / "c", tied_transformer(2), CPU)
+    assert "unexpected: decoder.extra" in str(e.value)
+    bigger = build_transformer(
+        30, 30, d_model=32, heads=2, d_ff=32, share_embeddings=True
+    )
+    ckpt.save_checkpoint(tmp_path / "d", bigger, None, {})
+    with pytest.raises(RosettaError, match="size mismatch"):
+        ckpt.load_weights(tmp_path / "d", tied_transformer(2), CPU)
