@@ -12,7 +12,7 @@ DEMO_MINUTES ?= 10
 # The browser test drives Debian's Chromium (no browser download).
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup browser demo test lint bench bench-quality bench-quality-rnn bench-decode bench-serve clean
+.PHONY: setup browser demo test test-gpu lint bench bench-quality bench-quality-rnn bench-decode bench-serve clean
 
 setup: $(STAMP)
 
@@ -33,6 +33,23 @@ demo: $(STAMP)
 test: $(STAMP) browser
 	$(BIN)/ruff check src tests benchmarks
 	ROSETTA_REQUIRE_BROWSER=1 $(BIN)/python -m pytest -q
+
+# The same suite on a CUDA GPU: its own environment with PyPI's default PyTorch
+# build (which carries CUDA on Linux), and the device tests required to run on
+# the GPU (tests/conftest.py) instead of skipping.
+GPU_VENV  := .venv-gpu
+GPU_STAMP := $(GPU_VENV)/.installed
+GPU_TORCH ?= torch
+
+$(GPU_STAMP): pyproject.toml
+	test -x $(GPU_VENV)/bin/python || $(PYTHON) -m venv $(GPU_VENV)
+	$(GPU_VENV)/bin/pip install --quiet --upgrade pip
+	$(GPU_VENV)/bin/pip install --quiet "$(GPU_TORCH)"
+	$(GPU_VENV)/bin/pip install --quiet -e ".[dev]"
+	touch $(GPU_STAMP)
+
+test-gpu: $(GPU_STAMP)
+	ROSETTA_REQUIRE_CUDA=1 $(GPU_VENV)/bin/python -m pytest -q
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
@@ -87,4 +104,4 @@ bench-serve: $(STAMP)
 		--compare workers --threads 2 --workers 2
 
 clean:
-	rm -rf $(VENV) runs .pytest_cache
+	rm -rf $(VENV) $(GPU_VENV) runs .pytest_cache

@@ -10,6 +10,17 @@ torch.set_num_threads(1)
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """``make test-gpu`` sets ROSETTA_REQUIRE_CUDA: there the device tests
+    (parametrized over "cpu" and, where CUDA is visible, "cuda"; the trainer
+    on its "auto" device) must run on a GPU rather than quietly on the CPU."""
+    if os.environ.get("ROSETTA_REQUIRE_CUDA") and not torch.cuda.is_available():
+        raise pytest.UsageError(
+            f"ROSETTA_REQUIRE_CUDA is set, but this PyTorch ({torch.__version__}) "
+            "sees no CUDA GPU"
+        )
+
+
 @pytest.fixture(scope="session")
 def toy_run(tmp_path_factory):
     """A toy model trained once per test session, by kind: its run folder.

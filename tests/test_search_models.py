@@ -293,23 +293,37 @@ def test_auto_workers_translate_as_one_search_does_and_sample_in_order(trained):
 
 
 def test_parallel_workers_refuse_what_they_cannot_do(trained):
+    """Workers are a CPU feature: the commands name the CPU, whatever the
+    machine has."""
     translator, run_dir = trained
     with pytest.raises(ValueError, match="at least 1"):
         translator.translate(["alpha"], workers=0)
     with pytest.raises(ValueError, match="sampling runs with one worker"):
         translator.translate(["alpha"], workers=2, sample=True, seed=1)
     done = rosetta(
-        "translate", "-m", str(run_dir), "--workers", "2", "--sample", stdin="alpha\n"
+        "translate",
+        "-m",
+        str(run_dir),
+        "--device",
+        "cpu",
+        "--workers",
+        "2",
+        "--sample",
+        stdin="alpha\n",
     )
     assert done.returncode == 2
     assert b"sampling runs with one worker" in done.stderr
     assert b"Traceback" not in done.stderr
     lines = "\n".join(SENTENCES) + "\n"
-    one = rosetta("translate", "-m", str(run_dir), "--batch-size", "2", stdin=lines)
+    cpu = ("--device", "cpu")
+    one = rosetta(
+        "translate", "-m", str(run_dir), *cpu, "--batch-size", "2", stdin=lines
+    )
     two = rosetta(
         "translate",
         "-m",
         str(run_dir),
+        *cpu,
         "--batch-size",
         "2",
         "--workers",
