@@ -3,7 +3,9 @@
 Trains the configuration (or resumes/reuses the run folder), translates the
 test set with greedy and beam search and prints a table with sacreBLEU (cased,
 detokenized), the tokenized lower-cased BLEU that published Multi30k results
-use, chrF, training time, epochs and the machine. Writes the same as JSON.
+use, chrF, training time, epochs and the machine, and, for the best and the
+last checkpoint, the validation BLEU training recorded beside that of the
+checkpoint loaded afresh (they must be equal). Writes the same as JSON.
 
     python benchmarks/quality_multi30k.py \
         --config configs/multi30k-de-en-transformer.yaml
@@ -25,7 +27,7 @@ from rosetta.config import load_config
 from rosetta.data.corpus import read_corpus
 from rosetta.evaluate import chrf_score, sacrebleu_score, tokenized_lowercase_bleu
 from rosetta.train.checkpoint import read_index, read_meta, resolve_checkpoint
-from rosetta.train.run import run_training
+from rosetta.train.run import pick_device, run_training
 
 
 def cpu_name() -> str:
@@ -57,6 +59,40 @@ def beam_rows(
         f"chrf_beam{beam}": round(chrf_score(hypotheses, references).value, 2),
         f"decode_seconds_beam{beam}": round(seconds, 1),
     }
+
+
+def validation_check(run_dir: Path, config, names: list[str]) -> dict[str, float]:
+    """The validation BLEU training recorded for each named checkpoint beside
+    the BLEU of that checkpoint loaded afresh: they must be equal."""
+    if config.data.valid is None:
+        return {}
+    recorded = {
+        record["step"]: record["bleu"]
+        for record in map(json.loads, (run_dir / "metrics.jsonl").open())
+        if record["kind"] == "valid" and "bleu" in record
+    }
+    pairs = read_corpus(config.data.valid)
+    sources, references = [s for s, _ in pairs], [t for _, t in pairs]
+    result = {}
+    for name in names:
+        folder = resolve_checkpoint(run_dir, name)
+        step = read_meta(folder)["trainer"]["step"]
+        if step not in recorded:
+            continue
+        translator = Translator.load(  # as the trainer's validation decodes
+            folder,
+            device=pick_device(config.train.device),
+            precision=config.train.precision,
+        )
+        fresh = sacrebleu_score(translator.translate(sources), references).value
+        result[f"valid_bleu_{name}_recorded"] = round(recorded[step], 2)
+        result[f"valid_bleu_{name}_fresh_load"] = round(fresh, 2)
+        if fresh != recorded[step]:
+            print(
+                f"WARNING: step {step}: training recorded validation BLEU "
+                f"{recorded[step]}, the checkpoint loaded afresh scores {fresh}"
+            )
+    return result
 
 
 def main() -> None:
@@ -108,6 +144,7 @@ def main() -> None:
         "chrf": round(chrf_score(hypotheses, references).value, 2),
         "decode_seconds_greedy": round(seconds, 1),
         **beam_rows(translator, sources, references, args.beam),
+        **validation_check(run_dir, config, ["best", "latest"]),
         "machine": f"{cpu_name()}, {os.cpu_count()} cores, torch {torch.__version__}, "
         f"{torch.get_num_threads()} threads",
         "signature": sacrebleu_score(hypotheses[:1], references[:1]).signature,
