@@ -60,7 +60,7 @@ bench-quality: $(STAMP)
 	$(BIN)/python benchmarks/quality_multi30k.py --config $(CONFIG) \
 		--set train.max_minutes=100
 
-# The recurrent rows of the README's quality table (RNN_MINUTES each).
+# The recurrent rows of docs/performance.md's model table (RNN_MINUTES each).
 RNN_MINUTES ?= 100
 RNN_CONFIGS = gru lstm gru-attention lstm-bi-attention
 bench-quality-rnn: $(STAMP)

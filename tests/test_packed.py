@@ -99,12 +99,8 @@ def fresh_load(model):
 
 
 def log_probs(model):
-    src, src_mask, tgt = (t.to(model_device_of_any(model)) for t in random_batch())
+    src, src_mask, tgt = (t.to(model_device(model)) for t in random_batch())
     return step_log_probs(model, src, src_mask, tgt)[0]
-
-
-def model_device_of_any(model):
-    return next(model.buffers()).device
 
 
 @pytest.mark.reference

@@ -11,7 +11,7 @@
   products on int8 units (fbgemm; VNNI/AMX where present). Embeddings,
   normalisation and the recurrent cells stay float32.
 
-bf16 and int8 change results in the last digits; the README reports what they
+bf16 and int8 change results in the last digits; docs/performance.md reports what they
 cost in BLEU.
 """
 
