@@ -189,7 +189,7 @@ def to_ctranslate2(translator: Translator, output_dir: Path, quantization: str |
                 side.position_encodings.encodings = table
             spec.encoder.embeddings[0].weight = ours["encoder.embedding.token.weight"]
             spec.decoder.embeddings.weight = ours["decoder.embedding.token.weight"]
-            spec.decoder.projection.weight = ours["decoder.output_proj.weight"]
+            spec.decoder.projection.weight = ours["output_proj.weight"]
             for i, layer in enumerate(spec.encoder.layer):
                 self_attention_and_ffn(layer, f"encoder.layers.{i}", "attn_res")
             for i, layer in enumerate(spec.decoder.layer):

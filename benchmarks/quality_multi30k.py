@@ -23,10 +23,10 @@ from pathlib import Path
 import torch
 
 from rosetta import Translator
+from rosetta.checkpoint import read_index, read_meta, resolve_checkpoint
 from rosetta.config import load_config
 from rosetta.data.corpus import read_corpus
 from rosetta.evaluate import chrf_score, sacrebleu_score, tokenized_lowercase_bleu
-from rosetta.train.checkpoint import read_index, read_meta, resolve_checkpoint
 from rosetta.train.run import pick_device, run_training
 
 

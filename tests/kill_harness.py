@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-import rosetta.train.checkpoint as ckpt
+import rosetta.checkpoint as ckpt
 import rosetta.train.trainer as trainer_module
 from rosetta.cli import main
 

@@ -4,10 +4,10 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file, save_model
 
+from rosetta import checkpoint as ckpt
 from rosetta.errors import RosettaError
 from rosetta.models.build import build_model
 from rosetta.models.transformer import build_transformer
-from rosetta.train import checkpoint as ckpt
 from tests.toy import RNN_ATTENTION, toy_config
 
 CPU = torch.device("cpu")
@@ -76,13 +76,13 @@ def test_tied_weights_are_stored_once_and_stay_tied(tmp_path):
     tied = [
         "encoder.embedding.token.weight",
         "decoder.embedding.token.weight",
-        "decoder.output_proj.weight",
+        "output_proj.weight",
     ]
     assert sum(name in stored for name in tied) == 1
     fresh = tied_transformer(2)
     ckpt.load_weights(tmp_path / "c", fresh, CPU)
     assert_same_weights(model, fresh)
-    assert fresh.decoder.output_proj.weight is fresh.encoder.embedding.token.weight
+    assert fresh.output_proj.weight is fresh.encoder.embedding.token.weight
 
 
 def test_a_file_written_by_safetensors_save_model_loads(tmp_path):
@@ -91,6 +91,20 @@ def test_a_file_written_by_safetensors_save_model_loads(tmp_path):
     (tmp_path / "c").mkdir()
     save_model(model, str(tmp_path / "c" / ckpt.MODEL_FILE))
     fresh = tied_transformer(2)
+    ckpt.load_weights(tmp_path / "c", fresh, CPU)
+    assert_same_weights(model, fresh)
+
+
+def test_the_output_projection_loads_from_its_earlier_name(tmp_path):
+    """Earlier checkpoints kept an untied output projection in the decoder."""
+    torch.manual_seed(1)
+    model = build_transformer(30, 30, d_model=16, heads=2, d_ff=32, tie_output=False)
+    tensors = ckpt.model_tensors(model)
+    tensors["decoder.output_proj.weight"] = tensors.pop("output_proj.weight")
+    (tmp_path / "c").mkdir()
+    save_file(tensors, str(tmp_path / "c" / ckpt.MODEL_FILE))
+    torch.manual_seed(2)
+    fresh = build_transformer(30, 30, d_model=16, heads=2, d_ff=32, tie_output=False)
     ckpt.load_weights(tmp_path / "c", fresh, CPU)
     assert_same_weights(model, fresh)
 

@@ -9,7 +9,7 @@ import shutil
 import pytest
 import torch
 
-import rosetta.train.checkpoint as ckpt
+import rosetta.checkpoint as ckpt
 import rosetta.train.trainer as trainer_module
 from rosetta import Translator
 from rosetta.errors import RosettaError

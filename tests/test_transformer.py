@@ -184,7 +184,7 @@ def test_shared_and_tied_embeddings_are_one_parameter():
         20, 20, d_model=16, heads=2, d_ff=32, share_embeddings=True, tie_output=True
     )
     assert model.encoder.embedding is model.decoder.embedding
-    assert model.decoder.output_proj.weight is model.decoder.embedding.token.weight
+    assert model.output_proj.weight is model.decoder.embedding.token.weight
     with pytest.raises(ValueError, match="one vocabulary"):
         build_transformer(20, 21, d_model=16, heads=2, share_embeddings=True)
 

@@ -65,7 +65,7 @@ def test_under_bf16_autocast_the_packed_step_computes_what_the_layers_do(
     src, src_mask, tgt = random_batch()
     index = None if index is None else torch.tensor(index)
     packed, layers = decode_both_ways(model, src, src_mask, tgt, index, torch.bfloat16)
-    vocabulary = pack_for_inference(model, torch.bfloat16).decoder.packed.vocabulary
+    vocabulary = pack_for_inference(model, torch.bfloat16).output_proj.vocabulary
     assert (
         vocabulary.weight.dtype
         == vocabulary.transposed.weight_t.dtype

@@ -10,6 +10,7 @@ from typing import Any
 
 import torch
 
+from rosetta import checkpoint as ckpt
 from rosetta.config import Config, config_from_dict
 from rosetta.data.tokenizer import TokenizerPair
 from rosetta.data.vocab import EOS
@@ -20,7 +21,6 @@ from rosetta.models.build import build_model
 from rosetta.models.interface import EncoderDecoder
 from rosetta.models.packed import pack_for_inference
 from rosetta.precision import Precision, autocast, check_precision, quantize_int8
-from rosetta.train import checkpoint as ckpt
 
 
 class Translator:

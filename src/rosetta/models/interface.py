@@ -4,8 +4,11 @@
 decoder: a tensor for the Transformer, states and final states for recurrent
 encoders; search passes it along without looking inside);
 ``Decoder.init_state(memory, src_mask) -> state``;
-``Decoder.forward(tgt_in, state) -> (logits, state)``;
-``EncoderDecoder.forward(src, src_mask, tgt_in)`` runs the three in turn.
+``Decoder.forward(tgt_in, state) -> (features, state)``, the vectors (n, T, d)
+that the output projection, a part of its own, maps to logits over the target
+vocabulary; ``EncoderDecoder.forward(src, src_mask, tgt_in)`` runs the four in
+turn. The trainer's loss takes the projection it is given, so it never builds
+the logits of every position at once.
 
 Search drives a model only through ``encode``, ``init_state`` and
 ``step(prev_tokens, state) -> (log_probs, state)``; the decoding state is a
@@ -56,25 +59,26 @@ class Decoder(nn.Module, ABC):
         state: DecoderState,
         tgt_mask: torch.Tensor | None = None,
         need_attention: bool = False,
-        project: bool = True,
     ) -> tuple[torch.Tensor, DecoderState]:
-        """(n, T) decoder input ids -> logits (n, T, V) and the advanced state.
+        """(n, T) decoder input ids -> features (n, T, d) and the advanced state.
 
         ``tgt_mask`` (n, T) bool marks real target tokens (teacher forcing).
         With ``need_attention`` the state's ``attention`` holds the weights.
-        With ``project=False`` the result is what ``output_proj`` (an
-        ``nn.Linear``) would map to the logits, for a loss that projects
-        itself (``projected_label_smoothed_cross_entropy``).
         """
 
 
 class EncoderDecoder(nn.Module):
-    """An encoder and a decoder, composed by injection."""
+    """An encoder, a decoder and the output projection, composed by injection.
 
-    def __init__(self, encoder: Encoder, decoder: Decoder):
+    ``output_proj`` maps decoder features (..., d) to logits (..., V): an
+    ``nn.Linear``, whose weight may be tied to the target embedding.
+    """
+
+    def __init__(self, encoder: Encoder, decoder: Decoder, output_proj: nn.Module):
         super().__init__()
         self.encoder = encoder
         self.decoder = decoder
+        self.output_proj = output_proj
 
     def forward(
         self,
@@ -82,14 +86,23 @@ class EncoderDecoder(nn.Module):
         src_mask: torch.Tensor,
         tgt_in: torch.Tensor,
         tgt_mask: torch.Tensor | None = None,
-        project: bool = True,
     ) -> torch.Tensor:
-        """Teacher-forced logits (n, T, V) for decoder input ``tgt_in`` (n, T);
-        with ``project=False`` the decoder's output before ``output_proj``."""
+        """Teacher-forced logits (n, T, V) for decoder input ``tgt_in`` (n, T)."""
+        return self.output_proj(self.features(src, src_mask, tgt_in, tgt_mask))
+
+    def features(
+        self,
+        src: torch.Tensor,
+        src_mask: torch.Tensor,
+        tgt_in: torch.Tensor,
+        tgt_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Teacher-forced decoder features (n, T, d): what ``output_proj`` maps
+        to the logits, for a loss that projects itself."""
         memory = self.encode(src, src_mask)
         state = self.init_state(memory, src_mask)
-        logits, _ = self.decoder(tgt_in, state, tgt_mask, project=project)
-        return logits
+        features, _ = self.decoder(tgt_in, state, tgt_mask)
+        return features
 
     def encode(self, src: torch.Tensor, src_mask: torch.Tensor) -> Memory:
         return self.encoder(src, src_mask)
@@ -104,7 +117,8 @@ class EncoderDecoder(nn.Module):
         need_attention: bool = False,
     ) -> tuple[torch.Tensor, DecoderState]:
         """One decoding step: (n,) previous tokens -> (n, V) log-probabilities."""
-        logits, state = self.decoder(
+        features, state = self.decoder(
             prev_tokens.unsqueeze(1), state, need_attention=need_attention
         )
-        return torch.log_softmax(logits[:, -1].float(), dim=-1), state
+        logits = self.output_proj(features[:, -1])
+        return torch.log_softmax(logits.float(), dim=-1), state

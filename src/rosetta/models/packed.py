@@ -1,9 +1,10 @@
 """Fast Transformer decoding as an explicit transform: ``pack_for_inference``.
 
 Search feeds the decoder one token per row and step. ``pack_for_inference``
-returns a new model, for inference only, whose decoder computes that step on
-packed weights (``rosetta.models.transformer_step``) and everything else
-(teacher forcing, attention weights for display) through the layers. Like
+returns a new model, for inference only, whose decoder computes that step, and
+whose output projection the step's logits, on packed weights
+(``rosetta.models.transformer_step``); everything else (teacher forcing,
+attention weights for display) goes through the layers. Like
 ``quantize_int8`` it is applied by the caller, once, where a model is made
 ready to translate:
 
@@ -28,15 +29,18 @@ from dataclasses import replace
 from typing import Any, NoReturn
 
 import torch
+from torch import nn
 
 from rosetta.errors import RosettaError
 from rosetta.models.interface import Decoder, EncoderDecoder
 from rosetta.models.transformer import TransformerDecoder, TransformerState
 from rosetta.models.transformer_step import (
     PackedDecoder,
+    PackedVocabulary,
     decoder_step,
     is_packable,
     pack_decoder,
+    pack_vocabulary,
 )
 from rosetta.precision import autocast_dtype
 
@@ -46,13 +50,35 @@ SNAPSHOT = (
 )
 
 
-class PackedTransformerDecoder(Decoder):
+def compute_dtype(device: torch.device, weight: torch.Tensor) -> torch.dtype:
+    """What the matrix products compute in: autocast's dtype, if on."""
+    return autocast_dtype(device.type) or weight.dtype
+
+
+class Snapshot(nn.Module):
+    """A packed part refuses what would make its packed weights disagree with
+    its layers: training, moving or converting (the packed weights are no
+    module state, so ``.to()`` would leave them behind), loading weights."""
+
+    def train(self, mode: bool = True) -> Snapshot:
+        if mode:
+            raise RosettaError(SNAPSHOT.format(what="train"))
+        return super().train(False)
+
+    def _apply(self, fn: Callable, recurse: bool = True) -> NoReturn:
+        raise RosettaError(SNAPSHOT.format(what="move or convert"))
+
+    def _load_from_state_dict(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise RosettaError(SNAPSHOT.format(what="load weights into"))
+
+
+class PackedTransformerDecoder(Snapshot, Decoder):
     """A Transformer decoder whose one-token steps run on packed weights.
 
     Args:
         decoder: the decoder whose weights were packed; it is owned here (a
             copy nobody else holds) and computes every other call.
-        packed: ``pack_decoder`` of its layers and output projection.
+        packed: ``pack_decoder`` of its layers.
     """
 
     def __init__(self, decoder: TransformerDecoder, packed: PackedDecoder):
@@ -71,41 +97,43 @@ class PackedTransformerDecoder(Decoder):
         state: TransformerState,
         tgt_mask: torch.Tensor | None = None,
         need_attention: bool = False,
-        project: bool = True,
     ) -> tuple[torch.Tensor, TransformerState]:
-        """As ``TransformerDecoder.forward``; one new token, projected, without
-        attention weights, in the dtype the weights were packed for, takes the
-        packed step."""
-        one_token_step = (
-            tgt_in.size(1) == 1 and tgt_mask is None and not need_attention and project
-        )
-        if not one_token_step or self.compute_dtype(tgt_in.device) != self.packed.dtype:
-            return self.decoder(tgt_in, state, tgt_mask, need_attention, project)
+        """As ``TransformerDecoder.forward``; one new token, without attention
+        weights, in the dtype the weights were packed for, takes the packed
+        step."""
+        one_token_step = tgt_in.size(1) == 1 and tgt_mask is None and not need_attention
+        dtype = compute_dtype(tgt_in.device, self.decoder.embedding.token.weight)
+        if not one_token_step or dtype != self.packed.dtype:
+            return self.decoder(tgt_in, state, tgt_mask, need_attention)
         decoder = self.decoder
         x = decoder.embedding(tgt_in, offset=state.length)[:, 0]  # (n, d)
         x, cache = decoder_step(
             self.packed, x, state.memory_kv, state.src_mask, state.self_kv, state.group
         )
-        logits = self.packed.vocabulary(decoder.final_norm(x))  # (n, V)
+        features = decoder.final_norm(x).unsqueeze(1)  # (n, 1, d)
         state = replace(state, self_kv=cache, length=state.length + 1, attention=None)
-        return logits.unsqueeze(1), state
+        return features, state
 
-    def compute_dtype(self, device: torch.device) -> torch.dtype:
-        """What the matrix products compute in here: autocast's dtype, if on."""
-        return autocast_dtype(device.type) or self.decoder.output_proj.weight.dtype
 
-    def train(self, mode: bool = True) -> PackedTransformerDecoder:
-        if mode:
-            raise RosettaError(SNAPSHOT.format(what="train"))
-        return super().train(False)
+class PackedOutputProjection(Snapshot):
+    """An output projection whose one-position calls, (n, d) in the dtype the
+    weights were packed for, run on the packed vocabulary; others on the layer.
 
-    def _apply(self, fn: Callable, recurse: bool = True) -> NoReturn:
-        # .to(), .cuda(), .half() ... would move the layers but not the packed
-        # weights, which are no module state.
-        raise RosettaError(SNAPSHOT.format(what="move or convert"))
+    Args:
+        linear: the projection whose weight was packed; owned here.
+        vocabulary: ``pack_vocabulary`` of it.
+    """
 
-    def _load_from_state_dict(self, *args: Any, **kwargs: Any) -> NoReturn:
-        raise RosettaError(SNAPSHOT.format(what="load weights into"))
+    def __init__(self, linear: nn.Linear, vocabulary: PackedVocabulary):
+        super().__init__()
+        self.linear = linear
+        self.vocabulary = vocabulary
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        dtype = compute_dtype(features.device, self.linear.weight)
+        if features.dim() != 2 or dtype != self.vocabulary.dtype:
+            return self.linear(features)
+        return self.vocabulary(features)
 
 
 def can_pack(model: EncoderDecoder) -> bool:
@@ -138,8 +166,10 @@ def pack_for_inference(
     if not can_pack(model):
         return model
     snapshot = copy.deepcopy(model).eval().requires_grad_(False)
-    decoder = snapshot.decoder
-    dtype = dtype or decoder.output_proj.weight.dtype
-    packed = pack_decoder(decoder.layers, decoder.output_proj, dtype)
-    packed_decoder = PackedTransformerDecoder(decoder, packed)
-    return EncoderDecoder(snapshot.encoder, packed_decoder).eval()
+    decoder, output_proj = snapshot.decoder, snapshot.output_proj
+    dtype = dtype or output_proj.weight.dtype
+    return EncoderDecoder(
+        snapshot.encoder,
+        PackedTransformerDecoder(decoder, pack_decoder(decoder.layers, dtype)),
+        PackedOutputProjection(output_proj, pack_vocabulary(output_proj, dtype)),
+    ).eval()

@@ -153,7 +153,6 @@ class RecurrentDecoder(Decoder):
         bridge: Bridge,
         attention: AdditiveAttention | None,
         encoder_directions: int,
-        output_proj: nn.Linear,
         dropout: float,
     ):
         super().__init__()
@@ -165,7 +164,6 @@ class RecurrentDecoder(Decoder):
         embed = embedding.embedding_dim
         context = rnn.input_size - embed
         self.readout = nn.Linear(rnn.hidden_size + context + embed, embed)
-        self.output_proj = output_proj
         self.dropout = Dropout(dropout)
 
     def init_state(
@@ -184,7 +182,6 @@ class RecurrentDecoder(Decoder):
         state: RecurrentDecoderState,
         tgt_mask: torch.Tensor | None = None,
         need_attention: bool = False,
-        project: bool = True,
     ) -> tuple[torch.Tensor, RecurrentDecoderState]:
         """Padding after a target's end only affects later positions, which the
         loss ignores, so ``tgt_mask`` is not needed."""
@@ -203,8 +200,7 @@ class RecurrentDecoder(Decoder):
         state = replace(state, hidden=hidden, attention=attention)
         features = torch.cat([outputs, contexts, embedded], dim=-1)
         readout = torch.tanh(self.readout(self.dropout(features)))  # (n, T, E)
-        readout = self.dropout(readout)
-        return (self.output_proj(readout) if project else readout), state
+        return self.dropout(readout), state
 
     def _attend_and_step(
         self, embedded: torch.Tensor, state: RecurrentDecoderState
@@ -296,7 +292,6 @@ def build_rnn_seq2seq(
         if attention
         else None,
         directions,
-        output_proj,
         dropout,
     )
-    return EncoderDecoder(encoder, decoder)
+    return EncoderDecoder(encoder, decoder, output_proj)

@@ -221,13 +221,11 @@ class TransformerDecoder(Decoder):
         embedding: TransformerEmbedding,
         layers: list[TransformerDecoderLayer],
         final_norm: nn.Module,
-        output_proj: nn.Linear,
     ):
         super().__init__()
         self.embedding = embedding
         self.layers = nn.ModuleList(layers)
         self.final_norm = final_norm
-        self.output_proj = output_proj
 
     def init_state(
         self, memory: torch.Tensor, src_mask: torch.Tensor
@@ -243,7 +241,6 @@ class TransformerDecoder(Decoder):
         state: TransformerState,
         tgt_mask: torch.Tensor | None = None,
         need_attention: bool = False,
-        project: bool = True,
     ) -> tuple[torch.Tensor, TransformerState]:
         new = tgt_in.size(1)
         total = state.length + new
@@ -268,12 +265,11 @@ class TransformerDecoder(Decoder):
             )
             caches.append(kv)
             weights.append(w)
-        x = self.final_norm(x)
-        logits = self.output_proj(x) if project else x  # (n, t, V) or (n, t, d)
+        x = self.final_norm(x)  # (n, t, d)
         attention = None
         if need_attention:  # per layer (n, heads, t, S) -> (n, t, layers, heads, S)
             attention = torch.stack(weights, dim=1).permute(0, 3, 1, 2, 4)
-        return logits, replace(state, self_kv=caches, length=total, attention=attention)
+        return x, replace(state, self_kv=caches, length=total, attention=attention)
 
 
 def build_transformer(
@@ -315,7 +311,6 @@ def build_transformer(
         tgt_embedding,
         [TransformerDecoderLayer(*layer_args) for _ in range(decoder_layers)],
         final_norm(),
-        output_proj,
     )
     for module in [*encoder.layers.modules(), *decoder.layers.modules()]:
         if isinstance(module, nn.Linear):
@@ -325,4 +320,4 @@ def build_transformer(
         output_proj.weight = tgt_embedding.token.weight
     else:
         nn.init.normal_(output_proj.weight, std=d_model**-0.5)
-    return EncoderDecoder(encoder, decoder)
+    return EncoderDecoder(encoder, decoder, output_proj)

@@ -99,6 +99,10 @@ class PackedVocabulary:
 
     TRANSPOSED_ROWS = range(4, 33)
 
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.weight.dtype
+
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         rows, bias = x.size(0), self.transposed.bias
         if rows == 1 or x.device.type != "cpu" or self.weight.dtype != torch.float32:
@@ -111,6 +115,7 @@ class PackedVocabulary:
         return logits
 
 
+@torch.no_grad()
 def pack_vocabulary(output_proj: nn.Linear, dtype: torch.dtype) -> PackedVocabulary:
     """The output projection in ``dtype``; in its own dtype, W as stored is the
     layer's weight itself, not a copy."""
@@ -145,7 +150,6 @@ class PackedDecoder:
 
     layers: list[PackedLayer]
     dtype: torch.dtype
-    vocabulary: PackedVocabulary  # the output projection
 
 
 def is_packable(layer: nn.Module) -> bool:
@@ -186,14 +190,10 @@ def pack_layer(layer: nn.Module, dtype: torch.dtype) -> PackedLayer:
     )
 
 
-def pack_decoder(
-    layers: nn.ModuleList, output_proj: nn.Linear, dtype: torch.dtype
-) -> PackedDecoder:
+def pack_decoder(layers: nn.ModuleList, dtype: torch.dtype) -> PackedDecoder:
     """Packed weights of ``layers`` (each ``is_packable``) computing in ``dtype``."""
     with torch.no_grad():
-        packed = [pack_layer(layer, dtype) for layer in layers]
-        vocabulary = pack_vocabulary(output_proj, dtype)
-    return PackedDecoder(packed, dtype, vocabulary)
+        return PackedDecoder([pack_layer(layer, dtype) for layer in layers], dtype)
 
 
 def add_norm(norm: nn.LayerNorm, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:

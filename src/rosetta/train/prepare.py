@@ -10,12 +10,12 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from rosetta.checkpoint import write_json_atomic
 from rosetta.config import Config
 from rosetta.data.batching import Example, encode_pairs, make_batches, padding_share
 from rosetta.data.corpus import corpus_name, read_corpus
 from rosetta.data.tokenizer import TokenizerPair
 from rosetta.errors import RosettaError
-from rosetta.train.checkpoint import write_json_atomic
 
 TOKENIZER_FILE = "tokenizers.json"
 

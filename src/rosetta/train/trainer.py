@@ -21,6 +21,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from rosetta import checkpoint as ckpt
 from rosetta.config import Config, TrainConfig, config_to_dict
 from rosetta.data.batching import Batch, Example, collate, make_batches, shard
 from rosetta.data.tokenizer import TokenizerPair
@@ -28,7 +29,6 @@ from rosetta.data.vocab import PAD_ID
 from rosetta.errors import RosettaError
 from rosetta.models.interface import EncoderDecoder
 from rosetta.precision import autocast
-from rosetta.train import checkpoint as ckpt
 from rosetta.train.loss import projected_label_smoothed_cross_entropy
 from rosetta.train.schedule import learning_rate
 from rosetta.train.validation import validation_bleu, validation_loss
@@ -197,16 +197,12 @@ class Trainer:
         the (n, T, V) logits are never built.
         """
         with autocast(self.device, self.cfg.precision):
-            features = self.model(
-                batch.src,
-                batch.src_mask,
-                batch.tgt_in,
-                batch.tgt_in != PAD_ID,
-                project=False,
+            features = self.model.features(
+                batch.src, batch.src_mask, batch.tgt_in, batch.tgt_in != PAD_ID
             )
             loss_sum, _, tokens = projected_label_smoothed_cross_entropy(
                 features,
-                self.model.decoder.output_proj,
+                self.model.output_proj,
                 batch.tgt_out,
                 self.cfg.label_smoothing,
                 PAD_ID,

@@ -32,6 +32,11 @@ MODEL_FILE, OPTIMIZER_FILE, META_FILE = (
     "checkpoint.json",
 )
 INDEX_FILE = "checkpoints.json"
+# Tensors that earlier versions of Rosetta stored under another name.
+RENAMED = {
+    "decoder.output_proj.weight": "output_proj.weight",
+    "decoder.output_proj.bias": "output_proj.bias",
+}
 
 
 def _sha256(path: Path) -> str:
@@ -249,6 +254,7 @@ def load_weights(folder: Path, model: nn.Module, device: torch.device) -> None:
         stored = load_file(str(path), device=str(device))
     except (SafetensorError, OSError, RuntimeError) as error:
         raise RosettaError(f"{path}: cannot load weights: {error}") from None
+    stored = {RENAMED.get(name, name): tensor for name, tensor in stored.items()}
     names_of: dict[tuple, list[str]] = {}
     for name, tensor in model.state_dict().items():
         names_of.setdefault(_alias_key(tensor), []).append(name)
