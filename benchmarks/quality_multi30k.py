@@ -26,6 +26,7 @@ from rosetta import Translator
 from rosetta.checkpoint import read_index, read_meta, resolve_checkpoint
 from rosetta.config import load_config
 from rosetta.data.corpus import read_corpus
+from rosetta.decode.options import SearchOptions
 from rosetta.evaluate import chrf_score, sacrebleu_score, tokenized_lowercase_bleu
 from rosetta.train.run import pick_device, run_training
 
@@ -47,7 +48,7 @@ def beam_rows(
     if beam <= 1:
         return {}
     started = time.perf_counter()
-    hypotheses = translator.translate(sources, beam_size=beam)
+    hypotheses = translator.translate(sources, SearchOptions(beam_size=beam))
     seconds = time.perf_counter() - started
     return {
         f"sacrebleu_beam{beam}": round(

@@ -8,6 +8,14 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from rosetta.config import DecodeConfig
+
+# The length limit of a model configured with the defaults (decode.max_len_*).
+CONFIG_LIMIT = {
+    "max_len_a": DecodeConfig().max_len_a,
+    "max_len_b": DecodeConfig().max_len_b,
+}
+
 BOS, EOS = 2, 3
 
 

@@ -229,7 +229,7 @@ CASES = [
     Case(
         "options of the other architecture",
         overridden("model.hidden_size=64"),
-        "hidden_size: not used by arch 'transformer'",
+        "model.hidden_size: unknown key for arch 'transformer'",
     ),
     Case(
         "config that is not YAML",

@@ -12,6 +12,7 @@ from rosetta.decode import (
     greedy_search,
     normalized_score,
 )
+from rosetta.decode.options import SearchOptions
 from tests.fakes import BOS, EOS, TableModel, random_table, sequences_of
 
 TOKENS = [4, 5, 6]
@@ -26,15 +27,16 @@ def sources(n, length=3):
 
 
 LIMIT = {"max_len_a": 0.0, "max_len_b": 6}  # room for the trees' depth + <eos>
+SEARCH = {"alpha": SearchOptions.alpha, **LIMIT}
 
 
 def search(model, n, **options):
-    options = LIMIT | options
+    options = SEARCH | options
     return beam_search(model, *sources(n), bos_id=BOS, eos_id=EOS, **options)
 
 
 def exhaustive(model, n, **options):
-    options = LIMIT | options
+    options = SEARCH | options
     return exhaustive_search(model, *sources(n), bos_id=BOS, eos_id=EOS, **options)
 
 
@@ -198,7 +200,7 @@ def test_k_finished_stops_once_k_candidates_have_finished():
 def test_beam_of_one_is_greedy(seed):
     tables = random_tables(seed, count=3, depth=5)
     model = TableModel(tables, VOCAB)
-    greedy = greedy_search(model, *sources(3), bos_id=BOS, eos_id=EOS)
+    greedy = greedy_search(model, *sources(3), bos_id=BOS, eos_id=EOS, **LIMIT)
     for alpha in (0.0, 0.75):
         beams = search(model, 3, beam_size=1, alpha=alpha)
         for g, [b] in zip(greedy, beams, strict=True):
@@ -217,6 +219,7 @@ def test_maximum_length_ends_every_beam():
         bos_id=BOS,
         eos_id=EOS,
         beam_size=3,
+        alpha=0.75,
         max_len_a=1.0,
         max_len_b=1,
         nbest=3,
@@ -239,9 +242,9 @@ def test_bad_options_are_refused():
     with pytest.raises(ValueError, match="nbest must be between 1 and the beam size"):
         search(model, 1, beam_size=2, nbest=3)
     with pytest.raises(ValueError, match="unknown length penalty"):
-        search(model, 1, penalty="wu")
+        search(model, 1, beam_size=2, penalty="wu")
     with pytest.raises(ValueError, match="unknown stopping"):
-        search(model, 1, stopping="early")
+        search(model, 1, beam_size=2, stopping="early")
 
 
 def refill_beam_by_hand(table, k, alpha, limit, nbest):

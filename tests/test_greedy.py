@@ -3,7 +3,9 @@ import torch
 
 from rosetta.decode import greedy_search, max_lengths
 from rosetta.models import build_transformer
-from tests.fakes import BOS, EOS, TableModel
+from tests.fakes import BOS, CONFIG_LIMIT, EOS, TableModel
+
+LIMIT = CONFIG_LIMIT
 
 TABLE = {
     (): {4: 0.6, 5: 0.4},
@@ -19,7 +21,7 @@ def src_of(n, length=3):
 
 def test_greedy_takes_the_argmax_at_every_step():
     model = TableModel(TABLE, vocab=8)
-    [hyp] = greedy_search(model, *src_of(1), bos_id=BOS, eos_id=EOS)
+    [hyp] = greedy_search(model, *src_of(1), bos_id=BOS, eos_id=EOS, **LIMIT)
     # 4 (0.6) then <eos> (0.4): greedy, although 5 6 <eos> has p=0.36 > 0.24
     assert hyp.tokens == [4]
     assert hyp.score == pytest.approx(model.log_prob([4, EOS]))
@@ -57,11 +59,16 @@ def test_batched_greedy_equals_one_sentence_at_a_time_on_a_real_model():
     lengths = torch.tensor([7, 6, 3, 1, 5])
     mask = torch.arange(7)[None] < lengths[:, None]
     src = src.masked_fill(~mask, 0)
-    batched = greedy_search(model, src, mask, bos_id=BOS, eos_id=EOS)
+    batched = greedy_search(model, src, mask, bos_id=BOS, eos_id=EOS, **LIMIT)
     for i in range(5):
         n = int(lengths[i])
         [alone] = greedy_search(
-            model, src[i : i + 1, :n], mask[i : i + 1, :n], bos_id=BOS, eos_id=EOS
+            model,
+            src[i : i + 1, :n],
+            mask[i : i + 1, :n],
+            bos_id=BOS,
+            eos_id=EOS,
+            **LIMIT,
         )
         assert alone.tokens == batched[i].tokens
         assert alone.score == pytest.approx(batched[i].score, abs=1e-4)
@@ -73,7 +80,9 @@ def test_greedy_score_equals_teacher_forced_rescoring():
     src = torch.randint(4, 12, (3, 6))
     mask = torch.ones_like(src, dtype=torch.bool)
     for hyp, row in zip(
-        greedy_search(model, src, mask, bos_id=BOS, eos_id=EOS), range(3), strict=True
+        greedy_search(model, src, mask, bos_id=BOS, eos_id=EOS, **LIMIT),
+        range(3),
+        strict=True,
     ):
         tokens = hyp.tokens + ([EOS] if len(hyp.tokens) < 19 else [])
         tgt_in = torch.tensor([[BOS, *tokens[:-1]]])

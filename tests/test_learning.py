@@ -10,6 +10,7 @@ from rosetta.data.vocab import BOS_ID, EOS_ID, PAD_ID
 from rosetta.decode import greedy_search
 from rosetta.models import build_rnn_seq2seq, build_transformer
 from rosetta.train import label_smoothed_cross_entropy, learning_rate
+from tests.fakes import CONFIG_LIMIT
 
 VOCAB, SYMBOLS = 14, range(4, 14)
 
@@ -26,7 +27,9 @@ def reverse_examples(count, generator):
 def exact_match(model, test):
     model.eval()
     batch = collate(test)
-    hyps = greedy_search(model, batch.src, batch.src_mask, bos_id=BOS_ID, eos_id=EOS_ID)
+    hyps = greedy_search(
+        model, batch.src, batch.src_mask, bos_id=BOS_ID, eos_id=EOS_ID, **CONFIG_LIMIT
+    )
     return sum(h.tokens == e.tgt for h, e in zip(hyps, test, strict=True)) / len(test)
 
 

@@ -6,6 +6,7 @@ import torch
 
 from rosetta import Translator
 from rosetta.cli import main
+from rosetta.decode.options import SearchOptions
 from rosetta.errors import RosettaError
 from rosetta.plots import (
     attention_panels,
@@ -31,7 +32,7 @@ def check_image(path, min_width=300, min_height=200):
 def translation(toy_run):
     translator = Translator.load(toy_run("transformer"), device="cpu")
     [found] = translator.translate_nbest(
-        ["alpha beta gamma"], beam_size=2, need_attention=True
+        ["alpha beta gamma"], SearchOptions(beam_size=2, need_attention=True)
     )
     return found[0]
 

@@ -7,6 +7,7 @@ import torch
 
 from rosetta import Translator
 from rosetta.data import Example, collate
+from rosetta.decode.options import SearchOptions
 from rosetta.errors import RosettaError
 from rosetta.nn import MultiHeadAttention
 from rosetta.precision import autocast, autocast_active, current_autocast
@@ -113,7 +114,7 @@ def test_int8_inference_quantizes_linear_layers_and_stays_close(toy_run, kind):
             )
             steps.append(model.step(torch.full((3,), 2), state)[0])
     assert torch.allclose(steps[0], steps[1], atol=0.3)
-    assert len(int8.translate(sentences, beam_size=3)) == 3
+    assert len(int8.translate(sentences, SearchOptions(beam_size=3))) == 3
 
 
 def test_int8_refuses_a_gpu(toy_run):

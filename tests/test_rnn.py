@@ -5,9 +5,10 @@ import json
 
 import pytest
 import torch
+from pydantic import ValidationError
 
 from rosetta import Translator
-from rosetta.config import ModelConfig
+from rosetta.config import RNNConfig, TransformerConfig
 from rosetta.errors import RosettaError
 from rosetta.models import build_model, build_rnn_seq2seq
 from rosetta.models.rnn import Bridge
@@ -110,19 +111,19 @@ def test_bridge_maps_bidirectional_deep_states_to_the_decoder():
 
 
 def test_config_selects_the_model_and_rejects_what_it_would_ignore():
-    config = ModelConfig(
+    config = RNNConfig(
         arch="rnn", cell="lstm", hidden_size=16, d_model=8, attention="bahdanau"
     )
     model = build_model(config, VOCAB, VOCAB)
     assert model.decoder.attention is not None
     assert model.encoder.rnn.cell == "lstm"
-    with pytest.raises(ValueError, match="heads: not used by arch 'rnn'"):
-        ModelConfig(arch="rnn", heads=8)
-    with pytest.raises(ValueError, match="cell, hidden_size: not used"):
-        ModelConfig(cell="lstm", hidden_size=8)
+    with pytest.raises(ValidationError, match=r"heads\n.*Extra inputs"):
+        RNNConfig(arch="rnn", heads=8)
+    with pytest.raises(ValidationError, match=r"cell\n.*Extra inputs"):
+        TransformerConfig(cell="lstm")
     with pytest.raises(ValueError, match="fused kernels compute the torch form"):
-        ModelConfig(arch="rnn", gru_variant="notes")
-    ModelConfig(arch="rnn", gru_variant="notes", rnn_impl="reference")
+        RNNConfig(arch="rnn", gru_variant="notes")
+    RNNConfig(arch="rnn", gru_variant="notes", rnn_impl="reference")
 
 
 def test_rnn_model_trains_resumes_exactly_and_translates(tmp_path):

@@ -10,10 +10,12 @@ import torch
 from rosetta import Translator
 from rosetta.data import Example, collate
 from rosetta.data.vocab import BOS_ID, EOS_ID
-from rosetta.decode import beam_search, greedy_search, sample_search
+from rosetta.decode import beam_search, greedy_search, sampler
 from rosetta.decode.batched import auto_workers
+from rosetta.decode.greedy import most_likely
 from rosetta.decode.options import SearchOptions
 from rosetta.train.run import run_training
+from tests.fakes import CONFIG_LIMIT
 from tests.toy import RNN_ATTENTION, TRANSFORMER, WORDS, toy_config
 
 MODELS = {"transformer": TRANSFORMER, "rnn-attention": RNN_ATTENTION}
@@ -47,7 +49,14 @@ def batch_of(translator, sentences):
 
 
 def beam(model, src, mask, **options):
+    options = {"alpha": SearchOptions.alpha, **CONFIG_LIMIT} | options
     return beam_search(model, src, mask, bos_id=BOS_ID, eos_id=EOS_ID, **options)
+
+
+def greedy(model, src, mask, choose=most_likely):
+    return greedy_search(
+        model, src, mask, bos_id=BOS_ID, eos_id=EOS_ID, choose=choose, **CONFIG_LIMIT
+    )
 
 
 def teacher_forced_score(model, src, mask, tokens, limit):
@@ -85,10 +94,10 @@ def test_greedy_is_beam_of_one_and_scores_are_teacher_forced_scores(trained):
     translator, _ = trained
     model = translator.model
     src, mask = batch_of(translator, SENTENCES)
-    greedy = greedy_search(model, src, mask, bos_id=BOS_ID, eos_id=EOS_ID)
+    greedy_found = greedy(model, src, mask)
     beams = beam(model, src, mask, beam_size=1)
     limits = (mask.sum(1) * 1.5 + 10).floor().long()
-    for g, [b] in zip(greedy, beams, strict=True):
+    for g, [b] in zip(greedy_found, beams, strict=True):
         assert b.tokens == g.tokens
         assert b.score == pytest.approx(g.score, abs=1e-5)
     for i, hypotheses in enumerate(beam(model, src, mask, beam_size=4, nbest=4)):
@@ -108,7 +117,8 @@ def test_greedy_is_beam_of_one_and_scores_are_teacher_forced_scores(trained):
 def test_attention_of_the_best_hypotheses(trained, refill):
     translator, _ = trained
     found = translator.translate_nbest(
-        SENTENCES, beam_size=3, nbest=2, need_attention=True, refill=refill
+        SENTENCES,
+        SearchOptions(beam_size=3, nbest=2, need_attention=True, refill=refill),
     )
     for sentence, hypotheses in zip(SENTENCES, found, strict=True):
         assert len(hypotheses) == 2
@@ -127,12 +137,17 @@ def test_sampling_is_reproducible_and_top_k_of_one_is_greedy(trained):
     translator, _ = trained
     model = translator.model
     src, mask = batch_of(translator, SENTENCES)
-    greedy = greedy_search(model, src, mask, bos_id=BOS_ID, eos_id=EOS_ID)
-    top1 = sample_search(model, src, mask, bos_id=BOS_ID, eos_id=EOS_ID, top_k=1)
-    assert [h.tokens for h in top1] == [h.tokens for h in greedy]
-    first = translator.translate(SENTENCES * 4, sample=True, seed=3, temperature=2.0)
-    again = translator.translate(SENTENCES * 4, sample=True, seed=3, temperature=2.0)
-    other = translator.translate(SENTENCES * 4, sample=True, seed=4, temperature=2.0)
+    top1 = greedy(model, src, mask, choose=sampler(top_k=1))
+    assert [h.tokens for h in top1] == [h.tokens for h in greedy(model, src, mask)]
+    first = translator.translate(
+        SENTENCES * 4, SearchOptions(sample=True, seed=3, temperature=2.0)
+    )
+    again = translator.translate(
+        SENTENCES * 4, SearchOptions(sample=True, seed=3, temperature=2.0)
+    )
+    other = translator.translate(
+        SENTENCES * 4, SearchOptions(sample=True, seed=4, temperature=2.0)
+    )
     assert first == again
     assert first != other
 
@@ -141,13 +156,15 @@ def test_translator_options_match_the_search_functions(trained):
     translator, _ = trained
     src, mask = batch_of(translator, SENTENCES)
     beams = beam(translator.model, src, mask, beam_size=4, alpha=1.0, penalty="gnmt")
-    texts = translator.translate(SENTENCES, beam_size=4, alpha=1.0, penalty="gnmt")
+    texts = translator.translate(
+        SENTENCES, SearchOptions(beam_size=4, alpha=1.0, penalty="gnmt")
+    )
     for text, [h] in zip(texts, beams, strict=True):
         assert text == translator.tokenizers.tgt.decode(h.tokens)
     with pytest.raises(ValueError, match="nbest"):
-        translator.translate(SENTENCES, beam_size=2, nbest=3)
-    with pytest.raises(TypeError, match="unknown search option"):
-        translator.translate(SENTENCES, beam=2)
+        translator.translate(SENTENCES, SearchOptions(beam_size=2, nbest=3))
+    with pytest.raises(TypeError, match="beam"):
+        translator.translate(SENTENCES, SearchOptions(beam=2))
 
 
 def rosetta(*args, stdin=""):
@@ -214,7 +231,7 @@ def test_fast_and_reference_paths_give_the_same_translations(trained):
     """Fused attention / fused recurrent kernels, the shared beam memory and the
     batched search against the reference paths, one sentence at a time."""
     translator, _ = trained
-    fast = translator.translate_nbest(SENTENCES, beam_size=4, nbest=2)
+    fast = translator.translate_nbest(SENTENCES, SearchOptions(beam_size=4, nbest=2))
     reference_parts = []
     for module in translator.model.modules():
         if hasattr(module, "fused"):
@@ -226,7 +243,9 @@ def test_fast_and_reference_paths_give_the_same_translations(trained):
     assert reference_parts, "the model has no fast path to switch off"
     try:
         slow = [
-            translator.translate_nbest([s], beam_size=4, nbest=2, batch_size=1)[0]
+            translator.translate_nbest(
+                [s], SearchOptions(beam_size=4, nbest=2), batch_size=1
+            )[0]
             for s in SENTENCES
         ]
     finally:
@@ -242,8 +261,10 @@ def test_fast_and_reference_paths_give_the_same_translations(trained):
 def test_parallel_workers_translate_as_one_search_does(trained, search):
     translator, _ = trained
     threads = torch.get_num_threads()
-    one = translator.translate_nbest(SENTENCES, batch_size=2, **search)
-    two = translator.translate_nbest(SENTENCES, batch_size=2, workers=2, **search)
+    one = translator.translate_nbest(SENTENCES, SearchOptions(**search), batch_size=2)
+    two = translator.translate_nbest(
+        SENTENCES, SearchOptions(**search), batch_size=2, workers=2
+    )
     assert torch.get_num_threads() == threads  # shared out, then restored
     assert [[h.text for h in f] for f in one] == [[h.text for h in f] for f in two]
     for f, g in zip(one, two, strict=True):
@@ -276,8 +297,8 @@ def test_auto_workers_translate_as_one_search_does_and_sample_in_order(trained):
         assert translator.translate(SENTENCES, batch_size=2, workers="auto") == one
         sampled = {"sample": True, "seed": 3}
         assert translator.translate(
-            SENTENCES, batch_size=2, workers="auto", **sampled
-        ) == translator.translate(SENTENCES, batch_size=2, **sampled)
+            SENTENCES, SearchOptions(**sampled), batch_size=2, workers="auto"
+        ) == translator.translate(SENTENCES, SearchOptions(**sampled), batch_size=2)
     finally:
         torch.set_num_threads(threads)
     assert torch.get_num_threads() == threads
@@ -299,7 +320,7 @@ def test_parallel_workers_refuse_what_they_cannot_do(trained):
     with pytest.raises(ValueError, match="at least 1"):
         translator.translate(["alpha"], workers=0)
     with pytest.raises(ValueError, match="sampling runs with one worker"):
-        translator.translate(["alpha"], workers=2, sample=True, seed=1)
+        translator.translate(["alpha"], SearchOptions(sample=True, seed=1), workers=2)
     done = rosetta(
         "translate",
         "-m",

@@ -178,7 +178,7 @@ def test_unexpected_errors_are_500_without_a_stack_trace(transformer, monkeypatc
         raise RuntimeError("secret internal state")
 
     with client_with(transformer, raise_server_exceptions=False) as client:
-        monkeypatch.setattr(transformer, "translate_nbest", broken)
+        monkeypatch.setattr(transformer, "translate_ids", broken)
         response = client.post("/translate", json={"sentences": ["alpha"]})
     assert response.status_code == 500
     assert response.json() == {"detail": "internal server error"}

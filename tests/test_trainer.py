@@ -149,6 +149,9 @@ def test_the_training_loss_equals_the_loss_of_the_models_logits(
     assert tokens == expected_tokens == 10
     tolerance = 1e-5 if precision == "fp32" else 2e-2
     assert loss.item() == pytest.approx(expected.item(), rel=tolerance)
+    # a parameter whose gradient cancels to almost zero is compared at 1% of
+    # the largest gradient: float rounding is relative to the terms, not the sum
+    largest = max(theirs.abs().max().item() for theirs in plain)
     for mine, theirs in zip(ours, plain, strict=True):
-        scale = theirs.abs().max().item() or 1.0
+        scale = max(theirs.abs().max().item(), 0.01 * largest)
         assert (mine - theirs).abs().max().item() <= tolerance * scale

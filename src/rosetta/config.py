@@ -9,10 +9,18 @@ the raw YAML before validation, so they are checked the same way.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationError,
+    model_validator,
+)
 
 from rosetta.errors import RosettaError
 
@@ -56,43 +64,43 @@ class TokenizerConfig(_Section):
     character_coverage: float = Field(1.0, gt=0.0, le=1.0)
 
 
-TRANSFORMER_ONLY = ("heads", "d_ff", "attention_dropout", "norm", "max_positions")
-RNN_ONLY = (
-    "cell",
-    "hidden_size",
-    "bidirectional",
-    "attention",
-    "rnn_impl",
-    "gru_variant",
-)
+class _ModelSection(_Section):
+    """What every model family reads: ``encoder_layers``, ``decoder_layers``,
+    ``d_model`` (the embedding width), ``dropout``, ``share_embeddings``,
+    ``tie_output``."""
 
-
-def foreign_keys(arch: str) -> tuple[str, ...]:
-    """The model keys that architecture ``arch`` does not read."""
-    return RNN_ONLY if arch == "transformer" else TRANSFORMER_ONLY
-
-
-class ModelConfig(_Section):
-    """The model. ``arch`` picks the family; each family reads its own keys.
-
-    Shared: ``encoder_layers``, ``decoder_layers``, ``d_model`` (the embedding
-    width), ``dropout``, ``share_embeddings``, ``tie_output``.
-    """
-
-    arch: Literal["transformer", "rnn"] = "transformer"
+    arch: str  # each family narrows it to its own name
     encoder_layers: int = Field(3, gt=0)
     decoder_layers: int = Field(3, gt=0)
     d_model: int = Field(256, gt=0)
     dropout: float = Field(0.1, ge=0.0, lt=1.0)
     share_embeddings: bool = True
     tie_output: bool = True
-    # transformer
+
+
+class TransformerConfig(_ModelSection):
+    """``arch: transformer`` (the default)."""
+
+    arch: Literal["transformer"] = "transformer"
     heads: int = Field(4, gt=0)
     d_ff: int = Field(1024, gt=0)
     attention_dropout: float = Field(0.0, ge=0.0, lt=1.0)
     norm: Literal["post", "pre"] = "post"
     max_positions: int = Field(1024, gt=0)
-    # rnn
+
+    @model_validator(mode="after")
+    def _heads_divide_width(self) -> TransformerConfig:
+        if self.d_model % self.heads:
+            raise ValueError(
+                f"heads ({self.heads}) must divide d_model ({self.d_model})"
+            )
+        return self
+
+
+class RNNConfig(_ModelSection):
+    """``arch: rnn``: recurrent encoder-decoders."""
+
+    arch: Literal["rnn"]
     cell: Literal["gru", "lstm", "rnn"] = "gru"
     hidden_size: int = Field(512, gt=0)
     bidirectional: bool = Field(False, description="bidirectional encoder")
@@ -105,33 +113,37 @@ class ModelConfig(_Section):
     )
 
     @model_validator(mode="after")
-    def _consistent(self) -> ModelConfig:
-        # a key of the other family that would change something is a mistake
-        stray = [
-            key
-            for key in foreign_keys(self.arch)
-            if getattr(self, key) != type(self).model_fields[key].default
-        ]
-        if stray:
-            raise ValueError(
-                f"{', '.join(stray)}: not used by arch '{self.arch}'; remove "
-                f"{'it' if len(stray) == 1 else 'them'}"
-            )
-        if self.arch == "transformer" and self.d_model % self.heads:
-            raise ValueError(
-                f"heads ({self.heads}) must divide d_model ({self.d_model})"
-            )
-        if (
-            self.arch == "rnn"
-            and self.cell == "gru"
-            and self.rnn_impl == "fused"
-            and self.gru_variant == "notes"
-        ):
+    def _fused_gru_is_torchs(self) -> RNNConfig:
+        fused_gru = self.cell == "gru" and self.rnn_impl == "fused"
+        if fused_gru and self.gru_variant == "notes":
             raise ValueError(
                 "the fused kernels compute the torch form of the GRU: "
                 "set gru_variant: torch, or rnn_impl: reference for the notes' form"
             )
         return self
+
+
+ARCHS = ("transformer", "rnn")
+
+
+def _arch_of(section: Any) -> str | None:
+    """Which family a model section belongs to; a YAML section without
+    ``arch`` is a Transformer."""
+    if isinstance(section, dict):
+        return section.get("arch", "transformer")
+    return getattr(section, "arch", None)
+
+
+# The model section: one family's configuration, picked by ``arch``. Each
+# family forbids the keys it does not read, like every other section.
+ModelConfig = Annotated[
+    Annotated[TransformerConfig, Tag("transformer")] | Annotated[RNNConfig, Tag("rnn")],
+    Discriminator(
+        _arch_of,
+        custom_error_type="unknown_arch",
+        custom_error_message=f"unknown arch; use one of: {', '.join(ARCHS)}",
+    ),
+]
 
 
 class EarlyStopping(_Section):
@@ -181,7 +193,7 @@ class DecodeConfig(_Section):
 class Config(_Section):
     data: DataConfig
     tokenizer: TokenizerConfig = TokenizerConfig()
-    model: ModelConfig = ModelConfig()
+    model: ModelConfig = TransformerConfig()
     train: TrainConfig = TrainConfig()
     decode: DecodeConfig = DecodeConfig()
 
@@ -226,10 +238,14 @@ def _resolve_paths(raw: dict[str, Any], base: Path) -> None:
 def format_validation_error(error: ValidationError, source: str) -> str:
     lines = [f"{source}: invalid configuration"]
     for item in error.errors():
-        key = ".".join(str(part) for part in item["loc"]) or "(top level)"
+        location = list(item["loc"])
+        arch = None
+        if location[:1] == ["model"] and location[1:2] and location[1] in ARCHS:
+            arch = location.pop(1)  # the family's tag, not a key
+        key = ".".join(str(part) for part in location) or "(top level)"
         message = item["msg"]
         if item["type"] == "extra_forbidden":
-            message = "unknown key"
+            message = "unknown key" + (f" for arch '{arch}'" if arch else "")
         lines.append(f"  {key}: {message}")
     return "\n".join(lines)
 
@@ -268,11 +284,5 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> Config:
 
 
 def config_to_dict(config: Config) -> dict[str, Any]:
-    """A JSON-ready dict (paths as strings) that ``config_from_dict`` reads back.
-
-    The model section lists only the keys its architecture reads.
-    """
-    raw = config.model_dump(mode="json")
-    for key in foreign_keys(config.model.arch):
-        del raw["model"][key]
-    return raw
+    """A JSON-ready dict (paths as strings) that ``config_from_dict`` reads back."""
+    return config.model_dump(mode="json")

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from rosetta import checkpoint as ckpt
-from rosetta.config import Config, config_from_dict
+from rosetta.config import Config, TransformerConfig, config_from_dict
 from rosetta.data.tokenizer import TokenizerPair
 from rosetta.data.vocab import EOS
 from rosetta.decode.batched import Workers, decode_in_batches
@@ -92,87 +92,94 @@ class Translator:
     def position_limit(self) -> int | None:
         """The longest sequence the model can encode or decode (Transformer)."""
         model = self.config.model
-        return model.max_positions if model.arch == "transformer" else None
+        return model.max_positions if isinstance(model, TransformerConfig) else None
 
-    def _encode(self, sentence: str) -> list[int]:
+    def encode(self, sentence: str) -> list[int]:
+        """Source token ids of ``sentence`` (without ``<eos>``), cut to what the
+        model takes, with a warning; a blank line gives none."""
         limits = {"decode.max_input_tokens": self.config.decode.max_input_tokens}
         if self.position_limit is not None:
             limits["model.max_positions"] = self.position_limit
         setting, limit = min(limits.items(), key=lambda item: item[1])
-        ids = self.tokenizers.src.encode(sentence)
+        ids = self.tokenizers.src.encode(sentence) if sentence.strip() else []
         if len(ids) + 1 > limit:  # + 1 for <eos>
             warnings.warn(
                 f"input of {len(ids)} tokens truncated to {limit - 1} ({setting})",
-                stacklevel=3,
+                stacklevel=2,
             )
             ids = ids[: limit - 1]
         return ids
 
-    @torch.no_grad()
+    def complete(self, options: SearchOptions | None = None) -> SearchOptions:
+        """``options`` (default: greedy search) with an unset length limit
+        taken from the model's configuration."""
+        return (options or SearchOptions()).with_length_limit(self.config.decode)
+
     def translate(
         self,
         sentences: Iterable[str],
+        options: SearchOptions | None = None,
         *,
         batch_size: int | None = None,
         workers: Workers = 1,
-        **search: Any,
     ) -> list[str]:
         """Translate sentences; one output per input, in order (empty in, empty out).
 
-        Keyword arguments are ``SearchOptions`` fields: ``beam_size``, ``alpha``,
-        ``penalty``, ``stopping``, ``refill``, ``max_len_a``, ``max_len_b``,
-        ``sample``, ``temperature``, ``top_k``, ``top_p``, ``seed``. The default
-        is greedy search with the config's length limit. ``workers`` > 1 decodes
-        that many batches at once on the CPU, sharing torch's threads among them;
+        ``options`` says how to search (``SearchOptions``; default: greedy,
+        with the model's configured length limit). ``workers`` > 1 decodes that
+        many batches at once on the CPU, sharing torch's threads among them;
         ``"auto"`` one per thread where that applies (``auto_workers``).
         """
         results = self.translate_nbest(
-            sentences, batch_size=batch_size, workers=workers, **search
+            sentences, options, batch_size=batch_size, workers=workers
         )
         return [found[0].text if found else "" for found in results]
 
-    @torch.no_grad()
     def translate_nbest(
         self,
         sentences: Iterable[str],
+        options: SearchOptions | None = None,
         *,
         batch_size: int | None = None,
         workers: Workers = 1,
-        **search: Any,
     ) -> list[list[Translation]]:
-        """Per input, its n-best list of ``Translation`` (empty for a blank line).
+        """Per input, its n-best list of ``Translation`` (empty for a blank
+        line); the arguments are those of ``translate``."""
+        sources = [self.encode(sentence) for sentence in sentences]
+        return self.translate_ids(
+            sources, options, batch_size=batch_size, workers=workers
+        )
 
-        Takes the ``SearchOptions`` fields of ``translate`` and also ``nbest`` and
-        ``need_attention``.
-        """
-        options = self.search_options(**search)
-        sentences = list(sentences)
-        sources = {i: self._encode(s) for i, s in enumerate(sentences) if s.strip()}
+    @torch.no_grad()
+    def translate_ids(
+        self,
+        sources: list[list[int]],
+        options: SearchOptions | None = None,
+        *,
+        batch_size: int | None = None,
+        workers: Workers = 1,
+    ) -> list[list[Translation]]:
+        """``translate_nbest`` of sentences already encoded (``encode``): one
+        n-best list per id list, none for an empty one (a blank line)."""
+        options = self.complete(options)
+        nonempty = {i: ids for i, ids in enumerate(sources) if ids}
         with autocast(self.device, self.precision):
             found = decode_in_batches(
                 self.model,
-                list(sources.values()),
+                list(nonempty.values()),
                 self.device,
                 batch_size=batch_size or self.config.decode.batch_size,
                 options=options,
                 max_len_cap=self.position_limit,
                 workers=workers,
             )
-        results: list[list[Translation]] = [[] for _ in sentences]
-        for i, source, hypotheses in zip(sources, sources.values(), found, strict=True):
+        results: list[list[Translation]] = [[] for _ in sources]
+        for i, source, hypotheses in zip(
+            nonempty, nonempty.values(), found, strict=True
+        ):
             source_pieces = [*self.tokenizers.src.id_pieces(source), EOS]
             results[i] = [self._translation(h, source_pieces) for h in hypotheses]
         return results
-
-    def search_options(self, **search: Any) -> SearchOptions:
-        """``SearchOptions`` from keywords; the length limit defaults to the config."""
-        search = {key: value for key, value in search.items() if value is not None}
-        search.setdefault("max_len_a", self.config.decode.max_len_a)
-        search.setdefault("max_len_b", self.config.decode.max_len_b)
-        unknown = set(search) - {f.name for f in fields(SearchOptions)}
-        if unknown:
-            raise TypeError(f"unknown search option(s): {', '.join(sorted(unknown))}")
-        return SearchOptions(**search)
 
     def _translation(
         self, hypothesis: Hypothesis, source_pieces: list[str]

@@ -4,10 +4,12 @@ from rosetta.decode.batched import decode_in_batches
 from rosetta.decode.beam import beam_search, length_penalty, normalized_score
 from rosetta.decode.exhaustive import exhaustive_search
 from rosetta.decode.greedy import Hypothesis, greedy_search, max_lengths
-from rosetta.decode.sampling import sample_search, sampler
+from rosetta.decode.options import SearchOptions, search
+from rosetta.decode.sampling import sampler
 
 __all__ = [
     "Hypothesis",
+    "SearchOptions",
     "beam_search",
     "decode_in_batches",
     "exhaustive_search",
@@ -15,6 +17,6 @@ __all__ = [
     "length_penalty",
     "max_lengths",
     "normalized_score",
-    "sample_search",
     "sampler",
+    "search",
 ]

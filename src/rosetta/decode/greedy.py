@@ -51,8 +51,8 @@ def greedy_search(
     *,
     bos_id: int,
     eos_id: int,
-    max_len_a: float = 1.5,
-    max_len_b: int = 10,
+    max_len_a: float,
+    max_len_b: int,
     max_len_cap: int | None = None,
     choose: TokenChooser = most_likely,
 ) -> list[Hypothesis]:

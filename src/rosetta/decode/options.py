@@ -7,10 +7,11 @@ dedicated greedy path for beam size 1 (same result as ``beam_search`` with
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
+from rosetta.config import DecodeConfig
 from rosetta.decode.beam import LengthPenalty, Stopping, beam_search, length_penalty
 from rosetta.decode.greedy import Hypothesis, greedy_search, most_likely
 from rosetta.decode.sampling import sampler
@@ -19,7 +20,12 @@ from rosetta.models.interface import EncoderDecoder
 
 @dataclass(frozen=True)
 class SearchOptions:
-    """How to decode. The defaults are greedy search with the notes' scoring."""
+    """How to decode: the one place that sets the search defaults, which the
+    Python API, the CLI and the server read. The default is greedy search.
+
+    ``max_len_a`` and ``max_len_b`` (the output limit ``a·S + b``) left unset
+    take the model's configured ``decode.max_len_a`` and ``decode.max_len_b``.
+    """
 
     beam_size: int = 1
     alpha: float = 0.75  # length normalisation (1 / L^α) Σ log P
@@ -27,8 +33,8 @@ class SearchOptions:
     stopping: Stopping = "exact"
     refill: bool = False  # keep k live prefixes (fairseq/HF/CT2) or the k best
     nbest: int = 1
-    max_len_a: float = 1.5  # output limit a·S + b
-    max_len_b: int = 10
+    max_len_a: float | None = None  # output limit a·S + b
+    max_len_b: int | None = None
     sample: bool = False
     temperature: float = 1.0
     top_k: int = 0
@@ -46,7 +52,7 @@ class SearchOptions:
             )
         if self.alpha < 0:
             raise ValueError(f"alpha must be >= 0, got {self.alpha}")
-        if self.max_len_a < 0 or self.max_len_b < 0:
+        if (self.max_len_a or 0) < 0 or (self.max_len_b or 0) < 0:
             raise ValueError("max_len_a and max_len_b must be >= 0")
         length_penalty(torch.tensor(1), self.alpha, self.penalty)
         if self.sample:
@@ -55,6 +61,14 @@ class SearchOptions:
             if self.need_attention:
                 raise ValueError("attention weights come with greedy or beam search")
             sampler(self.temperature, self.top_k, self.top_p)  # validates them
+
+    def with_length_limit(self, decode: DecodeConfig) -> SearchOptions:
+        """These options with an unset length limit taken from ``decode``."""
+        return replace(
+            self,
+            max_len_a=decode.max_len_a if self.max_len_a is None else self.max_len_a,
+            max_len_b=decode.max_len_b if self.max_len_b is None else self.max_len_b,
+        )
 
     @property
     def uses_beam(self) -> bool:
@@ -74,7 +88,9 @@ def search(
     max_len_cap: int | None = None,
     generator: torch.Generator | None = None,
 ) -> list[list[Hypothesis]]:
-    """Decode a batch with ``options``; per sentence its n-best list."""
+    """Decode a batch with ``options``; per sentence its n-best list. An unset
+    length limit is that of a model configured with the defaults."""
+    options = options.with_length_limit(DecodeConfig())
     limits = dict(
         max_len_a=options.max_len_a,
         max_len_b=options.max_len_b,

@@ -4,15 +4,16 @@ For generation and for data augmentation such as back-translation. The model's
 distribution is reshaped by a temperature, then optionally restricted to the
 ``top_k`` most likely tokens and to the smallest set whose probability reaches
 ``top_p`` (nucleus sampling), renormalised, and sampled. Hypothesis scores are
-the model's own log-probabilities of the drawn tokens.
+the model's own log-probabilities of the drawn tokens. ``sampler`` makes the
+token chooser that greedy search's loop calls in place of the argmax:
+``greedy_search(..., choose=sampler(top_p=0.9))``.
 """
 
 from __future__ import annotations
 
 import torch
 
-from rosetta.decode.greedy import Hypothesis, TokenChooser, greedy_search
-from rosetta.models.interface import EncoderDecoder
+from rosetta.decode.greedy import TokenChooser
 
 
 def sampler(
@@ -45,32 +46,3 @@ def sampler(
         return torch.multinomial(probs, 1, generator=generator).squeeze(1)
 
     return choose
-
-
-def sample_search(
-    model: EncoderDecoder,
-    src: torch.Tensor,
-    src_mask: torch.Tensor,
-    *,
-    bos_id: int,
-    eos_id: int,
-    temperature: float = 1.0,
-    top_k: int = 0,
-    top_p: float = 1.0,
-    generator: torch.Generator | None = None,
-    max_len_a: float = 1.5,
-    max_len_b: int = 10,
-    max_len_cap: int | None = None,
-) -> list[Hypothesis]:
-    """One sampled translation per sentence of the batch ``src`` (n, S)."""
-    return greedy_search(
-        model,
-        src,
-        src_mask,
-        bos_id=bos_id,
-        eos_id=eos_id,
-        max_len_a=max_len_a,
-        max_len_b=max_len_b,
-        max_len_cap=max_len_cap,
-        choose=sampler(temperature, top_k, top_p, generator),
-    )

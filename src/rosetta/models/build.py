@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from rosetta.config import ModelConfig
+from rosetta.config import ModelConfig, RNNConfig, TransformerConfig
 from rosetta.models.interface import EncoderDecoder
 from rosetta.models.rnn import build_rnn_seq2seq
 from rosetta.models.transformer import build_transformer
 
 
 def build_model(config: ModelConfig, src_vocab: int, tgt_vocab: int) -> EncoderDecoder:
-    if config.arch == "transformer":
+    if isinstance(config, TransformerConfig):
         return build_transformer(
             src_vocab,
             tgt_vocab,
@@ -25,7 +25,7 @@ def build_model(config: ModelConfig, src_vocab: int, tgt_vocab: int) -> EncoderD
             tie_output=config.tie_output,
             max_positions=config.max_positions,
         )
-    if config.arch == "rnn":
+    if isinstance(config, RNNConfig):
         return build_rnn_seq2seq(
             src_vocab,
             tgt_vocab,
@@ -42,4 +42,4 @@ def build_model(config: ModelConfig, src_vocab: int, tgt_vocab: int) -> EncoderD
             impl=config.rnn_impl,
             gru_variant=config.gru_variant,
         )
-    raise ValueError(f"unknown architecture {config.arch!r}")
+    raise TypeError(f"not a model configuration: {config!r}")

@@ -27,6 +27,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from rosetta import __version__
 from rosetta.config import config_to_dict
 from rosetta.decode.batched import threads_per_worker
+from rosetta.decode.options import SearchOptions
 from rosetta.serve.batcher import DynamicBatcher, QueueFull
 from rosetta.serve.schemas import (
     Health,
@@ -123,9 +124,12 @@ def _check_limits(
     return None
 
 
-def _translate_group(translator: Translator, sentences: list[str], options: Any):
-    """The worker thread's job: decode a group and make its JSON."""
-    results = translator.translate_nbest(sentences, **options)
+def _translate_group(
+    translator: Translator, sources: list[list[int]], options: SearchOptions
+) -> list[list[dict[str, Any]]]:
+    """The worker thread's job: decode a group of encoded sentences and make
+    its JSON."""
+    results = translator.translate_ids(sources, options)
     return [[t.to_dict() for t in found] for found in results]
 
 
@@ -139,7 +143,7 @@ def create_app(
     if settings.workers > 1 and translator.device.type != "cpu":
         raise ValueError("parallel workers are for the CPU; a GPU runs one batch")
     batcher = DynamicBatcher(
-        lambda sentences, options: _translate_group(translator, sentences, options),
+        lambda sources, options: _translate_group(translator, sources, options),
         enabled=settings.batching,
         max_tokens=settings.max_batch_tokens,
         max_wait_ms=settings.max_wait_ms,
@@ -184,16 +188,15 @@ def create_app(
         refused = _check_limits(request, settings)
         if refused is not None:
             return refused
-        options = request.search_options()
         try:
-            search = translator.search_options(**options)
+            options = translator.complete(request.search_options())
         except ValueError as error:
             return _unprocessable("options", str(error))
-        sources = [translator.tokenizers.src.encode(s) for s in request.sentences]
-        cost = sum(len(ids) + 1 for ids in sources) * search.beam_size
-        key = None if search.sample and search.seed is not None else search
+        sources = [translator.encode(sentence) for sentence in request.sentences]
+        cost = sum(len(ids) + 1 for ids in sources) * options.beam_size
+        key = None if options.sample and options.seed is not None else options
         try:
-            results = await batcher.submit(request.sentences, options, key, cost)
+            results = await batcher.submit(sources, options, key, cost)
         except QueueFull as error:
             return JSONResponse(
                 {"detail": f"server busy ({error}); retry later"},

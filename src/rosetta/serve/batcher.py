@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # Runs a group of sentences that share options; returns one result per sentence.
-RunBatch = Callable[[list[str], Any], list[Any]]
+# A sentence is whatever the server queues for it (its source token ids).
+RunBatch = Callable[[list[Any], Any], list[Any]]
 
 
 class QueueFull(Exception):
@@ -34,7 +35,7 @@ class QueueFull(Exception):
 
 @dataclass
 class _Job:
-    sentences: list[str]
+    sentences: list[Any]
     options: Any
     key: tuple[str, Hashable]  # jobs with equal keys may share a model call
     cost: int  # source tokens × beam: what the batch budget counts
@@ -114,7 +115,7 @@ class DynamicBatcher:
         return sum(len(job.sentences) for job in self._waiting)
 
     async def submit(
-        self, sentences: list[str], options: Any, key: Hashable | None, cost: int
+        self, sentences: list[Any], options: Any, key: Hashable | None, cost: int
     ) -> list[Any]:
         """Queue a request; its results, one per sentence, once its batch has run.
 

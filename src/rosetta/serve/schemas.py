@@ -7,6 +7,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from rosetta.decode.beam import LengthPenalty, Stopping
+from rosetta.decode.options import SearchOptions
+
+DEFAULT = SearchOptions()
+
 
 @dataclass(frozen=True)
 class ServerSettings:
@@ -34,26 +39,31 @@ class TranslateRequest(BaseModel):
     )
 
     sentences: list[str] = Field(..., min_length=1, description="one per line")
-    beam_size: int = Field(1, ge=1, description="1: greedy search")
-    nbest: int = Field(1, ge=1, description="hypotheses per sentence (≤ beam_size)")
-    alpha: float = Field(0.75, ge=0.0, description="length normalisation exponent")
-    penalty: Literal["notes", "gnmt"] = "notes"
-    stopping: Literal["exact", "k_finished", "max_length"] = "exact"
-    refill: bool = Field(False, description="keep beam_size live prefixes")
-    max_len_a: float | None = Field(None, ge=0.0, description="limit a·S + b")
+    beam_size: int = Field(DEFAULT.beam_size, ge=1, description="1: greedy search")
+    nbest: int = Field(
+        DEFAULT.nbest, ge=1, description="hypotheses per sentence (≤ beam_size)"
+    )
+    alpha: float = Field(
+        DEFAULT.alpha, ge=0.0, description="length normalisation exponent"
+    )
+    penalty: LengthPenalty = DEFAULT.penalty
+    stopping: Stopping = DEFAULT.stopping
+    refill: bool = Field(DEFAULT.refill, description="keep beam_size live prefixes")
+    max_len_a: float | None = Field(
+        None, ge=0.0, description="limit a·S + b (default: the model's)"
+    )
     max_len_b: int | None = Field(None, ge=0)
-    sample: bool = False
-    temperature: float = Field(1.0, gt=0.0)
-    top_k: int = Field(0, ge=0)
-    top_p: float = Field(1.0, gt=0.0, le=1.0)
+    sample: bool = DEFAULT.sample
+    temperature: float = Field(DEFAULT.temperature, gt=0.0)
+    top_k: int = Field(DEFAULT.top_k, ge=0)
+    top_p: float = Field(DEFAULT.top_p, gt=0.0, le=1.0)
     seed: int | None = None
     attention: bool = Field(False, description="return cross-attention weights")
 
-    def search_options(self) -> dict[str, Any]:
-        """The ``Translator.translate_nbest`` keywords this request asks for."""
+    def search_options(self) -> SearchOptions:
+        """The search this request asks for; ``ValueError`` if inconsistent."""
         options = self.model_dump(exclude={"sentences", "attention"})
-        options["need_attention"] = self.attention
-        return options
+        return SearchOptions(**options, need_attention=self.attention)
 
 
 class Hypothesis(BaseModel):

@@ -1,0 +1,7 @@
+"""``python -m rosetta``: the ``rosetta`` command."""
+
+import sys
+
+from rosetta.cli import main
+
+sys.exit(main())

@@ -1,0 +1,137 @@
+"""What several verbs share: input lines, search and precision flags."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import fields
+from pathlib import Path
+
+from rosetta.data.corpus import read_lines
+from rosetta.decode.options import SearchOptions
+from rosetta.errors import RosettaError
+from rosetta.precision import PRECISIONS
+
+DEFAULT = SearchOptions()
+
+
+def read_input_lines(paths: list[str]) -> list[str]:
+    """The lines of ``paths``, or of standard input (none, or ``-``)."""
+    if not paths or paths == ["-"]:
+        data = sys.stdin.buffer.read()
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise RosettaError(
+                f"<stdin>: invalid UTF-8 at byte {error.start}"
+            ) from None
+        # Only "\n" (and "\r\n") ends a line: str.splitlines() would also split
+        # on U+2028, form feeds and others, breaking one-output-per-input-line.
+        lines = text.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        return [line.removesuffix("\r") for line in lines]
+    return [line for path in paths for _, line in read_lines(Path(path))]
+
+
+def search_options(
+    args: argparse.Namespace, command: str, **extra: object
+) -> SearchOptions:
+    """The ``SearchOptions`` of the search flags (``add_search_flags``) and
+    ``extra``; a flag not given keeps the options' default. A bad value is a
+    ``RosettaError`` naming the command, before any work."""
+    given = {
+        field.name: getattr(args, field.name)
+        for field in fields(SearchOptions)
+        if getattr(args, field.name, None) is not None
+    }
+    try:
+        return SearchOptions(**(given | extra))
+    except ValueError as error:
+        raise RosettaError(f"{command}: {error}") from None
+
+
+def add_search_flags(verb: argparse.ArgumentParser) -> None:
+    """One flag per ``SearchOptions`` field, its default shown, not repeated."""
+    group = verb.add_argument_group("search")
+    group.add_argument(
+        "--beam",
+        dest="beam_size",
+        metavar="K",
+        type=int,
+        help=f"beam size (default {DEFAULT.beam_size}: greedy)",
+    )
+    group.add_argument(
+        "--alpha",
+        type=float,
+        help=f"length normalisation exponent (default {DEFAULT.alpha})",
+    )
+    group.add_argument(
+        "--penalty",
+        choices=["notes", "gnmt"],
+        help="divide Σ log P by L^α (notes) or ((5+L)/6)^α (gnmt) "
+        f"(default {DEFAULT.penalty})",
+    )
+    group.add_argument(
+        "--stopping",
+        choices=["exact", "k_finished", "max_length"],
+        help=f"when a sentence's beam search ends (default {DEFAULT.stopping})",
+    )
+    group.add_argument(
+        "--refill",
+        action="store_true",
+        default=None,
+        help="keep beam-size live prefixes: ended candidates leave the beam and "
+        "the next best expansions take their places (fairseq, Hugging Face, "
+        "CTranslate2); without it the beam holds the k best expansions, ended "
+        "or not (the notes' beam)",
+    )
+    group.add_argument(
+        "--max-len-a",
+        type=float,
+        help="output limit a·S + b (default: the model's decode.max_len_a)",
+    )
+    group.add_argument(
+        "--max-len-b", type=int, help="(default: the model's decode.max_len_b)"
+    )
+    group.add_argument(
+        "--sample", action="store_true", default=None, help="sample instead"
+    )
+    group.add_argument(
+        "--temperature", type=float, help=f"(default {DEFAULT.temperature})"
+    )
+    group.add_argument(
+        "--top-k", type=int, help="sampling: the k best only (default 0: all)"
+    )
+    group.add_argument(
+        "--top-p",
+        type=float,
+        help=f"sampling: nucleus probability (default {DEFAULT.top_p})",
+    )
+    group.add_argument("--seed", type=int, help="sampling seed")
+
+
+def add_precision_flag(verb: argparse.ArgumentParser) -> None:
+    """``--precision``: fp32, bf16 or int8."""
+    verb.add_argument(
+        "--precision",
+        choices=PRECISIONS,
+        default="fp32",
+        help="bf16: bfloat16 matrix products, faster where the hardware has them; "
+        "int8: int8 linear layers (CPU)",
+    )
+
+
+def workers_count(text: str) -> int | str:
+    """``--workers``: a whole number of at least 1, or ``auto``."""
+    if text == "auto":
+        return text
+    try:
+        count = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number or 'auto', got {text!r}"
+        ) from None
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {count}")
+    return count

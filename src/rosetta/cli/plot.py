@@ -1,0 +1,69 @@
+"""``rosetta plot attention | positions | curves``."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rosetta import plots
+from rosetta.cli.common import add_precision_flag, add_search_flags, search_options
+from rosetta.errors import RosettaError
+from rosetta.translator import Translator
+
+
+def cmd_plot(args: argparse.Namespace) -> None:
+    if args.figure == "attention":
+        translator = Translator.load(
+            args.model, device=args.device, precision=args.precision
+        )
+        options = search_options(args, "plot attention", need_attention=True)
+        [found] = translator.translate_nbest([args.sentence], options)
+        if not found:
+            raise RosettaError("plot attention: the sentence is blank")
+        written = plots.plot_attention(found[0], args.output, args.layer, args.head)
+        print(f"{written}: {found[0].text}")
+    elif args.figure == "positions":
+        written = plots.plot_positional_encoding(
+            args.output, args.d_model, args.length, args.dims
+        )
+        print(written)
+    else:
+        print(plots.plot_learning_curves(Path(args.run_dir), args.output))
+
+
+def add_parser(verbs: argparse._SubParsersAction) -> None:
+    plot = verbs.add_parser("plot", help="draw attention, positions or learning curves")
+    figures = plot.add_subparsers(dest="figure", required=True)
+    attention = figures.add_parser(
+        "attention", help="cross-attention of one translated sentence"
+    )
+    attention.add_argument("-m", "--model", required=True)
+    attention.add_argument("sentence", help="the source sentence")
+    attention.add_argument(
+        "--layer", default="last", help="1-based layer, 'last' or 'all'"
+    )
+    attention.add_argument(
+        "--head", default="mean", help="1-based head, 'mean' or 'all'"
+    )
+    attention.add_argument("--device", default=None)
+    add_precision_flag(attention)
+    add_search_flags(attention)
+    positions = figures.add_parser(
+        "positions", help="the sinusoidal positional encoding and its curves"
+    )
+    positions.add_argument("--d-model", type=int, default=64)
+    positions.add_argument("--length", type=int, default=100, help="positions")
+    positions.add_argument(
+        "--dims", type=int, nargs="+", default=None, help="curves to draw (4 5 6 7)"
+    )
+    curves = figures.add_parser(
+        "curves", help="loss, validation BLEU and learning rate of a training run"
+    )
+    curves.add_argument(
+        "run_dir", metavar="RUN", help="run folder or its metrics.jsonl"
+    )
+    for figure in (attention, positions, curves):
+        figure.add_argument(
+            "-o", "--output", required=True, type=Path, help="file: .png, .svg, .pdf"
+        )
+    plot.set_defaults(run=cmd_plot)

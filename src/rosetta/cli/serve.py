@@ -1,0 +1,108 @@
+"""``rosetta serve``: the HTTP API and web page on uvicorn."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import torch
+
+from rosetta.cli.common import add_precision_flag
+from rosetta.errors import RosettaError
+from rosetta.serve.schemas import ServerSettings
+from rosetta.translator import Translator
+
+
+def cmd_serve(args: argparse.Namespace) -> None:
+    import uvicorn
+
+    from rosetta.serve.app import create_app
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    translator = Translator.load(
+        args.model, device=args.device, precision=args.precision
+    )
+    settings = ServerSettings(
+        max_body_bytes=args.max_body_bytes,
+        max_sentences=args.max_sentences,
+        max_chars=args.max_chars,
+        max_beam=args.max_beam,
+        batching=not args.no_batching,
+        max_batch_tokens=args.max_batch_tokens,
+        max_wait_ms=args.max_wait_ms,
+        max_queue=args.max_queue,
+        workers=args.workers,
+    )
+    try:
+        app = create_app(translator, settings, model_name=Path(args.model).name)
+    except ValueError as error:
+        raise RosettaError(str(error)) from None
+    print(f"serving {args.model} on http://{args.host}:{args.port}/", flush=True)
+    uvicorn.run(
+        app,
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        timeout_graceful_shutdown=args.graceful_seconds,
+    )
+
+
+def add_parser(verbs: argparse._SubParsersAction) -> None:
+    serve = verbs.add_parser(
+        "serve", help="HTTP API and web page (POST /translate, GET /)"
+    )
+    serve.add_argument("-m", "--model", required=True, help="run or checkpoint folder")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--device", default=None, help="cpu, cuda (default: auto)")
+    add_precision_flag(serve)
+    serve.add_argument(
+        "--threads", type=int, default=0, help="CPU threads (0: torch's default)"
+    )
+    defaults = ServerSettings()
+    limits = serve.add_argument_group("limits (answered with 4xx)")
+    limits.add_argument("--max-body-bytes", type=int, default=defaults.max_body_bytes)
+    limits.add_argument("--max-sentences", type=int, default=defaults.max_sentences)
+    limits.add_argument(
+        "--max-chars", type=int, default=defaults.max_chars, help="per sentence"
+    )
+    limits.add_argument("--max-beam", type=int, default=defaults.max_beam)
+    limits.add_argument(
+        "--max-queue",
+        type=int,
+        default=defaults.max_queue,
+        help="sentences waiting before 503",
+    )
+    batching = serve.add_argument_group("dynamic batching")
+    batching.add_argument(
+        "--no-batching", action="store_true", help="run every request alone"
+    )
+    batching.add_argument(
+        "--max-batch-tokens",
+        type=int,
+        default=defaults.max_batch_tokens,
+        help="source tokens × beam in one model call",
+    )
+    batching.add_argument(
+        "--max-wait-ms",
+        type=float,
+        default=defaults.max_wait_ms,
+        help="how long a batch that is not full waits for more requests",
+    )
+    batching.add_argument(
+        "--workers",
+        type=int,
+        default=defaults.workers,
+        help="batches decoded at once on the CPU, each with threads / N",
+    )
+    serve.add_argument(
+        "--graceful-seconds",
+        type=int,
+        default=30,
+        help="on shutdown, how long requests in flight may take to finish",
+    )
+    serve.add_argument(
+        "--log-level", default="info", choices=["debug", "info", "warning", "error"]
+    )
+    serve.set_defaults(run=cmd_serve)

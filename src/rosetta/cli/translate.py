@@ -1,0 +1,98 @@
+"""``rosetta translate``: one output line (text or JSON) per input line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from rosetta.cli.common import (
+    add_precision_flag,
+    add_search_flags,
+    read_input_lines,
+    search_options,
+    workers_count,
+)
+from rosetta.decode.batched import check_workers
+from rosetta.errors import RosettaError
+from rosetta.translator import Translator
+
+
+def cmd_translate(args: argparse.Namespace) -> None:
+    if args.format == "text" and (args.nbest > 1 or args.attention):
+        raise RosettaError("--nbest and --attention need --format jsonl")
+    translator = Translator.load(
+        args.model, device=args.device, precision=args.precision
+    )
+    lines = read_input_lines(args.input)
+    options = search_options(args, "translate", need_attention=args.attention)
+    try:
+        check_workers(args.workers, options, translator.device)
+    except ValueError as error:
+        raise RosettaError(f"translate: {error}") from None
+    results = translator.translate_nbest(
+        lines, options, batch_size=args.batch_size, workers=args.workers
+    )
+    if args.format == "text":
+        outputs = [found[0].text if found else "" for found in results]
+    else:
+        outputs = [
+            json.dumps(
+                {
+                    "line": number,
+                    "source": source,
+                    "hypotheses": [t.to_dict() for t in found],
+                },
+                ensure_ascii=False,
+            )
+            for number, (source, found) in enumerate(
+                zip(lines, results, strict=True), start=1
+            )
+        ]
+    text = "".join(line + "\n" for line in outputs)
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+    else:  # bytes, so the locale's encoding can never fail on a translation
+        sys.stdout.buffer.write(text.encode("utf-8"))
+        sys.stdout.flush()
+
+
+def add_parser(verbs: argparse._SubParsersAction) -> None:
+    translate = verbs.add_parser("translate", help="translate text, one line per line")
+    translate.add_argument(
+        "-m", "--model", required=True, help="run folder or checkpoint folder"
+    )
+    translate.add_argument(
+        "-i",
+        "--input",
+        nargs="*",
+        default=[],
+        help="input files (default: standard input)",
+    )
+    translate.add_argument("-o", "--output", help="output file (default: stdout)")
+    add_search_flags(translate)
+    translate.add_argument("--nbest", type=int, default=1, help="hypotheses per line")
+    translate.add_argument(
+        "--format",
+        choices=["text", "jsonl"],
+        default="text",
+        help="text: the best translation per line; jsonl: one JSON object per "
+        "line with the n-best hypotheses, scores, tokens and ids",
+    )
+    translate.add_argument(
+        "--attention",
+        action="store_true",
+        help="jsonl: add the best hypotheses' attention weights",
+    )
+    translate.add_argument("--batch-size", type=int, default=None)
+    translate.add_argument(
+        "--workers",
+        type=workers_count,
+        default="auto",
+        help="CPU: decode this many batches at once, sharing the threads; "
+        "auto (default): one per thread, one when sampling or on a GPU",
+    )
+    translate.add_argument("--device", default=None, help="cpu, cuda (default: auto)")
+    add_precision_flag(translate)
+    translate.set_defaults(run=cmd_translate)
