@@ -62,7 +62,7 @@ def training_step(model, optimizer, batch: int, length: int):
 
     def step():
         model.train()
-        logits = model(src, src_mask, tgt_in, tgt_in != PAD_ID)
+        logits = model.output_proj(model(src, src_mask, tgt_in, tgt_in != PAD_ID))
         loss_sum, _, tokens = label_smoothed_cross_entropy(logits, tgt_out, 0.1, PAD_ID)
         optimizer.zero_grad(set_to_none=True)
         (loss_sum / tokens).backward()

@@ -224,7 +224,10 @@ def check_copy(translator: Translator, marian, sentences: list[str]) -> float:
     batch = collate(examples)
     mask = batch.tgt_in != PAD_ID
     ours = torch.log_softmax(
-        translator.model(batch.src, batch.src_mask, batch.tgt_in, mask), dim=-1
+        translator.model.output_proj(
+            translator.model(batch.src, batch.src_mask, batch.tgt_in, mask)
+        ),
+        dim=-1,
     )
     theirs = marian(
         input_ids=batch.src,

@@ -88,7 +88,10 @@ def test_greedy_score_equals_teacher_forced_rescoring():
         tgt_in = torch.tensor([[BOS, *tokens[:-1]]])
         with torch.no_grad():
             log_probs = torch.log_softmax(
-                model(src[row : row + 1], mask[row : row + 1], tgt_in), -1
+                model.output_proj(
+                    model(src[row : row + 1], mask[row : row + 1], tgt_in)
+                ),
+                -1,
             )
         rescored = log_probs[0, torch.arange(len(tokens)), tokens].sum().item()
         assert hyp.score == pytest.approx(rescored, abs=1e-4)

@@ -111,7 +111,7 @@ def test_the_layers_path_continues_a_packed_cache():
     packed = pack_for_inference(model)
     src, src_mask, tgt = random_batch()
     with torch.no_grad():
-        full = torch.log_softmax(model(src, src_mask, tgt), dim=-1)
+        full = torch.log_softmax(model.output_proj(model(src, src_mask, tgt)), dim=-1)
         state = model.init_state(model.encode(src, src_mask), src_mask)
         for t in range(tgt.size(1)):
             decoding = packed if t % 2 == 0 else model  # alternate the two paths

@@ -45,7 +45,10 @@ def train_to_reverse(model, peak_lr, clip_norm=None, decay="inverse_sqrt"):
     for step in range(1, 2001):
         batch = collate(reverse_examples(64, generator))
         model.train()
-        logits = model(batch.src, batch.src_mask, batch.tgt_in, batch.tgt_in != PAD_ID)
+        features = model(
+            batch.src, batch.src_mask, batch.tgt_in, batch.tgt_in != PAD_ID
+        )
+        logits = model.output_proj(features)
         loss, _, count = label_smoothed_cross_entropy(
             logits, batch.tgt_out, 0.0, PAD_ID
         )

@@ -18,7 +18,7 @@ def train_steps(model, optimizer, steps=5):
     src, src_mask, tgt = (t.to(model_device(model)) for t in random_batch())
     model.train()
     for _ in range(steps):
-        logits = model(src, src_mask, tgt[:, :-1])
+        logits = model.output_proj(model(src, src_mask, tgt[:, :-1]))
         loss = torch.nn.functional.cross_entropy(
             logits.flatten(0, 1).float(), tgt[:, 1:].flatten()
         )

@@ -51,7 +51,8 @@ def test_step_by_step_equals_teacher_forcing(name):
     model = tiny(name)
     src, mask = source_batch()
     tgt = torch.randint(4, VOCAB, (3, 6), generator=torch.Generator().manual_seed(4))
-    forced = torch.log_softmax(model(src, mask, tgt), dim=-1)  # (n, T, V)
+    logits = model.output_proj(model(src, mask, tgt))  # (n, T, V)
+    forced = torch.log_softmax(logits, dim=-1)
     state = model.init_state(model.encode(src, mask), mask)
     for t in range(tgt.size(1)):
         log_probs, state = model.step(tgt[:, t], state)

@@ -65,7 +65,8 @@ def teacher_forced_score(model, src, mask, tokens, limit):
     target = [*tokens, EOS_ID] if ended else tokens
     tgt_in = torch.tensor([[BOS_ID, *target[:-1]]])
     with torch.no_grad():
-        log_probs = torch.log_softmax(model(src, mask, tgt_in).double(), dim=-1)
+        logits = model.output_proj(model(src, mask, tgt_in))
+        log_probs = torch.log_softmax(logits.double(), dim=-1)
     return float(log_probs[0, torch.arange(len(target)), torch.tensor(target)].sum())
 
 

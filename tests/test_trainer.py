@@ -140,7 +140,10 @@ def test_the_training_loss_equals_the_loss_of_the_models_logits(
     loss, tokens = trainer.loss_sum(batch)
     ours = torch.autograd.grad(loss, list(model.parameters()))
     with autocast(CPU, precision):
-        logits = model(batch.src, batch.src_mask, batch.tgt_in, batch.tgt_in != PAD_ID)
+        features = model(
+            batch.src, batch.src_mask, batch.tgt_in, batch.tgt_in != PAD_ID
+        )
+        logits = model.output_proj(features)
     expected, _, expected_tokens = label_smoothed_cross_entropy(
         logits, batch.tgt_out, config.train.label_smoothing, PAD_ID
     )

@@ -107,7 +107,8 @@ def test_cached_steps_equal_teacher_forcing(norm_first):
     model = tiny_model(norm_first=norm_first)
     src, src_mask, tgt = random_batch()
     with torch.no_grad():
-        full = torch.log_softmax(model(src, src_mask, tgt), dim=-1)  # (n, T, V)
+        logits = model.output_proj(model(src, src_mask, tgt))  # (n, T, V)
+        full = torch.log_softmax(logits, dim=-1)
         state = model.init_state(model.encode(src, src_mask), src_mask)
         for t in range(tgt.size(1)):
             log_probs, state = model.step(tgt[:, t], state)

@@ -14,7 +14,7 @@ row per sentence, since a sentence's k beams would all hold ``<bos>``, and
 the state is widened to k rows after it.
 
 The final choice among all finished candidates is by the length-normalised
-score ``(1 / L^α) Σ_{t=1..L} log P(y_t | y_<t, c)`` (SPEC §5, α = 0.75), where
+score ``(1 / L^α) Σ_{t=1..L} log P(y_t | y_<t, c)`` (α = 0.75 by default), where
 ``L`` counts the scored tokens (``<eos>`` included when produced), or by the
 GNMT penalty ``Σ log P / ((5 + L) / 6)^α``.
 
@@ -35,6 +35,7 @@ from typing import Literal
 
 import torch
 
+from rosetta.decode.finished import FinishedCandidates, expand_like
 from rosetta.decode.greedy import Hypothesis, max_lengths
 from rosetta.decode.topk import top_k_rows
 from rosetta.models.interface import DecoderState, EncoderDecoder
@@ -127,12 +128,7 @@ def beam_search(
     live_tokens = torch.zeros((n, k, 0), dtype=torch.long, device=device)
     prev = torch.full((n,), bos_id, dtype=torch.long, device=device)
     live_attention: torch.Tensor | None = None  # (a, k, t, layers, heads, S)
-    # the best k finished candidates of every sentence
-    done_rank = torch.full((n, k), neg_inf, dtype=torch.float64, device=device)
-    done_score = torch.full((n, k), neg_inf, dtype=torch.float64, device=device)
-    done_length = torch.zeros((n, k), dtype=torch.long, device=device)
-    done_tokens = torch.full((n, k, steps), eos_id, dtype=torch.long, device=device)
-    done_attention: list[list[torch.Tensor | None]] = [[None] * k for _ in range(n)]
+    done = FinishedCandidates.empty(n, k, steps, eos_id, device)
 
     for t in range(steps):
         a = active.numel()
@@ -170,25 +166,18 @@ def beam_search(
         # expansions among the k best that end are finished candidates
         finishing = ends & top_scores.isfinite() & among_k_best
         rank = (top_scores / divisors[t]).masked_fill(~finishing, neg_inf)
-        _merge_finished(
-            (done_rank, done_score, done_length, done_tokens, done_attention),
-            active,
-            rank,
-            top_scores,
-            sequences,
-            token == eos_id,
-            step_attention,
-            t,
+        done.merge(
+            active, rank, top_scores, sequences, token == eos_id, step_attention, t
         )
 
         if refill:  # the k best expansions that do not end live on
             live = torch.where(ends, position + width, position).argsort(dim=1)[:, :k]
             top_scores, ends = top_scores.gather(1, live), ends.gather(1, live)
             parent, token = parent.gather(1, live), token.gather(1, live)
-            sequences = sequences.gather(1, _expand_like(live, sequences))
+            sequences = sequences.gather(1, expand_like(live, sequences))
             if step_attention is not None:
                 step_attention = step_attention.gather(
-                    1, _expand_like(live, step_attention)
+                    1, expand_like(live, step_attention)
                 )
         live_scores = top_scores.masked_fill(ends, neg_inf)
         live_tokens, prev_rows, live_attention = sequences, token, step_attention
@@ -197,12 +186,12 @@ def beam_search(
         beam_rows = torch.arange(a, device=device).unsqueeze(1) * rows_per_sentence
         beam_rows = beam_rows + parent.clamp(max=rows_per_sentence - 1)
 
-        kth_done = done_rank[active, nbest - 1]  # the n-best list's last entry
+        kth_done = done.rank[active, nbest - 1]  # the n-best list's last entry
         if stopping == "exact":
             reachable = live_scores.max(dim=1).values / best_possible_divisor[active]
             finished = kth_done >= reachable
         elif stopping == "k_finished":  # k kept means at least k have finished
-            finished = done_rank[active].isfinite().all(dim=1)
+            finished = done.rank[active].isfinite().all(dim=1)
         else:
             finished = torch.zeros_like(kth_done, dtype=torch.bool)
         finished |= at_limit.squeeze(1) | ~live_scores.isfinite().any(dim=1)
@@ -216,21 +205,7 @@ def beam_search(
         if live_attention is not None:
             live_attention = live_attention[keep]
 
-    return _collect(
-        done_rank,
-        done_score,
-        done_length,
-        done_tokens,
-        done_attention,
-        nbest,
-        src_mask.sum(1).tolist(),
-    )
-
-
-def _expand_like(index: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """(a, m) beam index -> an index for gathering dim 1 of ``target``."""
-    shape = (*index.shape, *target.shape[2:])
-    return index.view(*index.shape, *([1] * (target.dim() - 2))).expand(shape)
+    return done.hypotheses(nbest, src_mask.sum(1).tolist())
 
 
 def _beam_attention(
@@ -251,74 +226,4 @@ def _beam_attention(
         else torch.cat([live_attention, weights], dim=2)
     )
     parent = parent.clamp(max=rows_per_sentence - 1)  # first step: one row
-    return history.gather(1, _expand_like(parent, history))
-
-
-def _merge_finished(
-    done: tuple,
-    active: torch.Tensor,
-    rank: torch.Tensor,
-    scores: torch.Tensor,
-    sequences: torch.Tensor,
-    ended_with_eos: torch.Tensor,
-    attention: torch.Tensor | None,
-    t: int,
-) -> None:
-    """Keep the k best finished candidates per sentence, the old and the new."""
-    done_rank, done_score, done_length, done_tokens, done_attention = done
-    k, steps = done_rank.size(1), done_tokens.size(2)
-    if not bool(rank.isfinite().any()):
-        return
-    padded = torch.nn.functional.pad(sequences, (0, steps - t - 1), value=0)
-    lengths = torch.full_like(rank, t + 1, dtype=torch.long) - ended_with_eos.long()
-    all_rank = torch.cat([done_rank[active], rank], dim=1)  # (a, 2k)
-    best_rank, best = all_rank.topk(k, dim=1)
-    from_old = best < k
-
-    def pick(old: torch.Tensor, new: torch.Tensor) -> torch.Tensor:
-        merged = torch.cat([old, new], dim=1)
-        return merged.gather(1, _expand_like(best, merged))
-
-    done_rank[active] = best_rank
-    done_score[active] = pick(done_score[active], scores)
-    done_length[active] = pick(done_length[active], lengths)
-    done_tokens[active] = pick(done_tokens[active], padded)
-    if attention is not None:  # rare and small: bookkeeping per finished entry
-        for row, sentence in enumerate(active.tolist()):
-            old = done_attention[sentence]
-            done_attention[sentence] = [
-                old[j] if from_old[row, i] else attention[row, j - k]
-                for i, j in enumerate(best[row].tolist())
-            ]
-
-
-def _collect(
-    done_rank: torch.Tensor,
-    done_score: torch.Tensor,
-    done_length: torch.Tensor,
-    done_tokens: torch.Tensor,
-    done_attention: list[list[torch.Tensor | None]],
-    nbest: int,
-    src_lengths: list[int],
-) -> list[list[Hypothesis]]:
-    ranks, scores = done_rank.tolist(), done_score.tolist()
-    lengths, tokens = done_length.tolist(), done_tokens.tolist()
-    results = []
-    for i in range(len(ranks)):
-        hypotheses = []
-        for j in range(len(ranks[i])):  # already sorted, best first
-            if len(hypotheses) == nbest or ranks[i][j] == float("-inf"):
-                break
-            attention = done_attention[i][j]
-            hypotheses.append(
-                Hypothesis(
-                    tokens[i][j][: lengths[i][j]],
-                    scores[i][j],
-                    normalized_score=ranks[i][j],
-                    attention=None
-                    if attention is None
-                    else attention[..., : src_lengths[i]].cpu(),  # no padding
-                )
-            )
-        results.append(hypotheses)
-    return results
+    return history.gather(1, expand_like(parent, history))

@@ -6,9 +6,10 @@ encoders; search passes it along without looking inside);
 ``Decoder.init_state(memory, src_mask) -> state``;
 ``Decoder.forward(tgt_in, state) -> (features, state)``, the vectors (n, T, d)
 that the output projection, a part of its own, maps to logits over the target
-vocabulary; ``EncoderDecoder.forward(src, src_mask, tgt_in)`` runs the four in
-turn. The trainer's loss takes the projection it is given, so it never builds
-the logits of every position at once.
+vocabulary; ``EncoderDecoder.forward(src, src_mask, tgt_in)`` runs the three
+in turn and returns the features, and ``model.output_proj(features)`` gives
+the logits. The trainer's loss takes the features and the projection, so it
+never builds the logits of every position at once.
 
 Search drives a model only through ``encode``, ``init_state`` and
 ``step(prev_tokens, state) -> (log_probs, state)``; the decoding state is a
@@ -87,18 +88,9 @@ class EncoderDecoder(nn.Module):
         tgt_in: torch.Tensor,
         tgt_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """Teacher-forced logits (n, T, V) for decoder input ``tgt_in`` (n, T)."""
-        return self.output_proj(self.features(src, src_mask, tgt_in, tgt_mask))
-
-    def features(
-        self,
-        src: torch.Tensor,
-        src_mask: torch.Tensor,
-        tgt_in: torch.Tensor,
-        tgt_mask: torch.Tensor | None = None,
-    ) -> torch.Tensor:
-        """Teacher-forced decoder features (n, T, d): what ``output_proj`` maps
-        to the logits, for a loss that projects itself."""
+        """Teacher-forced decoder features (n, T, d) for decoder input
+        ``tgt_in`` (n, T); ``output_proj`` maps them to the logits (n, T, V).
+        A loss that projects itself takes the features and ``output_proj``."""
         memory = self.encode(src, src_mask)
         state = self.init_state(memory, src_mask)
         features, _ = self.decoder(tgt_in, state, tgt_mask)

@@ -19,9 +19,10 @@ short of:
 - under autocast (``--precision bf16``) the weights are packed in autocast's
   dtype once, where autocast would convert every weight at every product
   (the vocabulary's 8 MB too); the residual stream and the norms stay
-  float32, as under autocast. On a CPU with AMX, a bf16 product of 32 rows
-  by the 8000 x 256 vocabulary is 3 times faster than float32, and one that
-  converts the weights first is slower than float32 (a one-off measurement).
+  float32, as under autocast.
+
+Why each choice pays, measured, is on the performance page (docs/performance.md,
+"Design choices measured").
 
 ``pack_decoder`` builds the packed weights from a decoder's layers;
 ``rosetta.models.packed.pack_for_inference`` is the transform that callers
@@ -75,23 +76,11 @@ class PackedVocabulary:
     """The output projection ``x W^T + b``, (n, d) -> (n, V), with W kept as
     stored, (V, d), and transposed, (d, V), both contiguous.
 
-    Which layout MKL multiplies fastest changes with the row count. In
-    float32 on a CPU, with the weights cold as they are after the decoder's
-    layers streamed theirs through the cache (8000 x 256, one and two
-    threads; ``python benchmarks/cold_cache.py``):
-
-    ======  ==============================================================
-    rows    fastest
-    ======  ==============================================================
-    1       ``x W^T`` on W^T stored: 1.2-1.7x the other two
-    2-3     ``F.linear`` on W as stored: 1.4-1.8x ``(W x^T)^T``
-    4-32    ``(W x^T)^T``: V long rows against a few columns, transposed
-            back (``TRANSPOSED_ROWS``)
-    33-     ``F.linear`` on W as stored, or ``x W^T`` on W^T stored: as
-            fast, within the noise
-    ======  ==============================================================
-
-    Other devices and dtypes (bf16) always take ``x W^T`` on W^T stored.
+    Which layout the CPU's BLAS multiplies fastest changes with the row
+    count (measured on the performance page): one row takes ``x W^T`` on W^T
+    stored, 4 to 32 rows ``(W x^T)^T`` (``TRANSPOSED_ROWS``), other counts
+    ``F.linear`` on W as stored. Other devices and dtypes (bf16) always take
+    ``x W^T`` on W^T stored.
     """
 
     weight: torch.Tensor  # (V, d)

@@ -11,7 +11,6 @@ can wrap the model without changes here.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -30,6 +29,7 @@ from rosetta.errors import RosettaError
 from rosetta.models.interface import EncoderDecoder
 from rosetta.precision import autocast
 from rosetta.train.loss import projected_label_smoothed_cross_entropy
+from rosetta.train.metrics import MetricsLog, Window
 from rosetta.train.schedule import learning_rate
 from rosetta.train.validation import validation_bleu, validation_loss
 
@@ -84,7 +84,7 @@ class Trainer:
         self.optimizer = make_adam(self.model, self.cfg)
         self.state = TrainerState()
         self.bad_steps_in_a_row = 0
-        self.metrics_path = run_dir / "metrics.jsonl"
+        self.metrics = MetricsLog(run_dir / "metrics.jsonl")
 
     # ---- logging -----------------------------------------------------------
     @property
@@ -97,11 +97,7 @@ class Trainer:
 
     def record(self, kind: str, **values: Any) -> None:
         if self.is_main:
-            with open(self.metrics_path, "a", encoding="utf-8") as handle:
-                handle.write(
-                    json.dumps({"kind": kind, "step": self.state.step, **values})
-                )
-                handle.write("\n")
+            self.metrics.append(kind, self.state.step, **values)
 
     # ---- checkpoints -------------------------------------------------------
     def save(self) -> None:
@@ -151,11 +147,8 @@ class Trainer:
 
     def _truncate_metrics(self) -> None:
         """Forget log records written after the checkpoint we resume from."""
-        if not (self.is_main and self.metrics_path.is_file()):
-            return
-        lines = self.metrics_path.read_text(encoding="utf-8").splitlines()
-        kept = [line for line in lines if json.loads(line)["step"] <= self.state.step]
-        self.metrics_path.write_text("".join(line + "\n" for line in kept))
+        if self.is_main:
+            self.metrics.forget_after(self.state.step)
 
     # ---- one step ----------------------------------------------------------
     def epoch_batches(self, epoch: int) -> list[list[int]]:
@@ -197,7 +190,7 @@ class Trainer:
         the (n, T, V) logits are never built.
         """
         with autocast(self.device, self.cfg.precision):
-            features = self.model.features(
+            features = self.model(
                 batch.src, batch.src_mask, batch.tgt_in, batch.tgt_in != PAD_ID
             )
             loss_sum, _, tokens = projected_label_smoothed_cross_entropy(
@@ -296,7 +289,7 @@ class Trainer:
                 mininterval=2.0,
                 dynamic_ncols=True,
             )
-            window_tokens, window_loss, window_start = 0, 0.0, time.perf_counter()
+            window = Window()
             stop = False
             while state.batch_in_epoch < len(batches) and not self.out_of_budget():
                 started = time.perf_counter()
@@ -306,14 +299,10 @@ class Trainer:
                 bar.update(1)
                 if outcome is None:
                     continue
-                loss, tokens = outcome
-                window_tokens += tokens
-                window_loss += loss * tokens
+                window.add(*outcome)
                 if state.step % self.cfg.log_every == 0:
-                    seconds = time.perf_counter() - window_start
-                    speed = window_tokens / max(seconds, 1e-9)
                     lr = self.optimizer.param_groups[0]["lr"]
-                    mean = window_loss / max(window_tokens, 1)
+                    mean, speed = window.mean_loss(), window.tokens_per_second()
                     bar.set_postfix(
                         loss=f"{mean:.3f}", lr=f"{lr:.2e}", tok_s=f"{speed:.0f}"
                     )
@@ -325,18 +314,13 @@ class Trainer:
                         tokens_per_s=speed,
                         elapsed_s=state.elapsed_seconds,
                     )
-                    window_tokens, window_loss, window_start = (
-                        0,
-                        0.0,
-                        time.perf_counter(),
-                    )
+                    window = Window()
                 if state.step % self.cfg.validate_every == 0:
                     last_validated = state.step
                     if self.validate_and_save():
                         stop = True
                         break
-                    window_tokens, window_loss = 0, 0.0  # speed excludes validation
-                    window_start = time.perf_counter()
+                    window = Window()  # speed excludes validation
             bar.close()
             if stop:
                 self.log(

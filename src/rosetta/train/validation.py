@@ -30,7 +30,10 @@ def validation_loss(
     count = 0
     for indices in make_batches(examples, batch_tokens):
         batch = collate([examples[i] for i in indices]).to(device)
-        logits = model(batch.src, batch.src_mask, batch.tgt_in, batch.tgt_in != PAD_ID)
+        features = model(
+            batch.src, batch.src_mask, batch.tgt_in, batch.tgt_in != PAD_ID
+        )
+        logits = model.output_proj(features)
         loss, nll, tokens = label_smoothed_cross_entropy(
             logits, batch.tgt_out, label_smoothing, PAD_ID
         )
