@@ -1,0 +1,55 @@
+"""Search options: one set of defaults, whichever way a search is asked for."""
+
+import pytest
+
+from rosetta import SearchOptions
+from rosetta.cli import build_parser
+from rosetta.cli.common import search_options
+from rosetta.config import DecodeConfig
+from rosetta.errors import RosettaError
+from rosetta.serve.schemas import TranslateRequest
+
+
+def test_the_cli_and_the_server_default_to_the_options_defaults():
+    args = build_parser().parse_args(["translate", "-m", "run"])
+    assert search_options(args, "translate") == SearchOptions()
+    assert TranslateRequest(sentences=["a"]).search_options() == SearchOptions()
+
+
+def test_the_cli_and_the_server_build_the_same_options():
+    flags = ["--beam", "4", "--alpha", "1.0", "--penalty", "gnmt", "--refill"]
+    flags += ["--stopping", "k_finished", "--max-len-a", "2", "--max-len-b", "3"]
+    args = build_parser().parse_args(["translate", "-m", "run", *flags])
+    request = TranslateRequest(
+        sentences=["a"],
+        beam_size=4,
+        alpha=1.0,
+        penalty="gnmt",
+        refill=True,
+        stopping="k_finished",
+        max_len_a=2,
+        max_len_b=3,
+    )
+    expected = SearchOptions(
+        beam_size=4,
+        alpha=1.0,
+        penalty="gnmt",
+        refill=True,
+        stopping="k_finished",
+        max_len_a=2.0,
+        max_len_b=3,
+    )
+    assert search_options(args, "translate") == expected
+    assert request.search_options() == expected
+
+
+def test_an_unset_length_limit_is_the_models():
+    decode = DecodeConfig(max_len_a=2.5, max_len_b=4)
+    assert SearchOptions().with_length_limit(decode).max_len_a == 2.5
+    assert SearchOptions(max_len_b=7).with_length_limit(decode).max_len_b == 7
+
+
+def test_bad_flags_are_an_error_naming_the_command():
+    args = build_parser().parse_args(["translate", "-m", "run", "--beam", "0"])
+    with pytest.raises(RosettaError, match="translate: beam size must be at least 1"):
+        search_options(args, "translate")
