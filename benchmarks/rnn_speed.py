@@ -50,13 +50,13 @@ def target_tokens_per_s(prepared, impl: str, warmup: int) -> float:
         torch.device("cpu"),
     )
     for indices in batches[:warmup]:
-        trainer.train_step(indices)
+        trainer.train_step([indices])
     tokens = sum(
         collate([data.train[i] for i in b]).num_tgt_tokens for b in batches[warmup:]
     )
     began = time.perf_counter()
     for indices in batches[warmup:]:
-        trainer.train_step(indices)
+        trainer.train_step([indices])
     return tokens / (time.perf_counter() - began)
 
 

@@ -10,7 +10,11 @@ killed:
 - ``write:N``      inside the N-th checkpoint write: weights written to the
                    temporary folder, optimizer and metadata not yet;
 - ``index:N``      after the N-th checkpoint is renamed into place, before the
-                   index that names it is written.
+                   index that names it is written;
+- ``raise:N``      raise an error after the N-th optimizer step.
+
+Under torchrun, only the process whose rank is ``KILL_RANK`` (default 0)
+freezes or raises.
 """
 
 from __future__ import annotations
@@ -40,7 +44,17 @@ def install(point: str, marker: Path) -> None:
         calls["n"] += 1
         return calls["n"] == target
 
-    if kind == "step":
+    if kind == "raise":
+        original_step = trainer_module.Trainer.train_step
+
+        def train_step(self, indices):
+            outcome = original_step(self, indices)
+            if self.state.step == target:
+                raise RuntimeError(f"injected failure at step {target}")
+            return outcome
+
+        trainer_module.Trainer.train_step = train_step
+    elif kind == "step":
         original_step = trainer_module.Trainer.train_step
 
         def train_step(self, indices):
@@ -84,5 +98,6 @@ def install(point: str, marker: Path) -> None:
 if __name__ == "__main__":
     point, marker_path, separator, *argv = sys.argv[1:]
     assert separator == "--"
-    install(point, Path(marker_path))
+    if os.environ.get("RANK", "0") == os.environ.get("KILL_RANK", "0"):
+        install(point, Path(marker_path))
     sys.exit(main(argv))

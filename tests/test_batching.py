@@ -1,7 +1,7 @@
 import numpy as np
 
 from rosetta.data import Example, collate, make_batches, padding_share
-from rosetta.data.batching import shard
+from rosetta.data.batching import rank_share
 from rosetta.data.vocab import BOS_ID, EOS_ID, PAD_ID
 
 
@@ -46,12 +46,14 @@ def test_bucketing_keeps_padding_low_and_epochs_differ_reproducibly():
     assert bucketed == again and bucketed != other
 
 
-def test_shards_are_disjoint_and_equal_in_count():
-    batches = [[i] for i in range(11)]
-    shards = [shard(batches, rank, 3) for rank in range(3)]
-    assert [len(s) for s in shards] == [3, 3, 3]
-    flat = [b[0] for s in shards for b in s]
-    assert len(set(flat)) == 9
+def test_every_batch_of_an_update_goes_to_one_process_and_counts_are_equal():
+    group = [[i] for i in range(5)]  # an uneven last group: 5 batches, 3 processes
+    shares = [rank_share(group, rank, 3) for rank in range(3)]
+    assert [len(share) for share in shares] == [2, 2, 2]
+    real = [batch[0] for share in shares for batch, counts in share if counts]
+    assert sorted(real) == [0, 1, 2, 3, 4]
+    assert [counts for _, counts in shares[2]] == [True, False]
+    assert rank_share(group, 0, 1) == [(batch, True) for batch in group]
 
 
 def test_empty_and_too_long_pairs_are_filtered_and_counted():

@@ -11,6 +11,7 @@ import torch
 
 import rosetta.checkpoint as ckpt
 import rosetta.train.trainer as trainer_module
+import rosetta.train.update as update_module
 from rosetta import Translator
 from rosetta.errors import RosettaError
 from rosetta.train.run import run_training
@@ -26,7 +27,7 @@ def config(tmp_path, steps=30):
 
 def poison_losses(monkeypatch, bad_calls):
     """Make the loss of the given (1-based) training calls NaN."""
-    original = trainer_module.projected_label_smoothed_cross_entropy
+    original = update_module.projected_label_smoothed_cross_entropy
     calls = {"n": 0}
 
     def loss(*args, **kwargs):
@@ -36,7 +37,7 @@ def poison_losses(monkeypatch, bad_calls):
             total = total * float("nan")
         return total, nll, count
 
-    monkeypatch.setattr(trainer_module, "projected_label_smoothed_cross_entropy", loss)
+    monkeypatch.setattr(update_module, "projected_label_smoothed_cross_entropy", loss)
 
 
 def test_a_nan_loss_skips_the_update_with_a_warning_and_a_count(

@@ -137,7 +137,7 @@ def test_the_training_loss_equals_the_loss_of_the_models_logits(
     ]
     batch = collate(examples)
 
-    loss, tokens = trainer.loss_sum(batch)
+    loss, tokens = trainer.updater.loss_sum(batch)
     ours = torch.autograd.grad(loss, list(model.parameters()))
     with autocast(CPU, precision):
         features = model(

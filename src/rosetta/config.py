@@ -154,6 +154,9 @@ class EarlyStopping(_Section):
 class TrainConfig(_Section):
     seed: int = 1
     batch_tokens: int = Field(4096, gt=0)
+    update_freq: int = Field(
+        1, gt=0, description="batches per update: gradients accumulate over them"
+    )
     lr: float = Field(5e-4, gt=0.0)
     warmup_steps: int = Field(1000, ge=0)
     decay: Literal["inverse_sqrt", "constant"] = "inverse_sqrt"

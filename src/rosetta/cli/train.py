@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from rosetta.config import load_config
+from rosetta.errors import RosettaError
 from rosetta.train.prepare import prepare_data
 from rosetta.train.run import run_training
 
@@ -24,8 +28,42 @@ def cmd_prepare(args: argparse.Namespace) -> None:
 def cmd_train(args: argparse.Namespace) -> None:
     config = load_config(args.config, args.set)
     run_dir = Path(args.output or default_run_dir(args.config))
+    if args.nproc > 1:
+        launch_processes(args, run_dir)  # whose rank 0 says where the model is
+        return
     run_training(config, run_dir, resume=args.resume)
-    print(f"model: {run_dir}")
+    if os.environ.get("RANK", "0") == "0":
+        print(f"model: {run_dir}")
+
+
+def launch_processes(args: argparse.Namespace, run_dir: Path) -> None:
+    """``rosetta train --nproc N``: this command again in N processes on this
+    machine, started by ``torchrun`` (PyTorch's launcher), which stops them
+    all when one fails."""
+    if "WORLD_SIZE" in os.environ:
+        raise RosettaError("--nproc: torchrun has already started the processes")
+    overrides = [flag for value in args.set for flag in ("--set", value)]
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc-per-node={args.nproc}",
+        "-m",
+        "rosetta.cli",
+        "train",
+        args.config,
+        "-o",
+        str(run_dir),
+        *overrides,
+        *(["--resume"] if args.resume else []),
+    ]
+    status = subprocess.run(command).returncode
+    if status:
+        raise RosettaError(
+            f"training in {args.nproc} processes stopped (exit status {status}); "
+            "the checkpoints written so far are kept: --resume continues"
+        )
 
 
 def add_config_verb(
@@ -54,5 +92,12 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
         "--resume",
         action="store_true",
         help="continue from the run folder's latest checkpoint",
+    )
+    train.add_argument(
+        "--nproc",
+        type=int,
+        default=1,
+        help="training processes on this machine (data-parallel, through "
+        "torchrun); each runs its share of every update's batches",
     )
     train.set_defaults(run=cmd_train)

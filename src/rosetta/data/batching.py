@@ -134,9 +134,19 @@ def padding_share(examples: list[Example], batches: list[list[int]]) -> float:
     return 1.0 - real / slots if slots else 0.0
 
 
-def shard(batches: list[list[int]], rank: int, world_size: int) -> list[list[int]]:
-    """The batches one process of ``world_size`` trains on (equal count per rank)."""
-    usable = (
-        len(batches) - len(batches) % world_size if world_size > 1 else len(batches)
-    )
-    return batches[rank:usable:world_size]
+def rank_share(
+    group: list[list[int]], rank: int, world_size: int
+) -> list[tuple[list[int], bool]]:
+    """One process's batches of one update: every ``world_size``-th batch of
+    ``group`` from ``rank``, each with True, then as many (batch, False) as it
+    takes to make every process's count equal.
+
+    An update's last group may not divide evenly; the processes with fewer
+    batches run a real batch with weight 0 instead (data-parallel training
+    needs every process in every gradient exchange), so no batch is dropped
+    and none is counted twice.
+    """
+    mine = [(batch, True) for batch in group[rank::world_size]]
+    count = -(-len(group) // world_size)  # the largest share
+    filler = (mine[0][0] if mine else group[0], False)
+    return mine + [filler] * (count - len(mine))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import torch
@@ -10,6 +9,8 @@ import torch
 from rosetta.config import Config
 from rosetta.errors import RosettaError
 from rosetta.models.build import build_model
+from rosetta.train import distributed
+from rosetta.train.distributed import Group, local_device
 from rosetta.train.prepare import prepare_data
 from rosetta.train.trainer import Trainer, TrainerState
 
@@ -20,23 +21,6 @@ def pick_device(name: str) -> torch.device:
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     return torch.device(name)
-
-
-def distributed_rank() -> tuple[int, int]:
-    """(rank, world size) of an initialised process group, (0, 1) otherwise.
-
-    The trainer shards batches by rank and only rank 0 logs and saves, but the
-    model is not wrapped in DistributedDataParallel yet, so several processes
-    without a process group are refused rather than trained unsynchronised.
-    """
-    if torch.distributed.is_available() and torch.distributed.is_initialized():
-        return torch.distributed.get_rank(), torch.distributed.get_world_size()
-    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
-        raise RosettaError(
-            "multi-process training (torchrun) is not supported by this version; "
-            "run one process"
-        )
-    return 0, 1
 
 
 def configure_torch(config: Config) -> None:
@@ -53,24 +37,46 @@ def configure_torch(config: Config) -> None:
 
 
 def run_training(config: Config, run_dir: Path, resume: bool = False) -> TrainerState:
+    """Train ``config`` into ``run_dir``: in this process, or as one of the
+    processes ``torchrun`` started (``rosetta.train.distributed``)."""
     run_dir = Path(run_dir)
-    if not resume and (run_dir / "checkpoints.json").exists():
-        raise RosettaError(
-            f"{run_dir} already holds a training run: pass --resume to continue "
-            "it, or choose another output folder"
-        )
-    run_dir.mkdir(parents=True, exist_ok=True)
-    if not resume:  # no checkpoint exists: any log here is from a run that died
-        (run_dir / "metrics.jsonl").unlink(missing_ok=True)
+    device = pick_device(config.train.device)
+    group = distributed.join(device.type)
+    try:
+        return _train(config, run_dir, resume, local_device(device), group)
+    finally:
+        distributed.leave()
+
+
+def _train(
+    config: Config, run_dir: Path, resume: bool, device: torch.device, group: Group
+) -> TrainerState:
+    if group.is_main:
+        if not resume and (run_dir / "checkpoints.json").exists():
+            raise RosettaError(
+                f"{run_dir} already holds a training run: pass --resume to "
+                "continue it, or choose another output folder"
+            )
+        run_dir.mkdir(parents=True, exist_ok=True)
+        if not resume:  # no checkpoint exists: any log here is from a run that died
+            (run_dir / "metrics.jsonl").unlink(missing_ok=True)
     configure_torch(config)
-    rank, world_size = distributed_rank()
-    data = prepare_data(config, run_dir, log=print if rank == 0 else lambda *_: None)
+    quiet = lambda *_: None  # noqa: E731
+    # rank 0 trains and saves the tokenizers; the others then load them
+    if group.is_main:
+        data = prepare_data(config, run_dir)
+    group.barrier()
+    if not group.is_main:
+        data = prepare_data(config, run_dir, log=quiet)
     model = build_model(
         config.model, len(data.tokenizers.src), len(data.tokenizers.tgt)
     )
-    if rank == 0:
+    if group.is_main:
         count = sum(p.numel() for p in model.parameters())
-        print(f"model: {config.model.arch}, {count / 1e6:.2f}M parameters")
+        processes = f", {group.world_size} processes" if group.distributed else ""
+        print(f"model: {config.model.arch}, {count / 1e6:.2f}M parameters{processes}")
+    if group.rank:  # same initial weights everywhere, each its own dropout
+        torch.manual_seed(config.train.seed + group.rank)
     trainer = Trainer(
         config,
         run_dir,
@@ -79,9 +85,8 @@ def run_training(config: Config, run_dir: Path, resume: bool = False) -> Trainer
         data.train,
         data.valid,
         data.valid_pairs,
-        pick_device(config.train.device),
-        rank,
-        world_size,
+        device,
+        group,
     )
     if resume:
         trainer.resume()

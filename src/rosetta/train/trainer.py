@@ -4,9 +4,13 @@ validation with BLEU, early stopping, atomic checkpoints and exact resume.
 The data position is part of the state: epoch ``e``'s batch order comes from
 a generator seeded with ``(seed, e)``, so resuming at ``(epoch, batch)`` with
 the saved RNG, model, optimizer and schedule continues exactly as an
-uninterrupted run would. Only rank 0 logs and saves; each rank trains on its
-own shard of the batches, so ``torch.nn.parallel.DistributedDataParallel``
-can wrap the model without changes here.
+uninterrupted run would.
+
+An update takes ``world_size × update_freq`` consecutive batches: each
+process (``rosetta.train.distributed``) accumulates the gradients of its
+share, ``DistributedDataParallel`` exchanges them once, and the update is
+that of the summed loss of all of them over their target tokens, the same
+however they are split. Only rank 0 logs, validates and saves.
 """
 
 from __future__ import annotations
@@ -21,30 +25,19 @@ import torch
 from tqdm import tqdm
 
 from rosetta import checkpoint as ckpt
-from rosetta.config import Config, TrainConfig, config_to_dict
-from rosetta.data.batching import Batch, Example, collate, make_batches, shard
+from rosetta.config import Config, config_to_dict
+from rosetta.data.batching import Example, make_batches
 from rosetta.data.tokenizer import TokenizerPair
-from rosetta.data.vocab import PAD_ID
 from rosetta.errors import RosettaError
 from rosetta.models.interface import EncoderDecoder
 from rosetta.precision import autocast
-from rosetta.train.loss import projected_label_smoothed_cross_entropy
+from rosetta.train.distributed import SINGLE_PROCESS, Group
 from rosetta.train.metrics import MetricsLog, Window
 from rosetta.train.schedule import learning_rate
+from rosetta.train.update import Updater, make_adam
 from rosetta.train.validation import validation_bleu, validation_loss
 
 MAX_BAD_STEPS = 10  # consecutive non-finite losses before training stops
-
-
-def make_adam(model: torch.nn.Module, cfg: TrainConfig) -> torch.optim.Adam:
-    """Adam, fused into one kernel per step where this PyTorch supports it."""
-    options = dict(
-        lr=cfg.lr, betas=cfg.betas, eps=cfg.eps, weight_decay=cfg.weight_decay
-    )
-    try:
-        return torch.optim.Adam(model.parameters(), fused=True, **options)
-    except (RuntimeError, TypeError, ValueError):
-        return torch.optim.Adam(model.parameters(), foreach=True, **options)
 
 
 @dataclass
@@ -70,18 +63,20 @@ class Trainer:
         valid: list[Example],
         valid_pairs: list[tuple[str, str]],
         device: torch.device,
-        rank: int = 0,
-        world_size: int = 1,
+        group: Group = SINGLE_PROCESS,
     ):
         self.config, self.cfg = config, config.train
         self.run_dir = run_dir
         self.model = model.to(device)
+        self.group = group
         self.tokenizers = tokenizers
         self.train_examples, self.valid_examples = train, valid
         self.valid_pairs = valid_pairs
         self.device = device
-        self.rank, self.world_size = rank, world_size
         self.optimizer = make_adam(self.model, self.cfg)
+        self.updater = Updater(
+            self.model, self.optimizer, self.cfg, device, group, train
+        )
         self.state = TrainerState()
         self.bad_steps_in_a_row = 0
         self.metrics = MetricsLog(run_dir / "metrics.jsonl")
@@ -89,7 +84,7 @@ class Trainer:
     # ---- logging -----------------------------------------------------------
     @property
     def is_main(self) -> bool:
-        return self.rank == 0
+        return self.group.is_main
 
     def log(self, message: str) -> None:
         if self.is_main:
@@ -101,7 +96,10 @@ class Trainer:
 
     # ---- checkpoints -------------------------------------------------------
     def save(self) -> None:
-        """Write a checkpoint, then the index naming it (see ``record_checkpoint``)."""
+        """Write a checkpoint, then the index naming it (see ``record_checkpoint``).
+
+        Every process's random state goes in it (each draws its own dropout)."""
+        rng = self.group.gather(ckpt.rng_state())
         if not self.is_main:
             return
         bad = [n for n, p in self.model.named_parameters() if not p.isfinite().all()]
@@ -115,7 +113,8 @@ class Trainer:
             "config": config_to_dict(self.config),
             "tokenizers": self.tokenizers.to_dict(),
             "trainer": asdict(self.state),
-            "rng": ckpt.rng_state(),
+            "rng": rng[0],
+            "rng_ranks": rng,
         }
         ckpt.save_checkpoint(self.run_dir / name, self.model, self.optimizer, meta)
         ckpt.record_checkpoint(
@@ -135,10 +134,16 @@ class Trainer:
             return
         folder = self.run_dir / index["latest"]
         meta = ckpt.read_meta(folder)
+        ranks = meta.get("rng_ranks", [meta["rng"]])
+        if len(ranks) != self.group.world_size:
+            raise RosettaError(
+                f"{folder}: written by {len(ranks)} training process(es); resume "
+                f"it with as many, not {self.group.world_size}"
+            )
         ckpt.load_weights(folder, self.model, self.device)
         ckpt.load_optimizer(folder, self.optimizer, meta)
         self.state = TrainerState(**meta["trainer"])
-        ckpt.set_rng_state(meta["rng"])
+        ckpt.set_rng_state(ranks[self.group.rank])
         self._truncate_metrics()
         self.log(
             f"resumed from {folder} (step {self.state.step}, "
@@ -153,54 +158,20 @@ class Trainer:
     # ---- one step ----------------------------------------------------------
     def epoch_batches(self, epoch: int) -> list[list[int]]:
         rng = np.random.default_rng([self.cfg.seed, epoch])
-        batches = make_batches(self.train_examples, self.cfg.batch_tokens, rng)
-        return shard(batches, self.rank, self.world_size)
+        return make_batches(self.train_examples, self.cfg.batch_tokens, rng)
 
-    def train_step(self, indices: list[int]) -> tuple[float, int] | None:
-        """One update; returns (mean loss, target tokens) or None if skipped."""
-        self.model.train()
-        batch = collate([self.train_examples[i] for i in indices]).to(self.device)
-        loss_sum, tokens = self.loss_sum(batch)
-        loss = loss_sum / tokens
-        self.optimizer.zero_grad(set_to_none=True)
-        if not torch.isfinite(loss):
-            return self._skip("loss")
-        loss.backward()
-        if self.cfg.clip_norm is not None:
-            norm = torch.nn.utils.clip_grad_norm_(
-                self.model.parameters(), self.cfg.clip_norm
-            )
-            if not torch.isfinite(norm):
-                return self._skip("gradient norm")
+    def train_step(self, group: list[list[int]]) -> tuple[float, int] | None:
+        """One update from the batches ``group`` (this process runs its share):
+        (mean loss per target token, target tokens), or None if skipped."""
         lr = learning_rate(
             self.state.step + 1, self.cfg.lr, self.cfg.warmup_steps, self.cfg.decay
         )
-        for group in self.optimizer.param_groups:
-            group["lr"] = lr
-        self.optimizer.step()
+        loss, tokens, not_finite = self.updater.step(group, lr)
+        if not_finite:
+            return self._skip(not_finite)
         self.state.step += 1
         self.bad_steps_in_a_row = 0
-        return loss.item(), tokens
-
-    def loss_sum(self, batch: Batch) -> tuple[torch.Tensor, int]:
-        """The batch's summed label-smoothed loss (float32) and its target tokens.
-
-        The output projection runs inside the loss, a block of real target
-        positions at a time (``projected_label_smoothed_cross_entropy``), so
-        the (n, T, V) logits are never built.
-        """
-        with autocast(self.device, self.cfg.precision):
-            features = self.model(
-                batch.src, batch.src_mask, batch.tgt_in, batch.tgt_in != PAD_ID
-            )
-            loss_sum, _, tokens = projected_label_smoothed_cross_entropy(
-                features,
-                self.model.output_proj,
-                batch.tgt_out,
-                self.cfg.label_smoothing,
-                PAD_ID,
-            )
-        return loss_sum, tokens
+        return loss, tokens
 
     def _skip(self, what: str) -> None:
         self.state.skipped_steps += 1
@@ -260,17 +231,19 @@ class Trainer:
             return True
         if cfg.max_epochs is not None and state.epoch >= cfg.max_epochs:
             return True
-        return (
-            cfg.max_minutes is not None
-            and state.elapsed_seconds >= cfg.max_minutes * 60
-        )
+        if cfg.max_minutes is None:
+            return False
+        # processes time themselves apart: rank 0's clock decides for all
+        spent = state.elapsed_seconds >= cfg.max_minutes * 60
+        return self.group.decide(spent, self.device)
 
     def validate_and_save(self) -> bool:
+        """Validate and save on rank 0; True (in every process) to stop early."""
         stop = False
-        if self.valid_examples:
+        if self.valid_examples and self.is_main:
             stop = self.after_validation(self.validate())
         self.save()
-        return stop
+        return self.group.decide(stop, self.device)
 
     def train(self) -> TrainerState:
         state = self.state
@@ -278,6 +251,7 @@ class Trainer:
             self.log("the training budget is already spent; nothing to do")
             return state
         last_validated = state.step
+        per_update = self.group.world_size * self.cfg.update_freq
         while not self.out_of_budget():
             batches = self.epoch_batches(state.epoch)
             bar = tqdm(
@@ -293,10 +267,12 @@ class Trainer:
             stop = False
             while state.batch_in_epoch < len(batches) and not self.out_of_budget():
                 started = time.perf_counter()
-                outcome = self.train_step(batches[state.batch_in_epoch])
-                state.batch_in_epoch += 1
+                start = state.batch_in_epoch
+                group = batches[start : start + per_update]
+                outcome = self.train_step(group)
+                state.batch_in_epoch += len(group)
                 state.elapsed_seconds += time.perf_counter() - started
-                bar.update(1)
+                bar.update(len(group))
                 if outcome is None:
                     continue
                 window.add(*outcome)

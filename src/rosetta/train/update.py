@@ -1,0 +1,128 @@
+"""One optimizer update: the loss of a group of batches, its gradient
+accumulated over this process's share of them and exchanged across processes,
+clipping, and Adam's step.
+
+The update is that of the summed label-smoothed loss of every batch of the
+group divided by their target tokens, however the group is split among
+processes (``world_size``) and accumulated batches (``update_freq``): each
+process divides its loss by its share of the tokens, and
+``DistributedDataParallel`` averages the gradients, once, after the last of
+its batches.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+
+import torch
+from torch.nn.parallel import DistributedDataParallel
+
+from rosetta.config import TrainConfig
+from rosetta.data.batching import Batch, Example, collate, rank_share
+from rosetta.data.vocab import PAD_ID
+from rosetta.models.interface import EncoderDecoder
+from rosetta.precision import autocast
+from rosetta.train.distributed import Group
+from rosetta.train.loss import projected_label_smoothed_cross_entropy
+
+
+def make_adam(model: torch.nn.Module, cfg: TrainConfig) -> torch.optim.Adam:
+    """Adam, fused into one kernel per step where this PyTorch supports it."""
+    options = dict(
+        lr=cfg.lr, betas=cfg.betas, eps=cfg.eps, weight_decay=cfg.weight_decay
+    )
+    try:
+        return torch.optim.Adam(model.parameters(), fused=True, **options)
+    except (RuntimeError, TypeError, ValueError):
+        return torch.optim.Adam(model.parameters(), foreach=True, **options)
+
+
+class Updater:
+    """Updates ``model`` with ``optimizer`` from batches of ``examples``.
+
+    Args:
+        group: the training processes; with more than one, the model is
+            wrapped in ``DistributedDataParallel`` for the forward pass.
+    """
+
+    def __init__(
+        self,
+        model: EncoderDecoder,
+        optimizer: torch.optim.Optimizer,
+        cfg: TrainConfig,
+        device: torch.device,
+        group: Group,
+        examples: list[Example],
+    ):
+        self.model, self.optimizer, self.cfg = model, optimizer, cfg
+        self.device, self.group, self.examples = device, group, examples
+        # what the training forward pass calls: the model, or its DDP wrapper
+        self.forward: torch.nn.Module = model
+        if group.distributed:
+            ids = [device.index] if device.type == "cuda" else None
+            self.forward = DistributedDataParallel(model, device_ids=ids)
+
+    def step(self, group: list[list[int]], lr: float) -> tuple[float, int, str | None]:
+        """Update from the batches ``group`` at learning rate ``lr``: (mean loss
+        per target token, target tokens, None), or, with the weights left as
+        they were, what was not finite (``"loss"``, ``"gradient norm"``)."""
+        self.model.train()
+        rank, world_size = self.group.rank, self.group.world_size
+        share = [
+            (collate([self.examples[i] for i in batch]).to(self.device), counts)
+            for batch, counts in rank_share(group, rank, world_size)
+        ]
+        real = sum(batch.num_tgt_tokens for batch, counts in share if counts)
+        tokens = self.group.sum(real, self.device)
+        per_process = tokens / world_size
+        self.optimizer.zero_grad(set_to_none=True)
+        loss_sum = 0.0
+        for index, (batch, counts) in enumerate(share):
+            exchange = index == len(share) - 1  # gradients cross processes once
+            with self._gradient_exchange(exchange):
+                batch_loss, _ = self.loss_sum(batch)
+                weighted = batch_loss / per_process if counts else batch_loss * 0.0
+                weighted.backward()
+            loss_sum += batch_loss.item() if counts else 0.0
+        loss = self.group.sum(loss_sum, self.device) / tokens
+        if not math.isfinite(loss):
+            self.optimizer.zero_grad(set_to_none=True)
+            return loss, int(tokens), "loss"
+        if self.cfg.clip_norm is not None:
+            norm = torch.nn.utils.clip_grad_norm_(
+                self.model.parameters(), self.cfg.clip_norm
+            )
+            if not torch.isfinite(norm):
+                self.optimizer.zero_grad(set_to_none=True)
+                return loss, int(tokens), "gradient norm"
+        for param_group in self.optimizer.param_groups:
+            param_group["lr"] = lr
+        self.optimizer.step()
+        return loss, int(tokens), None
+
+    def _gradient_exchange(self, exchange: bool) -> contextlib.AbstractContextManager:
+        """DDP exchanges gradients in ``backward`` unless told not to."""
+        if exchange or not isinstance(self.forward, DistributedDataParallel):
+            return contextlib.nullcontext()
+        return self.forward.no_sync()
+
+    def loss_sum(self, batch: Batch) -> tuple[torch.Tensor, int]:
+        """The batch's summed label-smoothed loss (float32) and its target tokens.
+
+        The output projection runs inside the loss, a block of real target
+        positions at a time (``projected_label_smoothed_cross_entropy``), so
+        the (n, T, V) logits are never built.
+        """
+        with autocast(self.device, self.cfg.precision):
+            features = self.forward(
+                batch.src, batch.src_mask, batch.tgt_in, batch.tgt_in != PAD_ID
+            )
+            loss_sum, _, tokens = projected_label_smoothed_cross_entropy(
+                features,
+                self.model.output_proj,
+                batch.tgt_out,
+                self.cfg.label_smoothing,
+                PAD_ID,
+            )
+        return loss_sum, tokens

@@ -1,0 +1,210 @@
+"""Data-parallel training: processes, accumulation and one big batch agree;
+runs under torchrun resume after a kill and stop together on an error."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from safetensors.torch import load_file
+
+from rosetta.checkpoint import read_index
+from rosetta.models.build import build_model
+from rosetta.train.distributed import Group
+from rosetta.train.prepare import prepare_data
+from rosetta.train.trainer import Trainer
+from tests.toy import toy_config
+
+CPU = torch.device("cpu")
+NO_DROPOUT = """{encoder_layers: 1, decoder_layers: 1, d_model: 32, heads: 2,
+   d_ff: 64, dropout: 0.0, share_embeddings: false, max_positions: 64}"""
+
+
+def trainer_for(folder, group=None):
+    folder.mkdir(parents=True, exist_ok=True)
+    # Adam with eps 1e-9 turns a gradient that is zero in exact arithmetic (an
+    # attention key bias: softmax ignores it) into a full step of either sign
+    # from float noise alone; eps 1e-6 keeps such noise a noise-sized step.
+    overrides = ("train.warmup_steps=2", "train.eps=1e-6")
+    config, _ = toy_config(folder, *overrides, model=NO_DROPOUT)
+    data = prepare_data(config, folder / "run", log=lambda *_: None)
+    torch.manual_seed(0)
+    model = build_model(
+        config.model, len(data.tokenizers.src), len(data.tokenizers.tgt)
+    )
+    return Trainer(
+        config,
+        folder / "run",
+        model,
+        data.tokenizers,
+        data.train,
+        [],
+        [],
+        CPU,
+        group or Group(),
+    )
+
+
+def updates(trainer):
+    """Three updates of two batches, then one of one and one of three: uneven
+    for 2 processes."""
+    batches = trainer.epoch_batches(0) + trainer.epoch_batches(1)
+    two = [batches[i : i + 2] for i in range(0, 6, 2)]
+    return [*two, batches[6:7], batches[7:10]]
+
+
+def train_in_process(rank, world_size, folder, init_file, out):
+    dist.init_process_group(
+        "gloo", init_method=f"file://{init_file}", rank=rank, world_size=world_size
+    )
+    try:
+        torch.set_num_threads(1)
+        trainer = trainer_for(folder / f"rank{rank}", Group(rank, world_size))
+        for group in updates(trainer):
+            assert trainer.train_step(group) is not None
+        if rank == 0:
+            torch.save(trainer.model.state_dict(), out)
+    finally:
+        dist.destroy_process_group()
+
+
+def test_two_processes_equal_accumulation_and_one_doubled_batch(tmp_path):
+    out = tmp_path / "ddp.pt"
+    mp.spawn(
+        train_in_process,
+        args=(2, tmp_path, tmp_path / "rendezvous", out),
+        nprocs=2,
+        join=True,
+    )
+    distributed = torch.load(out)
+
+    accumulated = trainer_for(tmp_path / "accumulated")
+    doubled = trainer_for(tmp_path / "doubled")
+    for group in updates(accumulated):
+        accumulated.train_step(group)  # a process of one runs every batch
+        doubled.train_step([[i for batch in group for i in batch]])  # one batch
+    for name, weight in accumulated.model.state_dict().items():
+        assert torch.allclose(weight, distributed[name], atol=1e-5), name
+        assert torch.allclose(weight, doubled.model.state_dict()[name], atol=1e-5)
+
+
+# ---- whole runs under torchrun: killed, resumed, failing -------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+BUDGET = ("train.max_epochs=null", "train.max_steps=30", "train.validate_every=10")
+
+
+def train_args(config: Path, run: Path, *extra: str) -> list[str]:
+    flags = [flag for o in BUDGET for flag in ("--set", o)]
+    return ["train", str(config), "-o", str(run), *flags, *extra]
+
+
+def torchrun(*args: str) -> list[str]:
+    launcher = ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2"]
+    return [sys.executable, *launcher, *args]
+
+
+def harness(point: str, marker: Path, rank: int, config: Path, run: Path):
+    """``rosetta train`` in 2 processes, rank ``rank`` stopping at ``point``."""
+    return subprocess.Popen(
+        torchrun(
+            "tests/kill_harness.py", point, str(marker), "--", *train_args(config, run)
+        ),
+        cwd=ROOT,
+        env={**os.environ, "KILL_RANK": str(rank)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,  # its own process group, to kill it whole
+    )
+
+
+def wait_for(marker: Path, process: subprocess.Popen) -> int:
+    deadline = time.monotonic() + 120
+    while not marker.exists():
+        assert process.poll() is None, process.stderr.read().decode()[-2000:]
+        assert time.monotonic() < deadline, "the kill point was never reached"
+        time.sleep(0.05)
+    time.sleep(0.2)  # the pid is written
+    return int(marker.read_text())
+
+
+def final_state(run: Path) -> dict[str, torch.Tensor]:
+    folder = run / read_index(run)["latest"]
+    tensors = load_file(str(folder / "model.safetensors"))
+    optimizer = load_file(str(folder / "optimizer.safetensors"))
+    return {**tensors, **{f"adam.{k}": v for k, v in optimizer.items()}}
+
+
+def rosetta(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "rosetta.cli", *args],
+        capture_output=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    """A 2-process run's config and the state it ends with."""
+    folder = tmp_path_factory.mktemp("ddp")
+    _, config = toy_config(folder)
+    done = rosetta(*train_args(config, folder / "straight", "--nproc", "2"))
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    assert "2 processes" in done.stdout.decode()
+    return folder, config, final_state(folder / "straight")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("point", "rank", "whole", "resumed_from"),
+    [("step:13", 1, False, 10), ("write:2", 0, True, 10)],
+    ids=["one-rank-mid-epoch", "whole-run-in-a-checkpoint-write"],
+)
+def test_a_killed_run_resumes_to_the_uninterrupted_weights(
+    uninterrupted, point, rank, whole, resumed_from
+):
+    folder, config, expected = uninterrupted
+    run = folder / point.replace(":", "-")
+    marker = folder / f"{run.name}.pid"
+    process = harness(point, marker, rank, config, run)
+    pid = wait_for(marker, process)
+    if whole:
+        os.killpg(process.pid, signal.SIGKILL)
+    else:
+        os.kill(pid, signal.SIGKILL)  # torchrun then stops the other rank
+    assert process.wait(timeout=60) != 0
+    process.stderr.close()
+
+    resumed = rosetta(*train_args(config, run, "--nproc", "2", "--resume"))
+    assert resumed.returncode == 0, resumed.stderr.decode()[-2000:]
+    assert f"(step {resumed_from}, " in resumed.stdout.decode()
+    got = final_state(run)
+    different = [k for k in expected if not torch.equal(got[k], expected[k])]
+    assert got.keys() == expected.keys() and different == []
+
+
+@pytest.mark.slow
+def test_a_failing_rank_stops_every_process_with_its_error(uninterrupted):
+    folder, config, _ = uninterrupted
+    process = harness("raise:5", folder / "never", 1, config, folder / "failing")
+    _, stderr = process.communicate(timeout=90)  # no hang: a bounded wait
+    assert process.returncode != 0
+    assert b"injected failure at step 5" in stderr
+
+
+def test_a_run_resumes_only_with_as_many_processes(uninterrupted):
+    folder, config, _ = uninterrupted
+    done = rosetta(*train_args(config, folder / "straight", "--resume"))
+    assert done.returncode == 2
+    assert b"written by 2 training process(es); resume it with as many, not 1" in (
+        done.stderr
+    )
