@@ -1,4 +1,5 @@
-"""bf16 precision: autocast where asked, float32 everywhere else, and it trains."""
+"""bf16 and fp16 precision: autocast where asked, float32 everywhere else, and
+it trains; int8 inference."""
 
 import json
 
@@ -17,14 +18,16 @@ from tests.toy import RNN_ATTENTION, TRANSFORMER, toy_config
 CPU = torch.device("cpu")
 
 
-def test_fp32_is_no_autocast_and_bf16_is_autocast():
+def test_fp32_is_no_autocast_and_bf16_fp16_are_autocast():
     with autocast(CPU, "fp32"):
         assert not torch.is_autocast_enabled("cpu")
     with autocast(CPU, "bf16"):
         assert torch.is_autocast_enabled("cpu")
         assert torch.get_autocast_dtype("cpu") == torch.bfloat16
-    with pytest.raises(RosettaError, match="one of fp32, bf16, int8"):
-        autocast(CPU, "fp16")
+    with autocast(CPU, "fp16"):
+        assert torch.get_autocast_dtype("cpu") == torch.float16
+    with pytest.raises(RosettaError, match="one of fp32, bf16, fp16, int8"):
+        autocast(CPU, "fp8")
 
 
 @pytest.mark.parametrize("need_weights", [False, True])
@@ -57,27 +60,28 @@ def train_losses(run):
     ("kind", "model"),
     [("transformer", TRANSFORMER), ("rnn-attention", RNN_ATTENTION)],
 )
-def test_bf16_training_learns_as_fp32_does_and_decodes_alike(
-    tmp_path, toy_run, kind, model
+@pytest.mark.parametrize("precision", ["bf16", "fp16"])
+def test_half_precision_training_learns_as_fp32_does_and_decodes_alike(
+    tmp_path, toy_run, kind, model, precision
 ):
     config, _ = toy_config(
         tmp_path,
         "train.max_epochs=null",
         "train.max_steps=60",
         "train.validate_every=30",
-        "train.precision=bf16",
+        f"train.precision={precision}",
         model=model,
     )
     run_training(config, tmp_path / "run")
     losses = train_losses(tmp_path / "run")
     assert losses[-1] < 0.8 * losses[0]
-    # The same run in float32 (same seed, data and steps) ends where bf16 does.
+    # The same run in float32 (same seed, data and steps) ends where this does.
     fp32_losses = train_losses(toy_run(kind))
     assert losses[-1] == pytest.approx(fp32_losses[-1], rel=0.1)
 
     fp32 = Translator.load(tmp_path / "run", device="cpu")
-    bf16 = Translator.load(tmp_path / "run", device="cpu", precision="bf16")
-    assert bf16.config.train.precision == "bf16"  # saved with the run
+    half = Translator.load(tmp_path / "run", device="cpu", precision=precision)
+    assert half.config.train.precision == precision  # saved with the run
     sentences = ["alpha beta gamma", "delta eps", "kappa iota theta zeta"]
     examples = [Example(fp32.tokenizers.src.encode(s), []) for s in sentences]
     batch = collate(examples)
@@ -87,14 +91,14 @@ def test_bf16_training_learns_as_fp32_does_and_decodes_alike(
             model_.encode(batch.src, batch.src_mask), batch.src_mask
         )
         exact, _ = model_.step(torch.full((3,), 2), state)
-        with autocast(CPU, "bf16"):
+        with autocast(CPU, precision):
             state = model_.init_state(
                 model_.encode(batch.src, batch.src_mask), batch.src_mask
             )
             approximate, _ = model_.step(torch.full((3,), 2), state)
     assert approximate.dtype == torch.float32  # log-probabilities stay float32
     assert torch.allclose(approximate, exact, atol=0.15)
-    assert len(bf16.translate(sentences)) == 3
+    assert len(half.translate(sentences)) == 3
 
 
 @pytest.mark.parametrize("kind", ["transformer", "rnn-attention"])

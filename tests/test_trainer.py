@@ -11,6 +11,7 @@ from rosetta.errors import RosettaError
 from rosetta.models.build import build_model
 from rosetta.precision import autocast
 from rosetta.train.loss import label_smoothed_cross_entropy
+from rosetta.train.prepare import prepare_data
 from rosetta.train.run import run_training
 from rosetta.train.trainer import Trainer
 from tests.toy import RNN_ATTENTION, TRANSFORMER, toy_config
@@ -120,7 +121,7 @@ def test_flush_denormals_is_set_for_training(tmp_path):
 @pytest.mark.parametrize(
     "model", [TRANSFORMER, RNN_ATTENTION], ids=["transformer", "rnn"]
 )
-@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+@pytest.mark.parametrize("precision", ["fp32", "bf16", "fp16"])
 def test_the_training_loss_equals_the_loss_of_the_models_logits(
     tmp_path, model, precision
 ):
@@ -158,3 +159,38 @@ def test_the_training_loss_equals_the_loss_of_the_models_logits(
     for mine, theirs in zip(ours, plain, strict=True):
         scale = max(theirs.abs().max().item(), 0.01 * largest)
         assert (mine - theirs).abs().max().item() <= tolerance * scale
+
+
+def test_fp16_training_scales_the_loss_and_skips_overflowing_updates(tmp_path):
+    """fp16 with a gradient scaler: an update whose scaled gradients overflow
+    is skipped while the scale shrinks, without counting as a bad step; the
+    scale is saved with the checkpoint and restored on resume."""
+    steps = ("train.max_epochs=null", "train.max_steps=12", "train.validate_every=6")
+    config, _ = toy_config(tmp_path, "train.precision=fp16", *steps)
+    data = prepare_data(config, tmp_path / "run", log=lambda *_: None)
+    torch.manual_seed(0)
+    model = build_model(
+        config.model, len(data.tokenizers.src), len(data.tokenizers.tgt)
+    )
+    trainer = Trainer(
+        config,
+        tmp_path / "run",
+        model,
+        data.tokenizers,
+        data.train,
+        data.valid,
+        data.valid_pairs,
+        CPU,
+    )
+    trainer.updater.scaler = torch.amp.GradScaler("cpu", init_scale=2.0**40)
+    state = trainer.train()
+    assert state.step == 12 and state.overflow_steps > 0
+    assert state.skipped_steps == 0
+    assert trainer.updater.scaler.get_scale() < 2.0**40
+    folder = tmp_path / "run" / "checkpoint-0000012"
+    meta = json.loads((folder / "checkpoint.json").read_text())
+    assert meta["grad_scaler"]["scale"] == trainer.updater.scaler.get_scale()
+    assert all(
+        t.isfinite().all()
+        for t in load_file(str(folder / "model.safetensors")).values()
+    )

@@ -169,12 +169,13 @@ def model_tensors(model: nn.Module) -> dict[str, torch.Tensor]:
 
 def save_checkpoint(
     folder: Path,
-    model: nn.Module,
+    model: nn.Module | dict[str, torch.Tensor],
     optimizer: torch.optim.Optimizer | None,
     meta: dict[str, Any],
 ) -> None:
     """Write a checkpoint folder atomically (temp folder, fsync, rename).
 
+    ``model`` is a model, or the tensors to write (``model_tensors`` of one).
     A failed write (disk full, no permission) removes its temporary folder and
     raises ``RosettaError``; earlier checkpoints are never touched.
     """
@@ -193,13 +194,14 @@ def save_checkpoint(
 def _write_checkpoint(
     tmp: Path,
     folder: Path,
-    model: nn.Module,
+    model: nn.Module | dict[str, torch.Tensor],
     optimizer: torch.optim.Optimizer | None,
     meta: dict[str, Any],
 ) -> None:
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    save_file(model_tensors(model), str(tmp / MODEL_FILE))
+    tensors = model if isinstance(model, dict) else model_tensors(model)
+    save_file(tensors, str(tmp / MODEL_FILE))
     files = [MODEL_FILE]
     meta = {"format_version": FORMAT_VERSION, **meta}
     if optimizer is not None:

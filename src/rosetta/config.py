@@ -179,8 +179,10 @@ class TrainConfig(_Section):
     flush_denormals: bool = Field(
         True, description="treat denormal floats as zero on CPUs (speed)"
     )
-    precision: Literal["fp32", "bf16"] = Field(
-        "fp32", description="bf16: bfloat16 matrix products (see rosetta.precision)"
+    precision: Literal["fp32", "bf16", "fp16"] = Field(
+        "fp32",
+        description="bf16 / fp16: bfloat16 / float16 matrix products, fp16 with "
+        "loss scaling (see rosetta.precision)",
     )
 
 

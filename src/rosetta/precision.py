@@ -6,6 +6,12 @@
   bfloat16 (on CPUs with AMX or AVX-512 BF16, and on recent GPUs, several times
   the float32 rate), while the weights, their gradients, the optimizer, the
   output softmax and the loss stay float32.
+- ``fp16`` (training and inference): the same with float16, whose narrow
+  range needs the loss scaled in training (``torch.amp.GradScaler``: the loss
+  is multiplied by a large factor before ``backward`` so small gradients do
+  not vanish, the gradients divided by it before the step, and a step whose
+  gradients overflowed is skipped while the factor shrinks). Made for GPUs;
+  torch also runs it on CPUs, slowly.
 - ``int8`` (CPU inference): every ``nn.Linear`` is replaced by a dynamically
   quantized one: int8 weights (per tensor), activations quantized on the fly,
   products on int8 units (fbgemm; VNNI/AMX where present). Embeddings,
@@ -28,8 +34,9 @@ from torch import nn
 
 from rosetta.errors import RosettaError
 
-Precision = Literal["fp32", "bf16", "int8"]
-PRECISIONS = ("fp32", "bf16", "int8")
+Precision = Literal["fp32", "bf16", "fp16", "int8"]
+PRECISIONS = ("fp32", "bf16", "fp16", "int8")
+AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 def _check_name(precision: str) -> None:
@@ -49,12 +56,13 @@ def check_precision(device: torch.device, precision: str) -> None:
 def autocast(device: torch.device, precision: str) -> contextlib.AbstractContextManager:
     """The context that applies ``precision`` to the code run inside it.
 
-    Only bf16 acts here; an int8 model carries its precision in its layers.
+    Only bf16 and fp16 act here; an int8 model carries its precision in its
+    layers.
     """
     _check_name(precision)
-    if precision != "bf16":
+    if precision not in AUTOCAST_DTYPES:
         return contextlib.nullcontext()
-    return torch.autocast(device.type, dtype=torch.bfloat16)
+    return torch.autocast(device.type, dtype=AUTOCAST_DTYPES[precision])
 
 
 def autocast_active(device_type: str) -> bool:

@@ -20,7 +20,13 @@ from rosetta.decode.options import SearchOptions
 from rosetta.models.build import build_model
 from rosetta.models.interface import EncoderDecoder
 from rosetta.models.packed import pack_for_inference
-from rosetta.precision import Precision, autocast, check_precision, quantize_int8
+from rosetta.precision import (
+    AUTOCAST_DTYPES,
+    Precision,
+    autocast,
+    check_precision,
+    quantize_int8,
+)
 
 
 class Translator:
@@ -53,8 +59,7 @@ class Translator:
         if precision == "int8":
             model = quantize_int8(model)
         elif packed:
-            dtype = torch.bfloat16 if precision == "bf16" else None
-            model = pack_for_inference(model, dtype)
+            model = pack_for_inference(model, AUTOCAST_DTYPES.get(precision))
         self.model = model
         self.tokenizers = tokenizers
         self.config = config

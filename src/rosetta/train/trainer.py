@@ -50,6 +50,7 @@ class TrainerState:
     validations_without_gain: int = 0
     elapsed_seconds: float = 0.0
     skipped_steps: int = 0
+    overflow_steps: int = 0  # fp16 updates skipped as the loss scale shrank
 
 
 class Trainer:
@@ -116,6 +117,8 @@ class Trainer:
             "rng": rng[0],
             "rng_ranks": rng,
         }
+        if self.updater.scaler is not None:
+            meta["grad_scaler"] = self.updater.scaler.state_dict()
         ckpt.save_checkpoint(self.run_dir / name, self.model, self.optimizer, meta)
         ckpt.record_checkpoint(
             self.run_dir,
@@ -144,6 +147,8 @@ class Trainer:
         ckpt.load_optimizer(folder, self.optimizer, meta)
         self.state = TrainerState(**meta["trainer"])
         ckpt.set_rng_state(ranks[self.group.rank])
+        if self.updater.scaler is not None and "grad_scaler" in meta:
+            self.updater.scaler.load_state_dict(meta["grad_scaler"])
         self._truncate_metrics()
         self.log(
             f"resumed from {folder} (step {self.state.step}, "
@@ -167,6 +172,9 @@ class Trainer:
             self.state.step + 1, self.cfg.lr, self.cfg.warmup_steps, self.cfg.decay
         )
         loss, tokens, not_finite = self.updater.step(group, lr)
+        if not_finite == "overflow":  # expected now and then with fp16
+            self.state.overflow_steps += 1
+            return None
         if not_finite:
             return self._skip(not_finite)
         self.state.step += 1

@@ -57,6 +57,10 @@ class Updater:
     ):
         self.model, self.optimizer, self.cfg = model, optimizer, cfg
         self.device, self.group, self.examples = device, group, examples
+        # fp16: the loss scaled up for backward, the gradients back down
+        self.scaler = None
+        if cfg.precision == "fp16":
+            self.scaler = torch.amp.GradScaler(device.type)
         # what the training forward pass calls: the model, or its DDP wrapper
         self.forward: torch.nn.Module = model
         if group.distributed:
@@ -66,7 +70,9 @@ class Updater:
     def step(self, group: list[list[int]], lr: float) -> tuple[float, int, str | None]:
         """Update from the batches ``group`` at learning rate ``lr``: (mean loss
         per target token, target tokens, None), or, with the weights left as
-        they were, what was not finite (``"loss"``, ``"gradient norm"``)."""
+        they were, what was not finite (``"loss"``, ``"gradient norm"``, or
+        ``"overflow"``: fp16 gradients too large for the loss scale, which
+        shrinks)."""
         self.model.train()
         rank, world_size = self.group.rank, self.group.world_size
         share = [
@@ -83,21 +89,32 @@ class Updater:
             with self._gradient_exchange(exchange):
                 batch_loss, _ = self.loss_sum(batch)
                 weighted = batch_loss / per_process if counts else batch_loss * 0.0
+                if self.scaler is not None:
+                    weighted = self.scaler.scale(weighted)
                 weighted.backward()
             loss_sum += batch_loss.item() if counts else 0.0
         loss = self.group.sum(loss_sum, self.device) / tokens
         if not math.isfinite(loss):
             self.optimizer.zero_grad(set_to_none=True)
             return loss, int(tokens), "loss"
+        if self.scaler is not None:
+            self.scaler.unscale_(self.optimizer)
+        norm = torch.zeros(())
         if self.cfg.clip_norm is not None:
             norm = torch.nn.utils.clip_grad_norm_(
                 self.model.parameters(), self.cfg.clip_norm
             )
-            if not torch.isfinite(norm):
-                self.optimizer.zero_grad(set_to_none=True)
-                return loss, int(tokens), "gradient norm"
         for param_group in self.optimizer.param_groups:
             param_group["lr"] = lr
+        if self.scaler is not None:  # it skips the step if gradients overflowed
+            scale = self.scaler.get_scale()
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+            overflowed = self.scaler.get_scale() < scale
+            return loss, int(tokens), "overflow" if overflowed else None
+        if not torch.isfinite(norm):
+            self.optimizer.zero_grad(set_to_none=True)
+            return loss, int(tokens), "gradient norm"
         self.optimizer.step()
         return loss, int(tokens), None
 

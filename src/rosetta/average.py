@@ -1,0 +1,62 @@
+"""Checkpoint averaging: the element-wise mean of the weights of a run's last
+checkpoints, saved as a checkpoint that every command reads.
+
+The weights late in training wander around a minimum; their average usually
+sits nearer to it than any one of them, which is why fairseq and Marian report
+averaged models.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file
+
+from rosetta import checkpoint as ckpt
+from rosetta.errors import RosettaError
+
+
+def last_checkpoints(run_dir: Path, count: int) -> list[Path]:
+    """The ``count`` newest checkpoints the run keeps, oldest first."""
+    if count < 1:
+        raise RosettaError(f"--last {count}: average at least one checkpoint")
+    names = ckpt.read_index(run_dir)["checkpoints"]
+    if not names:
+        raise RosettaError(f"{run_dir}: a run folder with checkpoints expected")
+    if len(names) < count:
+        raise RosettaError(
+            f"{run_dir} keeps {len(names)} checkpoint(s), not {count}: train with "
+            f"train.keep_last: {count} (or more) to average that many"
+        )
+    return [run_dir / name for name in names[-count:]]
+
+
+def average_weights(folders: list[Path]) -> dict[str, torch.Tensor]:
+    """The mean of the checkpoints' weights (summed in float64), each tensor in
+    its stored dtype."""
+    total: dict[str, torch.Tensor] = {}
+    dtypes: dict[str, torch.dtype] = {}
+    for folder in folders:
+        ckpt.read_meta(folder)  # checksums
+        tensors = load_file(str(folder / ckpt.MODEL_FILE))
+        if total and tensors.keys() != total.keys():
+            raise RosettaError(f"{folder}: holds other weights than {folders[0]}")
+        for name, tensor in tensors.items():
+            if name in total and tensor.shape != total[name].shape:
+                raise RosettaError(f"{folder}: {name} has another shape")
+            dtypes[name] = tensor.dtype
+            total[name] = total.get(name, 0) + tensor.double()
+    return {name: (t / len(folders)).to(dtypes[name]) for name, t in total.items()}
+
+
+def average_run(run_dir: Path, count: int, output: Path) -> list[Path]:
+    """Write the average of ``run_dir``'s last ``count`` checkpoints to the
+    checkpoint folder ``output``; returns the checkpoints averaged."""
+    folders = last_checkpoints(run_dir, count)
+    meta = ckpt.read_meta(folders[-1])
+    kept = {key: meta[key] for key in ("config", "tokenizers", "trainer")}
+    kept["averaged"] = [str(folder) for folder in folders]
+    output.parent.mkdir(parents=True, exist_ok=True)
+    ckpt.save_checkpoint(output, average_weights(folders), None, kept)
+    return folders
