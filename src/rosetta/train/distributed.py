@@ -96,6 +96,11 @@ def local_device(device: torch.device) -> torch.device:
     if device.type != "cuda" or "LOCAL_RANK" not in os.environ:
         return device
     index = int(os.environ["LOCAL_RANK"])
+    if index >= torch.cuda.device_count():
+        raise RosettaError(
+            f"process {index} on this machine has no GPU of its own "
+            f"({torch.cuda.device_count()} visible): start at most one per GPU"
+        )
     torch.cuda.set_device(index)
     return torch.device("cuda", index)
 
