@@ -208,3 +208,24 @@ def test_a_run_resumes_only_with_as_many_processes(uninterrupted):
     assert b"written by 2 training process(es); resume it with as many, not 1" in (
         done.stderr
     )
+
+
+@pytest.mark.slow
+def test_rosetta_train_in_two_processes_equals_update_freq_two(tmp_path):
+    """The whole command: ``--nproc 2`` and ``train.update_freq=2`` group the
+    same batches into the same updates and end with the same weights."""
+    _, config = toy_config(tmp_path, model=NO_DROPOUT)
+    same = ["--set", "train.eps=1e-6", "--set", "train.warmup_steps=2"]
+    two = rosetta(*train_args(config, tmp_path / "two"), *same, "--nproc", "2")
+    assert two.returncode == 0, two.stderr.decode()[-2000:]
+    one = rosetta(
+        *train_args(config, tmp_path / "one"), *same, "--set", "train.update_freq=2"
+    )
+    assert one.returncode == 0, one.stderr.decode()[-2000:]
+    processes, accumulated = (
+        final_state(tmp_path / "two"),
+        final_state(tmp_path / "one"),
+    )
+    for name, weight in accumulated.items():
+        if not name.startswith("adam."):
+            assert torch.allclose(weight, processes[name], atol=1e-5), name

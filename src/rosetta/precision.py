@@ -47,10 +47,24 @@ def _check_name(precision: str) -> None:
 
 
 def check_precision(device: torch.device, precision: str) -> None:
-    """A clear error for an unknown precision, or int8 anywhere but the CPU."""
+    """A clear error for an unknown precision, int8 anywhere but the CPU, or a
+    half precision that this device and PyTorch cannot autocast to."""
     _check_name(precision)
     if precision == "int8" and device.type != "cpu":
         raise RosettaError("int8 inference runs on the CPU; use --device cpu")
+    if precision not in AUTOCAST_DTYPES:
+        return
+    bf16_gpu = precision == "bf16" and device.type == "cuda"
+    if bf16_gpu and not torch.cuda.is_bf16_supported():
+        raise RosettaError("this GPU has no bfloat16 arithmetic: use fp16 or fp32")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch warns, then runs without it
+        with torch.autocast(device.type, dtype=AUTOCAST_DTYPES[precision]):
+            supported = autocast_dtype(device.type) == AUTOCAST_DTYPES[precision]
+    if not supported:
+        raise RosettaError(
+            f"{precision}: this PyTorch cannot autocast to it on {device.type}"
+        )
 
 
 def autocast(device: torch.device, precision: str) -> contextlib.AbstractContextManager:

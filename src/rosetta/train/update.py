@@ -22,7 +22,7 @@ from rosetta.config import TrainConfig
 from rosetta.data.batching import Batch, Example, collate, rank_share
 from rosetta.data.vocab import PAD_ID
 from rosetta.models.interface import EncoderDecoder
-from rosetta.precision import autocast
+from rosetta.precision import autocast, check_precision
 from rosetta.train.distributed import Group
 from rosetta.train.loss import projected_label_smoothed_cross_entropy
 
@@ -57,6 +57,7 @@ class Updater:
     ):
         self.model, self.optimizer, self.cfg = model, optimizer, cfg
         self.device, self.group, self.examples = device, group, examples
+        check_precision(device, cfg.precision)
         # fp16: the loss scaled up for backward, the gradients back down
         self.scaler = None
         if cfg.precision == "fp16":
