@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet "$(TORCH)"
-	$(BIN)/pip install --quiet -e ".[dev]"
+	$(BIN)/pip install --quiet -e ".[dev,ct2]"
 	touch $(STAMP)
 
 browser:
@@ -45,7 +45,7 @@ $(GPU_STAMP): pyproject.toml
 	test -x $(GPU_VENV)/bin/python || $(PYTHON) -m venv $(GPU_VENV)
 	$(GPU_VENV)/bin/pip install --quiet --upgrade pip
 	$(GPU_VENV)/bin/pip install --quiet "$(GPU_TORCH)"
-	$(GPU_VENV)/bin/pip install --quiet -e ".[dev]"
+	$(GPU_VENV)/bin/pip install --quiet -e ".[dev,ct2]"
 	touch $(GPU_STAMP)
 
 test-gpu: $(GPU_STAMP)

@@ -1,4 +1,5 @@
-"""``rosetta prepare | train | translate | evaluate | average | serve | plot``.
+"""``rosetta prepare | train | translate | evaluate | average | export | serve |
+plot``.
 
 Each verb lives in its own module: its ``cmd_*`` function and the parser that
 calls it.
@@ -10,7 +11,7 @@ import argparse
 import sys
 import warnings
 
-from rosetta.cli import average, evaluate, plot, serve, train, translate
+from rosetta.cli import average, evaluate, export, plot, serve, train, translate
 from rosetta.errors import RosettaError
 
 
@@ -20,7 +21,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     verbs = parser.add_subparsers(dest="verb", required=True)
     train.add_parsers(verbs)
-    for verb in (translate, evaluate, average, serve, plot):
+    for verb in (translate, evaluate, average, export, serve, plot):
         verb.add_parser(verbs)
     return parser
 

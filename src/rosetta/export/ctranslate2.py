@@ -1,0 +1,155 @@
+"""Export a Rosetta Transformer to CTranslate2, a C++ inference engine.
+
+``export_ctranslate2(run, folder)`` writes a CTranslate2 model that computes
+what the Rosetta model computes: the same weights (the self-attention's query,
+key and value projections side by side, as CTranslate2 keeps them), the same
+sinusoidal position table, the embeddings scaled by sqrt(d), post-norm or
+pre-norm layers, and Rosetta's vocabularies and special tokens. Beside it,
+``rosetta.json`` holds the tokenizers and the configuration, so the folder
+alone translates text (``rosetta.engines.ctranslate2``).
+
+CTranslate2 is an optional dependency: ``pip install rosetta[ct2]``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rosetta import checkpoint as ckpt
+from rosetta.data.vocab import BOS, EOS, UNK
+from rosetta.errors import RosettaError
+from rosetta.models.transformer import TransformerDecoder, TransformerEncoder
+from rosetta.translator import Translator
+
+ENGINE_FILE = "rosetta.json"
+QUANTIZATIONS = ("int8", "int8_float32", "int16", "float16", "bfloat16")
+
+
+def import_ctranslate2() -> Any:
+    try:
+        import ctranslate2
+    except ImportError:
+        raise RosettaError(
+            "CTranslate2 is not installed: pip install 'rosetta[ct2]' "
+            "(or pip install ctranslate2)"
+        ) from None
+    return ctranslate2
+
+
+def export_ctranslate2(
+    model_path: Path, output: Path, quantization: str | None = None
+) -> Path:
+    """Write the CTranslate2 model of ``model_path`` (a run folder: its best
+    checkpoint, or a checkpoint folder) to ``output``; returns the checkpoint
+    exported. ``quantization`` is CTranslate2's weight type (None: float32)."""
+    if quantization is not None and quantization not in QUANTIZATIONS:
+        raise RosettaError(
+            f"quantization {quantization!r}: use one of {', '.join(QUANTIZATIONS)}"
+        )
+    import_ctranslate2()
+    folder = ckpt.resolve_checkpoint(Path(model_path))
+    translator = Translator.load(folder, device="cpu", packed=False)
+    model = translator.model
+    if not isinstance(model.decoder, TransformerDecoder):
+        raise RosettaError(
+            f"{folder}: a recurrent model; CTranslate2 runs Transformers only"
+        )
+    spec = _transformer_spec(translator)
+    _convert(spec, Path(output), quantization)
+    meta = ckpt.read_meta(folder)
+    engine = {
+        "format": 1,
+        "config": meta["config"],
+        "tokenizers": meta["tokenizers"],
+        "exported_from": str(folder),
+        "quantization": quantization or "float32",
+    }
+    ckpt.write_json_atomic(Path(output) / ENGINE_FILE, engine)
+    return folder
+
+
+def _transformer_spec(translator: Translator) -> Any:
+    from ctranslate2.specs import transformer_spec
+
+    model = translator.model
+    encoder: TransformerEncoder = model.encoder
+    decoder: TransformerDecoder = model.decoder
+    weights = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
+    norm_first = encoder.layers[0].attn_res.norm_first
+
+    def linear(spec: Any, *names: str) -> None:  # several: stacked along the rows
+        spec.weight = np.concatenate([weights[f"{n}.weight"] for n in names])
+        spec.bias = np.concatenate([weights[f"{n}.bias"] for n in names])
+
+    def norm(spec: Any, name: str) -> None:
+        spec.gamma, spec.beta = weights[f"{name}.weight"], weights[f"{name}.bias"]
+
+    def self_attention_and_ffn(layer: Any, scope: str, attention_norm: str) -> None:
+        attention = f"{scope}.self_attn"
+        projections = [f"{attention}.{p}_proj" for p in ("q", "k", "v")]
+        linear(layer.self_attention.linear[0], *projections)
+        linear(layer.self_attention.linear[1], f"{attention}.out_proj")
+        norm(layer.self_attention.layer_norm, f"{scope}.{attention_norm}.norm")
+        linear(layer.ffn.linear_0, f"{scope}.ffn.linear1")
+        linear(layer.ffn.linear_1, f"{scope}.ffn.linear2")
+        norm(layer.ffn.layer_norm, f"{scope}.ffn_res.norm")
+
+    spec = transformer_spec.TransformerSpec.from_config(
+        (len(encoder.layers), len(decoder.layers)),
+        encoder.layers[0].self_attn.num_heads,
+        pre_norm=norm_first,
+    )
+    spec.config.decoder_start_token = BOS
+    spec.config.bos_token, spec.config.eos_token, spec.config.unk_token = BOS, EOS, UNK
+    for side, embedding in ((spec.encoder, encoder), (spec.decoder, decoder)):
+        side.scale_embeddings = True
+        side.position_encodings.encodings = embedding.embedding.positions.numpy()
+    spec.encoder.embeddings[0].weight = weights["encoder.embedding.token.weight"]
+    spec.decoder.embeddings.weight = weights["decoder.embedding.token.weight"]
+    spec.decoder.projection.weight = weights["output_proj.weight"]
+    if norm_first:  # the stacks' final layer norms
+        norm(spec.encoder.layer_norm, "encoder.final_norm")
+        norm(spec.decoder.layer_norm, "decoder.final_norm")
+    for i, layer in enumerate(spec.encoder.layer):
+        self_attention_and_ffn(layer, f"encoder.layers.{i}", "attn_res")
+    for i, layer in enumerate(spec.decoder.layer):
+        scope = f"decoder.layers.{i}"
+        self_attention_and_ffn(layer, scope, "self_res")
+        cross = f"{scope}.cross_attn"
+        linear(layer.attention.linear[0], f"{cross}.q_proj")
+        linear(layer.attention.linear[1], f"{cross}.k_proj", f"{cross}.v_proj")
+        linear(layer.attention.linear[2], f"{cross}.out_proj")
+        norm(layer.attention.layer_norm, f"{scope}.cross_res.norm")
+    tokenizers = translator.tokenizers
+    spec.register_source_vocabulary(
+        tokenizers.src.id_pieces(range(len(tokenizers.src)))
+    )
+    spec.register_target_vocabulary(
+        tokenizers.tgt.id_pieces(range(len(tokenizers.tgt)))
+    )
+    return spec
+
+
+def _convert(spec: Any, output: Path, quantization: str | None) -> None:
+    """CTranslate2's converter, run on a spec built here."""
+    from ctranslate2.converters import Converter
+
+    class SpecConverter(Converter):
+        def _load(self) -> Any:
+            return spec
+
+    SpecConverter().convert(str(output), quantization=quantization, force=True)
+
+
+def read_engine_file(folder: Path) -> dict[str, Any]:
+    path = Path(folder) / ENGINE_FILE
+    if not path.is_file():
+        raise RosettaError(
+            f"{folder}: not a CTranslate2 export of Rosetta ({ENGINE_FILE} missing); "
+            "make one with rosetta export ctranslate2"
+        )
+    return json.loads(path.read_text(encoding="utf-8"))
