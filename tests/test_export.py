@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+import sys
 
 import pytest
 
-from rosetta import Translator
+from rosetta import SearchOptions, Translator
 from rosetta.checkpoint import read_index
 from rosetta.cli import main
 from rosetta.data.vocab import EOS
+from rosetta.errors import RosettaError
 from rosetta.train.run import run_training
 from tests.toy import RNN_ATTENTION, toy_config
 
@@ -107,3 +111,109 @@ def test_a_recurrent_model_is_a_clear_error(tmp_path, capsys):
     assert "a recurrent model; CTranslate2 runs Transformers only" in (
         capsys.readouterr().err
     )
+
+
+# ---- decoding with the export: the ctranslate2 engine ----------------------
+
+
+@pytest.fixture(scope="module")
+def engines(toy_run, tmp_path_factory):
+    """Rosetta's translator and the CTranslate2 one, on the same checkpoint."""
+    from rosetta.engines.ctranslate2 import CTranslate2Translator
+
+    run = toy_run("transformer")
+    latest = run / read_index(run)["latest"]
+    out = tmp_path_factory.mktemp("engine") / "ct2"
+    assert main(["export", "ctranslate2", "-m", str(latest), "-o", str(out)]) == 0
+    return Translator.load(latest, device="cpu"), CTranslate2Translator.load(out), out
+
+
+REFILL = {"refill": True, "stopping": "k_finished"}
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize(
+    "options",
+    [
+        SearchOptions(),
+        SearchOptions(beam_size=4, nbest=3, **REFILL),
+        SearchOptions(beam_size=3, alpha=0.0, **REFILL),
+        SearchOptions(max_len_a=0.0, max_len_b=2),  # the length limit bites
+    ],
+    ids=["greedy", "beam4-nbest3", "beam3-alpha0", "limit"],
+)
+def test_the_engine_gives_rosettas_translations_and_scores(engines, options):
+    rosetta_translator, ct2_translator, _ = engines
+    ours = rosetta_translator.translate_nbest([*SENTENCES, ""], options)
+    theirs = ct2_translator.translate_nbest([*SENTENCES, ""], options)
+    assert theirs[-1] == []  # a blank line, no hypotheses
+    for mine, found in zip(ours, theirs, strict=True):
+        assert [t.token_ids for t in found] == [t.token_ids for t in mine]
+        for a, b in zip(mine, found, strict=True):
+            assert b.score == pytest.approx(a.score, abs=1e-4)
+            if a.normalized_score is not None:
+                assert b.normalized_score == pytest.approx(a.normalized_score, abs=1e-4)
+
+
+def test_the_engine_samples_and_returns_attention(engines):
+    _, ct2_translator, _ = engines
+    greedy = ct2_translator.translate(SENTENCES)
+    top1 = SearchOptions(sample=True, top_k=1, temperature=1.5)
+    assert ct2_translator.translate(SENTENCES, top1) == greedy
+    assert len(ct2_translator.translate(SENTENCES, SearchOptions(sample=True))) == 5
+    [found] = ct2_translator.translate_nbest(
+        [SENTENCES[0]], SearchOptions(need_attention=True)
+    )
+    attention = found[0].attention
+    assert attention.shape[1:3] == (1, 1)
+    assert attention.shape[-1] == len(SENTENCES[0].split()) + 1  # with <eos>
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (SearchOptions(beam_size=4), "use --refill --stopping k_finished"),
+        (SearchOptions(penalty="gnmt"), "use the notes penalty"),
+        (SearchOptions(sample=True, seed=1), "sampling cannot be seeded"),
+    ],
+)
+def test_what_the_engine_cannot_do_is_a_clear_error(engines, options, message):
+    _, ct2_translator, _ = engines
+    with pytest.raises(RosettaError, match=message):
+        ct2_translator.translate(SENTENCES, options)
+
+
+def test_the_exported_folder_alone_translates_in_a_fresh_process(engines, tmp_path):
+    rosetta_translator, _, out = engines
+    alone = tmp_path / "elsewhere"
+    shutil.copytree(out, alone)
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "rosetta.cli", "translate", "-m", str(alone)),
+            *("--engine", "ctranslate2", "--beam", "3", "--refill"),
+            *("--stopping", "k_finished"),
+        ],
+        input="\n".join([*SENTENCES, ""]).encode() + b"\n",
+        capture_output=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    beam = SearchOptions(beam_size=3, **REFILL)
+    expected = rosetta_translator.translate([*SENTENCES, ""], beam)
+    assert done.stdout.decode().split("\n")[:-1] == expected
+
+
+def test_the_server_runs_on_the_engine(engines):
+    from fastapi.testclient import TestClient
+
+    from rosetta.serve.app import create_app
+
+    rosetta_translator, ct2_translator, _ = engines
+    with TestClient(create_app(ct2_translator)) as client:
+        response = client.post("/translate", json={"sentences": SENTENCES})
+        info = client.get("/info").json()
+    assert response.status_code == 200
+    texts = [r["hypotheses"][0]["text"] for r in response.json()["translations"]]
+    assert texts == rosetta_translator.translate(SENTENCES)
+    assert info["parameters"] == rosetta_translator.parameter_count

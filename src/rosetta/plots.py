@@ -20,7 +20,7 @@ from rosetta.nn.positional import positional_encoding
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-    from rosetta.translator import Translation
+    from rosetta.translation import Translation
 
 FORMATS = {".png", ".svg", ".pdf"}
 

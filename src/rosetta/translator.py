@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import torch
 
 from rosetta import checkpoint as ckpt
-from rosetta.config import Config, TransformerConfig, config_from_dict
+from rosetta.config import Config, config_from_dict
 from rosetta.data.tokenizer import TokenizerPair
 from rosetta.data.vocab import EOS
 from rosetta.decode.batched import Workers, decode_in_batches
-from rosetta.decode.greedy import Hypothesis
 from rosetta.decode.options import SearchOptions
 from rosetta.models.build import build_model
 from rosetta.models.interface import EncoderDecoder
@@ -27,9 +22,10 @@ from rosetta.precision import (
     check_precision,
     quantize_int8,
 )
+from rosetta.translation import TextTranslator, Translation
 
 
-class Translator:
+class Translator(TextTranslator):
     """A trained model with its tokenizers, ready to translate text.
 
     Example::
@@ -66,6 +62,10 @@ class Translator:
         self.device = device
         self.precision = precision
 
+    @property
+    def parameter_count(self) -> int:
+        return sum(p.numel() for p in self.model.parameters())
+
     @classmethod
     def load(
         cls,
@@ -92,68 +92,6 @@ class Translator:
         check_precision(device, precision)
         ckpt.load_weights(folder, model, device)
         return cls(model, tokenizers, config, device, precision, packed)
-
-    @property
-    def position_limit(self) -> int | None:
-        """The longest sequence the model can encode or decode (Transformer)."""
-        model = self.config.model
-        return model.max_positions if isinstance(model, TransformerConfig) else None
-
-    def encode(self, sentence: str) -> list[int]:
-        """Source token ids of ``sentence`` (without ``<eos>``), cut to what the
-        model takes, with a warning; a blank line gives none."""
-        limits = {"decode.max_input_tokens": self.config.decode.max_input_tokens}
-        if self.position_limit is not None:
-            limits["model.max_positions"] = self.position_limit
-        setting, limit = min(limits.items(), key=lambda item: item[1])
-        ids = self.tokenizers.src.encode(sentence) if sentence.strip() else []
-        if len(ids) + 1 > limit:  # + 1 for <eos>
-            warnings.warn(
-                f"input of {len(ids)} tokens truncated to {limit - 1} ({setting})",
-                stacklevel=2,
-            )
-            ids = ids[: limit - 1]
-        return ids
-
-    def complete(self, options: SearchOptions | None = None) -> SearchOptions:
-        """``options`` (default: greedy search) with an unset length limit
-        taken from the model's configuration."""
-        return (options or SearchOptions()).with_length_limit(self.config.decode)
-
-    def translate(
-        self,
-        sentences: Iterable[str],
-        options: SearchOptions | None = None,
-        *,
-        batch_size: int | None = None,
-        workers: Workers = 1,
-    ) -> list[str]:
-        """Translate sentences; one output per input, in order (empty in, empty out).
-
-        ``options`` says how to search (``SearchOptions``; default: greedy,
-        with the model's configured length limit). ``workers`` > 1 decodes that
-        many batches at once on the CPU, sharing torch's threads among them;
-        ``"auto"`` one per thread where that applies (``auto_workers``).
-        """
-        results = self.translate_nbest(
-            sentences, options, batch_size=batch_size, workers=workers
-        )
-        return [found[0].text if found else "" for found in results]
-
-    def translate_nbest(
-        self,
-        sentences: Iterable[str],
-        options: SearchOptions | None = None,
-        *,
-        batch_size: int | None = None,
-        workers: Workers = 1,
-    ) -> list[list[Translation]]:
-        """Per input, its n-best list of ``Translation`` (empty for a blank
-        line); the arguments are those of ``translate``."""
-        sources = [self.encode(sentence) for sentence in sentences]
-        return self.translate_ids(
-            sources, options, batch_size=batch_size, workers=workers
-        )
 
     @torch.no_grad()
     def translate_ids(
@@ -185,49 +123,3 @@ class Translator:
             source_pieces = [*self.tokenizers.src.id_pieces(source), EOS]
             results[i] = [self._translation(h, source_pieces) for h in hypotheses]
         return results
-
-    def _translation(
-        self, hypothesis: Hypothesis, source_pieces: list[str]
-    ) -> Translation:
-        text = self.tokenizers.tgt.decode(hypothesis.tokens)
-        return Translation(
-            text=" ".join(text.split()),  # one line, whatever it holds
-            score=hypothesis.score,
-            normalized_score=hypothesis.normalized_score,
-            token_ids=hypothesis.tokens,
-            tokens=self.tokenizers.tgt.id_pieces(hypothesis.tokens),
-            source_tokens=source_pieces,
-            attention=hypothesis.attention,
-        )
-
-
-@dataclass
-class Translation:
-    """One hypothesis for one input.
-
-    ``attention`` (when asked for) has one row per scored output token (the
-    tokens, then ``</s>`` if it was produced), per layer and head, over
-    ``source_tokens``: shape (L, layers, heads, S).
-    """
-
-    text: str
-    score: float  # Σ log P(y_t | y_<t, c), <eos> included when produced
-    normalized_score: float | None  # what beam search ranked by
-    token_ids: list[int]
-    tokens: list[str]
-    source_tokens: list[str]
-    attention: torch.Tensor | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready: attention as nested lists rounded to 4 decimals."""
-        record: dict[str, Any] = {
-            "text": self.text,
-            "score": self.score,
-            "normalized_score": self.normalized_score,
-            "token_ids": self.token_ids,
-            "tokens": self.tokens,
-            "source_tokens": self.source_tokens,
-        }
-        if self.attention is not None:
-            record["attention"] = torch.round(self.attention, decimals=4).tolist()
-        return record

@@ -11,6 +11,8 @@ from rosetta.data.corpus import read_lines
 from rosetta.decode.options import SearchOptions
 from rosetta.errors import RosettaError
 from rosetta.precision import PRECISIONS
+from rosetta.translation import TextTranslator
+from rosetta.translator import Translator
 
 DEFAULT = SearchOptions()
 
@@ -135,3 +137,27 @@ def workers_count(text: str) -> int | str:
     if count < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {count}")
     return count
+
+
+def add_engine_flags(verb: argparse.ArgumentParser) -> None:
+    """``--engine``, ``--device`` and ``--precision``: what runs the model."""
+    verb.add_argument(
+        "--engine",
+        choices=["rosetta", "ctranslate2"],
+        default="rosetta",
+        help="rosetta (default): the PyTorch model; ctranslate2: its CTranslate2 "
+        "export (-m an exported folder, or a run exported on first use)",
+    )
+    verb.add_argument("--device", default=None, help="cpu, cuda (default: auto)")
+    add_precision_flag(verb)
+
+
+def load_translator(args: argparse.Namespace) -> TextTranslator:
+    """The translator that ``--engine`` names, for ``-m``."""
+    if args.engine == "ctranslate2":
+        from rosetta.engines.ctranslate2 import CTranslate2Translator
+
+        return CTranslate2Translator.load(
+            args.model, device=args.device, precision=args.precision
+        )
+    return Translator.load(args.model, device=args.device, precision=args.precision)

@@ -5,14 +5,14 @@ from __future__ import annotations
 import argparse
 
 from rosetta.cli.common import (
-    add_precision_flag,
+    add_engine_flags,
     add_search_flags,
+    load_translator,
     read_input_lines,
     search_options,
 )
 from rosetta.errors import RosettaError
 from rosetta.evaluate.corpus import evaluate_all
-from rosetta.translator import Translator
 
 
 def cmd_evaluate(args: argparse.Namespace) -> None:
@@ -20,9 +20,7 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     if args.model:
         if not args.src:
             raise RosettaError("--model needs --src, the sentences to translate")
-        translator = Translator.load(
-            args.model, device=args.device, precision=args.precision
-        )
+        translator = load_translator(args)
         options = search_options(args, "evaluate")
         hypotheses = translator.translate(read_input_lines([args.src]), options)
     elif args.hyp:
@@ -46,6 +44,5 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
     evaluate.add_argument("-m", "--model", help="translate --src with this model first")
     evaluate.add_argument("--src", help="source sentences (with --model)")
     add_search_flags(evaluate)
-    evaluate.add_argument("--device", default=None)
-    add_precision_flag(evaluate)
+    add_engine_flags(evaluate)
     evaluate.set_defaults(run=cmd_evaluate)

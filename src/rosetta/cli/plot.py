@@ -6,16 +6,18 @@ import argparse
 from pathlib import Path
 
 from rosetta import plots
-from rosetta.cli.common import add_precision_flag, add_search_flags, search_options
+from rosetta.cli.common import (
+    add_engine_flags,
+    add_search_flags,
+    load_translator,
+    search_options,
+)
 from rosetta.errors import RosettaError
-from rosetta.translator import Translator
 
 
 def cmd_plot(args: argparse.Namespace) -> None:
     if args.figure == "attention":
-        translator = Translator.load(
-            args.model, device=args.device, precision=args.precision
-        )
+        translator = load_translator(args)
         options = search_options(args, "plot attention", need_attention=True)
         [found] = translator.translate_nbest([args.sentence], options)
         if not found:
@@ -45,8 +47,7 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
     attention.add_argument(
         "--head", default="mean", help="1-based head, 'mean' or 'all'"
     )
-    attention.add_argument("--device", default=None)
-    add_precision_flag(attention)
+    add_engine_flags(attention)
     add_search_flags(attention)
     positions = figures.add_parser(
         "positions", help="the sinusoidal positional encoding and its curves"

@@ -7,10 +7,9 @@ from pathlib import Path
 
 import torch
 
-from rosetta.cli.common import add_precision_flag
+from rosetta.cli.common import add_engine_flags, load_translator
 from rosetta.errors import RosettaError
 from rosetta.serve.schemas import ServerSettings
-from rosetta.translator import Translator
 
 
 def cmd_serve(args: argparse.Namespace) -> None:
@@ -20,9 +19,7 @@ def cmd_serve(args: argparse.Namespace) -> None:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    translator = Translator.load(
-        args.model, device=args.device, precision=args.precision
-    )
+    translator = load_translator(args)
     settings = ServerSettings(
         max_body_bytes=args.max_body_bytes,
         max_sentences=args.max_sentences,
@@ -55,8 +52,7 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
     serve.add_argument("-m", "--model", required=True, help="run or checkpoint folder")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
-    serve.add_argument("--device", default=None, help="cpu, cuda (default: auto)")
-    add_precision_flag(serve)
+    add_engine_flags(serve)
     serve.add_argument(
         "--threads", type=int, default=0, help="CPU threads (0: torch's default)"
     )

@@ -8,23 +8,21 @@ import sys
 from pathlib import Path
 
 from rosetta.cli.common import (
-    add_precision_flag,
+    add_engine_flags,
     add_search_flags,
+    load_translator,
     read_input_lines,
     search_options,
     workers_count,
 )
 from rosetta.decode.batched import check_workers
 from rosetta.errors import RosettaError
-from rosetta.translator import Translator
 
 
 def cmd_translate(args: argparse.Namespace) -> None:
     if args.format == "text" and (args.nbest > 1 or args.attention):
         raise RosettaError("--nbest and --attention need --format jsonl")
-    translator = Translator.load(
-        args.model, device=args.device, precision=args.precision
-    )
+    translator = load_translator(args)
     lines = read_input_lines(args.input)
     options = search_options(args, "translate", need_attention=args.attention)
     try:
@@ -93,6 +91,5 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
         help="CPU: decode this many batches at once, sharing the threads; "
         "auto (default): one per thread, one when sampling or on a GPU",
     )
-    translate.add_argument("--device", default=None, help="cpu, cuda (default: auto)")
-    add_precision_flag(translate)
+    add_engine_flags(translate)
     translate.set_defaults(run=cmd_translate)

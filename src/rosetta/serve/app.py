@@ -36,7 +36,7 @@ from rosetta.serve.schemas import (
     TranslateRequest,
     TranslateResponse,
 )
-from rosetta.translator import Translator
+from rosetta.translation import TextTranslator
 
 log = logging.getLogger("rosetta.serve")
 STATIC = Path(str(resources.files("rosetta.serve") / "static"))
@@ -125,7 +125,7 @@ def _check_limits(
 
 
 def _translate_group(
-    translator: Translator, sources: list[list[int]], options: SearchOptions
+    translator: TextTranslator, sources: list[list[int]], options: SearchOptions
 ) -> list[list[dict[str, Any]]]:
     """The worker thread's job: decode a group of encoded sentences and make
     its JSON."""
@@ -134,7 +134,7 @@ def _translate_group(
 
 
 def create_app(
-    translator: Translator,
+    translator: TextTranslator,
     settings: ServerSettings | None = None,
     model_name: str = "model",
 ) -> FastAPI:
@@ -226,7 +226,7 @@ def create_app(
             "arch": config.model.arch,
             "src_lang": config.data.src_lang,
             "tgt_lang": config.data.tgt_lang,
-            "parameters": sum(p.numel() for p in translator.model.parameters()),
+            "parameters": translator.parameter_count,
             "vocabulary": {
                 "src": len(translator.tokenizers.src),
                 "tgt": len(translator.tokenizers.tgt),

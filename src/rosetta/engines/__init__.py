@@ -1,0 +1,1 @@
+"""Inference engines other than Rosetta's own PyTorch search."""

@@ -1,0 +1,205 @@
+"""Translate with a CTranslate2 export of a Rosetta model (``rosetta export
+ctranslate2``): the same text in and out, the same options where CTranslate2
+has them, and the same ``Translation`` records as ``Translator``.
+
+CTranslate2's beam search keeps ``k`` live prefixes and ends a sentence once
+``k`` candidates have finished, Rosetta's ``refill=True`` with
+``stopping="k_finished"``; its length normalisation divides by ``L^α``, the
+``notes`` penalty. Other search options are refused with a clear error.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from rosetta import checkpoint as ckpt
+from rosetta.config import config_from_dict
+from rosetta.data.tokenizer import TokenizerPair
+from rosetta.data.vocab import EOS
+from rosetta.decode.batched import Workers
+from rosetta.decode.greedy import Hypothesis, max_lengths
+from rosetta.decode.options import SearchOptions
+from rosetta.errors import RosettaError
+from rosetta.export.ctranslate2 import (
+    ENGINE_FILE,
+    export_ctranslate2,
+    import_ctranslate2,
+    read_engine_file,
+)
+from rosetta.translation import TextTranslator, Translation
+
+# Rosetta's precision names -> CTranslate2's compute types
+COMPUTE_TYPES = {
+    "fp32": "float32",
+    "bf16": "bfloat16",
+    "fp16": "float16",
+    "int8": "int8",
+}
+
+CACHE = "ctranslate2"  # inside a checkpoint folder: its export
+
+
+class CTranslate2Translator(TextTranslator):
+    """A CTranslate2 model and the tokenizers exported beside it.
+
+    Example::
+
+        translator = CTranslate2Translator.load("de-en-ct2")
+        translator.translate(["Ein Hund läuft im Schnee."])
+    """
+
+    def __init__(self, folder: Path, device: str, precision: str, threads: int):
+        ctranslate2 = import_ctranslate2()
+        engine = read_engine_file(folder)
+        self.config = config_from_dict(engine["config"], str(folder))
+        self.tokenizers = TokenizerPair.from_dict(engine["tokenizers"])
+        if precision not in COMPUTE_TYPES:
+            raise RosettaError(
+                f"precision {precision!r}: use one of {', '.join(COMPUTE_TYPES)}"
+            )
+        self.precision = precision
+        self.device = torch.device(device)
+        self.engine = ctranslate2.Translator(
+            str(folder),
+            device=device,
+            compute_type=COMPUTE_TYPES[precision],
+            intra_threads=threads,
+        )
+        self._parameters = _parameter_count(self.config, self.tokenizers)
+        target = self.tokenizers.tgt
+        self._target_ids = {
+            piece: i for i, piece in enumerate(target.id_pieces(range(len(target))))
+        }
+
+    @classmethod
+    def load(
+        cls,
+        path: str | Path,
+        device: str | torch.device | None = None,
+        precision: str = "fp32",
+        threads: int = 0,
+    ) -> CTranslate2Translator:
+        """Load an exported folder, or a run or checkpoint folder, exported
+        the first time into the checkpoint's ``ctranslate2/`` folder.
+        ``threads`` 0 lets CTranslate2 choose."""
+        folder = Path(path)
+        if not (folder / ENGINE_FILE).is_file():
+            checkpoint = ckpt.resolve_checkpoint(folder)
+            folder = checkpoint / CACHE
+            if not (folder / ENGINE_FILE).is_file():
+                export_ctranslate2(checkpoint, folder)
+        if device is None:
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        return cls(folder, str(torch.device(device).type), precision, threads)
+
+    @property
+    def parameter_count(self) -> int:
+        return self._parameters
+
+    def translate_ids(
+        self,
+        sources: list[list[int]],
+        options: SearchOptions | None = None,
+        *,
+        batch_size: int | None = None,
+        workers: Workers = 1,
+    ) -> list[list[Translation]]:
+        options = self.complete(options)
+        arguments = search_arguments(options)
+        pieces = {
+            i: [*self.tokenizers.src.id_pieces(ids), EOS]
+            for i, ids in enumerate(sources)
+            if ids
+        }
+        # CTranslate2 takes one length limit per call: one call per limit
+        limits = max_lengths(
+            torch.tensor([len(p) for p in pieces.values()], dtype=torch.long),
+            options.max_len_a,
+            options.max_len_b,
+            self.position_limit,
+        ).tolist()
+        by_limit: dict[int, list[int]] = {}
+        for i, limit in zip(pieces, limits, strict=True):
+            by_limit.setdefault(limit, []).append(i)
+        results: list[list[Translation]] = [[] for _ in sources]
+        for limit, rows in by_limit.items():
+            found = self.engine.translate_batch(
+                [pieces[i] for i in rows],
+                max_decoding_length=limit,
+                max_batch_size=batch_size or self.config.decode.batch_size,
+                **arguments,
+            )
+            for i, result in zip(rows, found, strict=True):
+                results[i] = self._translations(result, pieces[i], options, limit)
+        return results
+
+    def _translations(
+        self, result: Any, source: list[str], options: SearchOptions, limit: int
+    ) -> list[Translation]:
+        translations = []
+        for index, tokens in enumerate(result.hypotheses):
+            ids = [self._target_ids[piece] for piece in tokens]
+            scored = len(ids) + (len(ids) < limit)  # <eos> is scored when produced
+            normalized = result.scores[index]
+            score = normalized
+            if options.beam_size > 1 and options.alpha:
+                score = normalized * scored**options.alpha
+            attention = None
+            if options.need_attention:
+                weights = torch.tensor(result.attention[index], dtype=torch.float32)
+                attention = weights[:, None, None, :]  # (steps, 1 layer, 1 head, S)
+            hypothesis = Hypothesis(
+                ids,
+                score,
+                normalized_score=normalized if options.beam_size > 1 else None,
+                attention=attention,
+            )
+            translations.append(self._translation(hypothesis, source))
+        return translations
+
+
+def search_arguments(options: SearchOptions) -> dict[str, Any]:
+    """CTranslate2's ``translate_batch`` arguments for ``options``, or a clear
+    error for what it does not do."""
+    if options.penalty != "notes":
+        raise RosettaError(
+            "CTranslate2 normalises by L^α only: use the notes penalty, not gnmt"
+        )
+    if options.beam_size > 1 and not (
+        options.refill and options.stopping == "k_finished"
+    ):
+        raise RosettaError(
+            "CTranslate2's beam keeps k live prefixes and stops once k have "
+            "finished: use --refill --stopping k_finished (refill=True, "
+            "stopping='k_finished')"
+        )
+    if options.sample and options.seed is not None:
+        # its random generators live in its own worker threads
+        raise RosettaError("CTranslate2's sampling cannot be seeded: leave out --seed")
+    arguments: dict[str, Any] = {
+        "beam_size": options.beam_size,
+        "num_hypotheses": options.nbest,
+        "length_penalty": options.alpha if options.beam_size > 1 else 0.0,
+        "min_decoding_length": 0,  # CTranslate2's default forbids ending at once
+        "return_scores": True,
+        "return_attention": options.need_attention,
+    }
+    if options.sample:
+        arguments |= {
+            "sampling_topk": options.top_k,  # 0: the whole vocabulary
+            "sampling_topp": options.top_p,
+            "sampling_temperature": options.temperature,
+        }
+    return arguments
+
+
+def _parameter_count(config: Any, tokenizers: TokenizerPair) -> int:
+    """The PyTorch model's weight count, from its configuration."""
+    from rosetta.models.build import build_model
+
+    with torch.device("meta"):
+        model = build_model(config.model, len(tokenizers.src), len(tokenizers.tgt))
+    return sum(p.numel() for p in model.parameters())

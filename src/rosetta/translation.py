@@ -1,0 +1,162 @@
+"""What every translator shares, whatever engine runs the model: text in and
+out, the source length limit, search options, and the ``Translation`` record.
+
+``Translator`` (``rosetta.translator``) decodes with the PyTorch model;
+``CTranslate2Translator`` (``rosetta.engines.ctranslate2``) with a
+CTranslate2 export of it. Both implement ``translate_ids``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from abc import ABC, abstractmethod
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from rosetta.config import Config, TransformerConfig
+from rosetta.data.tokenizer import TokenizerPair
+from rosetta.decode.batched import Workers
+from rosetta.decode.greedy import Hypothesis
+from rosetta.decode.options import SearchOptions
+
+
+class TextTranslator(ABC):
+    """Translates text with a trained model and its tokenizers.
+
+    Attributes:
+        tokenizers, config: the model's, as trained.
+        device: where it runs. precision: what it computes in.
+    """
+
+    tokenizers: TokenizerPair
+    config: Config
+    device: torch.device
+    precision: str
+
+    @property
+    @abstractmethod
+    def parameter_count(self) -> int:
+        """How many weights the model has."""
+
+    @property
+    def position_limit(self) -> int | None:
+        """The longest sequence the model can encode or decode (Transformer)."""
+        model = self.config.model
+        return model.max_positions if isinstance(model, TransformerConfig) else None
+
+    def encode(self, sentence: str) -> list[int]:
+        """Source token ids of ``sentence`` (without ``<eos>``), cut to what the
+        model takes, with a warning; a blank line gives none."""
+        limits = {"decode.max_input_tokens": self.config.decode.max_input_tokens}
+        if self.position_limit is not None:
+            limits["model.max_positions"] = self.position_limit
+        setting, limit = min(limits.items(), key=lambda item: item[1])
+        ids = self.tokenizers.src.encode(sentence) if sentence.strip() else []
+        if len(ids) + 1 > limit:  # + 1 for <eos>
+            warnings.warn(
+                f"input of {len(ids)} tokens truncated to {limit - 1} ({setting})",
+                stacklevel=2,
+            )
+            ids = ids[: limit - 1]
+        return ids
+
+    def complete(self, options: SearchOptions | None = None) -> SearchOptions:
+        """``options`` (default: greedy search) with an unset length limit
+        taken from the model's configuration."""
+        return (options or SearchOptions()).with_length_limit(self.config.decode)
+
+    def translate(
+        self,
+        sentences: Iterable[str],
+        options: SearchOptions | None = None,
+        *,
+        batch_size: int | None = None,
+        workers: Workers = 1,
+    ) -> list[str]:
+        """Translate sentences; one output per input, in order (empty in, empty out).
+
+        ``options`` says how to search (``SearchOptions``; default: greedy,
+        with the model's configured length limit). ``workers`` > 1 decodes that
+        many batches at once on the CPU, sharing torch's threads among them;
+        ``"auto"`` one per thread where that applies (``auto_workers``).
+        """
+        results = self.translate_nbest(
+            sentences, options, batch_size=batch_size, workers=workers
+        )
+        return [found[0].text if found else "" for found in results]
+
+    def translate_nbest(
+        self,
+        sentences: Iterable[str],
+        options: SearchOptions | None = None,
+        *,
+        batch_size: int | None = None,
+        workers: Workers = 1,
+    ) -> list[list[Translation]]:
+        """Per input, its n-best list of ``Translation`` (empty for a blank
+        line); the arguments are those of ``translate``."""
+        sources = [self.encode(sentence) for sentence in sentences]
+        return self.translate_ids(
+            sources, options, batch_size=batch_size, workers=workers
+        )
+
+    @abstractmethod
+    def translate_ids(
+        self,
+        sources: list[list[int]],
+        options: SearchOptions | None = None,
+        *,
+        batch_size: int | None = None,
+        workers: Workers = 1,
+    ) -> list[list[Translation]]:
+        """``translate_nbest`` of sentences already encoded (``encode``): one
+        n-best list per id list, none for an empty one (a blank line)."""
+
+    def _translation(
+        self, hypothesis: Hypothesis, source_pieces: list[str]
+    ) -> Translation:
+        text = self.tokenizers.tgt.decode(hypothesis.tokens)
+        return Translation(
+            text=" ".join(text.split()),  # one line, whatever it holds
+            score=hypothesis.score,
+            normalized_score=hypothesis.normalized_score,
+            token_ids=hypothesis.tokens,
+            tokens=self.tokenizers.tgt.id_pieces(hypothesis.tokens),
+            source_tokens=source_pieces,
+            attention=hypothesis.attention,
+        )
+
+
+@dataclass
+class Translation:
+    """One hypothesis for one input.
+
+    ``attention`` (when asked for) has one row per scored output token (the
+    tokens, then ``</s>`` if it was produced), per layer and head, over
+    ``source_tokens``: shape (L, layers, heads, S).
+    """
+
+    text: str
+    score: float  # Σ log P(y_t | y_<t, c), <eos> included when produced
+    normalized_score: float | None  # what beam search ranked by
+    token_ids: list[int]
+    tokens: list[str]
+    source_tokens: list[str]
+    attention: torch.Tensor | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: attention as nested lists rounded to 4 decimals."""
+        record: dict[str, Any] = {
+            "text": self.text,
+            "score": self.score,
+            "normalized_score": self.normalized_score,
+            "token_ids": self.token_ids,
+            "tokens": self.tokens,
+            "source_tokens": self.source_tokens,
+        }
+        if self.attention is not None:
+            record["attention"] = torch.round(self.attention, decimals=4).tolist()
+        return record
