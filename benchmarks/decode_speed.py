@@ -27,7 +27,7 @@ from pathlib import Path
 
 import torch
 
-from peers import check_copy, to_ctranslate2, to_marian
+from peers import check_copy, to_marian
 from quality_multi30k import cpu_name
 from rosetta import Translator
 from rosetta.config import load_config
@@ -36,6 +36,7 @@ from rosetta.data.vocab import EOS, EOS_ID, PAD_ID
 from rosetta.decode.batched import decode_in_batches
 from rosetta.decode.options import SearchOptions
 from rosetta.evaluate import sacrebleu_score
+from rosetta.export.ctranslate2 import export_ctranslate2, import_ctranslate2
 from rosetta.precision import PRECISIONS, autocast, quantize_int8
 
 ALPHA = 0.75
@@ -105,6 +106,7 @@ def run_ctranslate2(ct2, pieces_of, batches, beam):
             beam_size=beam,
             length_penalty=ALPHA,
             max_decoding_length=limit(ids),
+            min_decoding_length=0,  # as Rosetta: a translation may end at once
             max_batch_size=len(ids),
             asynchronous=True,
         )
@@ -160,9 +162,9 @@ def main() -> None:
     difference = check_copy(translator, marian, [s for s, _ in pairs[:64]])
     assert difference < 1e-3, f"the Marian copy differs by {difference}"
     workdir = Path(tempfile.mkdtemp(prefix="rosetta-ct2-"))
-    ctranslate2 = to_ctranslate2(
-        translator, workdir, "int8" if args.precision == "int8" else None
-    )
+    quantization = "int8" if args.precision == "int8" else None
+    export_ctranslate2(Path(args.run_dir), workdir, quantization)  # its best
+    ctranslate2 = import_ctranslate2()
     if args.precision == "int8":
         marian = quantize_int8(marian)
     ours = Translator.load(args.run_dir, device="cpu", precision=args.precision)

@@ -5,8 +5,8 @@
   (SPEC §2), so the model width is permuted consistently everywhere (every
   residual-stream weight, LayerNorm and embedding), which computes the same
   function.
-- CTranslate2: a ``TransformerSpec`` filled directly with Rosetta's weights and
-  positional table (post-norm, scaled embeddings, ``<bos>`` start token).
+- CTranslate2: the product's own export (``rosetta export ctranslate2``,
+  ``rosetta.export.ctranslate2``).
 
 ``check_copy`` compares the peers' log-probabilities with Rosetta's on real
 input, so a benchmark never compares different models.
@@ -14,12 +14,10 @@ input, so a benchmark never compares different models.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import torch
 
 from rosetta import Translator
-from rosetta.data.vocab import BOS, BOS_ID, EOS, EOS_ID, PAD_ID, UNK
+from rosetta.data.vocab import BOS_ID, EOS_ID, PAD_ID
 from rosetta.models.transformer import TransformerDecoder, TransformerEncoder
 
 
@@ -140,99 +138,3 @@ def to_marian(translator: Translator):
     if left or unexpected:
         raise RuntimeError(f"Marian copy: missing {left}, unexpected {unexpected}")
     return marian
-
-
-def to_ctranslate2(translator: Translator, output_dir: Path, quantization: str | None):
-    """Write a CTranslate2 model of ``translator.model`` to ``output_dir``."""
-    import ctranslate2
-    from ctranslate2.converters import Converter
-    from ctranslate2.specs import transformer_spec
-
-    model = translator.model
-    encoder: TransformerEncoder = model.encoder
-    decoder: TransformerDecoder = model.decoder
-    ours = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
-    vocabulary = translator.tokenizers.tgt.id_pieces(
-        range(len(translator.tokenizers.tgt))
-    )
-
-    def linear(spec, *names: str) -> None:  # several names: fused along the rows
-        spec.weight = _concat([ours[f"{n}.weight"] for n in names])
-        spec.bias = _concat([ours[f"{n}.bias"] for n in names])
-
-    def norm(spec, name: str) -> None:
-        spec.gamma, spec.beta = ours[f"{name}.weight"], ours[f"{name}.bias"]
-
-    def self_attention_and_ffn(layer, scope: str, attention_norm: str) -> None:
-        att = f"{scope}.self_attn"
-        qkv = (f"{att}.q_proj", f"{att}.k_proj", f"{att}.v_proj")
-        linear(layer.self_attention.linear[0], *qkv)
-        linear(layer.self_attention.linear[1], f"{att}.out_proj")
-        norm(layer.self_attention.layer_norm, f"{scope}.{attention_norm}.norm")
-        linear(layer.ffn.linear_0, f"{scope}.ffn.linear1")
-        linear(layer.ffn.linear_1, f"{scope}.ffn.linear2")
-        norm(layer.ffn.layer_norm, f"{scope}.ffn_res.norm")
-
-    class RosettaConverter(Converter):
-        def _load(self):
-            spec = transformer_spec.TransformerSpec.from_config(
-                (len(encoder.layers), len(decoder.layers)),
-                encoder.layers[0].self_attn.num_heads,
-                pre_norm=False,
-            )
-            spec.config.decoder_start_token = BOS
-            spec.config.bos_token, spec.config.eos_token = BOS, EOS
-            spec.config.unk_token = UNK
-            table = encoder.embedding.positions.numpy()
-            for side in (spec.encoder, spec.decoder):
-                side.scale_embeddings = True
-                side.position_encodings.encodings = table
-            spec.encoder.embeddings[0].weight = ours["encoder.embedding.token.weight"]
-            spec.decoder.embeddings.weight = ours["decoder.embedding.token.weight"]
-            spec.decoder.projection.weight = ours["output_proj.weight"]
-            for i, layer in enumerate(spec.encoder.layer):
-                self_attention_and_ffn(layer, f"encoder.layers.{i}", "attn_res")
-            for i, layer in enumerate(spec.decoder.layer):
-                s = f"decoder.layers.{i}"
-                self_attention_and_ffn(layer, s, "self_res")
-                cross = f"{s}.cross_attn"
-                linear(layer.attention.linear[0], f"{cross}.q_proj")
-                linear(layer.attention.linear[1], f"{cross}.k_proj", f"{cross}.v_proj")
-                linear(layer.attention.linear[2], f"{cross}.out_proj")
-                norm(layer.attention.layer_norm, f"{s}.cross_res.norm")
-            spec.register_source_vocabulary(vocabulary)
-            spec.register_target_vocabulary(vocabulary)
-            return spec
-
-    RosettaConverter().convert(str(output_dir), quantization=quantization, force=True)
-    return ctranslate2
-
-
-def _concat(arrays):
-    import numpy as np
-
-    return arrays[0] if len(arrays) == 1 else np.concatenate(arrays, axis=0)
-
-
-@torch.no_grad()
-def check_copy(translator: Translator, marian, sentences: list[str]) -> float:
-    """Largest difference of teacher-forced log-probabilities, Rosetta vs Marian."""
-    from rosetta.data import Example, collate
-
-    tok = translator.tokenizers
-    examples = [Example(tok.src.encode(s), tok.tgt.encode(s)) for s in sentences]
-    batch = collate(examples)
-    mask = batch.tgt_in != PAD_ID
-    ours = torch.log_softmax(
-        translator.model.output_proj(
-            translator.model(batch.src, batch.src_mask, batch.tgt_in, mask)
-        ),
-        dim=-1,
-    )
-    theirs = marian(
-        input_ids=batch.src,
-        attention_mask=batch.src_mask.long(),
-        decoder_input_ids=batch.tgt_in,
-        decoder_attention_mask=mask.long(),
-    ).logits.log_softmax(dim=-1)
-    return float((ours - theirs)[mask].abs().max())

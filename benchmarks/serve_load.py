@@ -12,6 +12,7 @@ workers`` compares one worker with ``--workers N`` (batching on in both) on
 
     python benchmarks/serve_load.py --run-dir runs/quality-de-en
     python benchmarks/serve_load.py --compare workers --threads 2 --workers 2
+    python benchmarks/serve_load.py --compare engines   # Rosetta's and CTranslate2
 """
 
 from __future__ import annotations
@@ -124,6 +125,8 @@ def measure(args, sentences, flags: list[str]) -> dict:
     process, address = start_server(args.run_dir, args.threads, flags + args.serve)
     try:
         search = {"beam_size": args.beam}
+        if args.compare == "engines" and args.beam > 1:  # the beam both engines run
+            search |= {"refill": True, "stopping": "k_finished"}
         warm = asyncio.run(load(address, sentences, 2, 2.0, args.per_request, search))
         if warm["errors"]:
             raise SystemExit(f"warm-up failed: {warm['first_errors']}")
@@ -157,7 +160,7 @@ def main() -> None:
     parser.add_argument("--beam", type=int, default=1)
     parser.add_argument("--threads", type=int, default=1, help="server CPU threads")
     parser.add_argument(
-        "--compare", choices=["batching", "workers"], default="batching"
+        "--compare", choices=["batching", "workers", "engines"], default="batching"
     )
     parser.add_argument("--workers", type=int, default=2, help="with --compare workers")
     parser.add_argument("--repeats", type=int, default=3)
@@ -175,6 +178,12 @@ def main() -> None:
             "1": ["--workers", "1"],
             str(args.workers): ["--workers", str(args.workers)],
         }
+    if args.compare == "engines":  # the refilling beam: the one both have
+        modes = {
+            "rosetta": ["--engine", "rosetta"],
+            "ctranslate2": ["--engine", "ctranslate2"],
+        }
+
     runs: dict[str, list[dict]] = {mode: [] for mode in modes}
     for repeat in range(args.repeats):
         for mode, flags in modes.items():
@@ -213,6 +222,8 @@ def main() -> None:
     baseline, candidate = ("off", "on")
     if args.compare == "workers":
         baseline, candidate = ("1", str(args.workers))
+    if args.compare == "engines":
+        baseline, candidate = ("rosetta", "ctranslate2")
     ratio = median(candidate, "sentences_per_s") / median(baseline, "sentences_per_s")
     print(f"\nthroughput, {args.compare} {candidate} ÷ {baseline}: {ratio:.2f}×")
     if args.json:
