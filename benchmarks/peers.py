@@ -138,3 +138,26 @@ def to_marian(translator: Translator):
     if left or unexpected:
         raise RuntimeError(f"Marian copy: missing {left}, unexpected {unexpected}")
     return marian
+
+
+def check_copy(translator: Translator, marian, sentences: list[str]) -> float:
+    """Largest difference of teacher-forced log-probabilities, Rosetta vs Marian."""
+    from rosetta.data import Example, collate
+
+    tok = translator.tokenizers
+    examples = [Example(tok.src.encode(s), tok.tgt.encode(s)) for s in sentences]
+    batch = collate(examples)
+    mask = batch.tgt_in != PAD_ID
+    ours = torch.log_softmax(
+        translator.model.output_proj(
+            translator.model(batch.src, batch.src_mask, batch.tgt_in, mask)
+        ),
+        dim=-1,
+    )
+    theirs = marian(
+        input_ids=batch.src,
+        attention_mask=batch.src_mask.long(),
+        decoder_input_ids=batch.tgt_in,
+        decoder_attention_mask=mask.long(),
+    ).logits.log_softmax(dim=-1)
+    return float((ours - theirs)[mask].abs().max())

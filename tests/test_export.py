@@ -139,8 +139,10 @@ REFILL = {"refill": True, "stopping": "k_finished"}
         SearchOptions(beam_size=4, nbest=3, **REFILL),
         SearchOptions(beam_size=3, alpha=0.0, **REFILL),
         SearchOptions(max_len_a=0.0, max_len_b=2),  # the length limit bites
+        SearchOptions(max_len_a=0.5, max_len_b=1),  # a limit per sentence
+        SearchOptions(beam_size=3, max_len_a=0.5, max_len_b=1, **REFILL),
     ],
-    ids=["greedy", "beam4-nbest3", "beam3-alpha0", "limit"],
+    ids=["greedy", "beam4-nbest3", "beam3-alpha0", "limit", "limits", "beam-limits"],
 )
 def test_the_engine_gives_rosettas_translations_and_scores(engines, options):
     rosetta_translator, ct2_translator, _ = engines

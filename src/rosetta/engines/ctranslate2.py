@@ -114,26 +114,35 @@ class CTranslate2Translator(TextTranslator):
             for i, ids in enumerate(sources)
             if ids
         }
-        # CTranslate2 takes one length limit per call: one call per limit
-        limits = max_lengths(
-            torch.tensor([len(p) for p in pieces.values()], dtype=torch.long),
-            options.max_len_a,
-            options.max_len_b,
-            self.position_limit,
-        ).tolist()
-        by_limit: dict[int, list[int]] = {}
-        for i, limit in zip(pieces, limits, strict=True):
-            by_limit.setdefault(limit, []).append(i)
+        limits = dict(
+            zip(
+                pieces,
+                max_lengths(
+                    torch.tensor([len(p) for p in pieces.values()], dtype=torch.long),
+                    options.max_len_a,
+                    options.max_len_b,
+                    self.position_limit,
+                ).tolist(),
+                strict=True,
+            )
+        )
+        # CTranslate2 takes one length limit per call. A beam search needs its
+        # own limit from the start: one call per limit. One token at a time,
+        # a sentence's first tokens do not depend on its limit: one call with
+        # the largest, then each output cut to its own limit.
+        calls: dict[int, list[int]] = {}
+        for i, limit in limits.items():
+            calls.setdefault(limit if options.beam_size > 1 else 0, []).append(i)
         results: list[list[Translation]] = [[] for _ in sources]
-        for limit, rows in by_limit.items():
+        for rows in calls.values():
             found = self.engine.translate_batch(
                 [pieces[i] for i in rows],
-                max_decoding_length=limit,
+                max_decoding_length=max(limits[i] for i in rows),
                 max_batch_size=batch_size or self.config.decode.batch_size,
                 **arguments,
             )
             for i, result in zip(rows, found, strict=True):
-                results[i] = self._translations(result, pieces[i], options, limit)
+                results[i] = self._translations(result, pieces[i], options, limits[i])
         return results
 
     def _translations(
@@ -141,15 +150,21 @@ class CTranslate2Translator(TextTranslator):
     ) -> list[Translation]:
         translations = []
         for index, tokens in enumerate(result.hypotheses):
-            ids = [self._target_ids[piece] for piece in tokens]
-            scored = len(ids) + (len(ids) < limit)  # <eos> is scored when produced
             normalized = result.scores[index]
             score = normalized
+            if options.beam_size == 1 and len(tokens) >= limit:
+                # decoded under a longer limit: cut to this one's, where it
+                # ends without scoring <eos>
+                tokens = tokens[:limit]
+                normalized = score = self._log_probability(source, tokens)
+            ids = [self._target_ids[piece] for piece in tokens]
+            scored = len(ids) + (len(ids) < limit)  # <eos> is scored when produced
             if options.beam_size > 1 and options.alpha:
                 score = normalized * scored**options.alpha
             attention = None
             if options.need_attention:
-                weights = torch.tensor(result.attention[index], dtype=torch.float32)
+                rows = result.attention[index][:scored]
+                weights = torch.tensor(rows, dtype=torch.float32)
                 attention = weights[:, None, None, :]  # (steps, 1 layer, 1 head, S)
             hypothesis = Hypothesis(
                 ids,
@@ -159,6 +174,11 @@ class CTranslate2Translator(TextTranslator):
             )
             translations.append(self._translation(hypothesis, source))
         return translations
+
+    def _log_probability(self, source: list[str], tokens: list[str]) -> float:
+        """Σ log P of ``tokens`` (no ``<eos>``) after ``source``."""
+        [scored] = self.engine.score_batch([source], [tokens])
+        return float(sum(scored.log_probs[: len(tokens)]))  # not its </s>
 
 
 def search_arguments(options: SearchOptions) -> dict[str, Any]:
