@@ -31,6 +31,7 @@ class TextTranslator(ABC):
         device: where it runs. precision: what it computes in.
     """
 
+    engine: str  # what runs the model: "rosetta", "ctranslate2"
     tokenizers: TokenizerPair
     config: Config
     device: torch.device

@@ -40,6 +40,8 @@ class Translator(TextTranslator):
     new one to translate with them.
     """
 
+    engine = "rosetta"
+
     def __init__(
         self,
         model: EncoderDecoder,

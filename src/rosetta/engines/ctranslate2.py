@@ -51,6 +51,8 @@ class CTranslate2Translator(TextTranslator):
         translator.translate(["Ein Hund läuft im Schnee."])
     """
 
+    engine = "ctranslate2"
+
     def __init__(self, folder: Path, device: str, precision: str, threads: int):
         ctranslate2 = import_ctranslate2()
         engine = read_engine_file(folder)
@@ -62,7 +64,7 @@ class CTranslate2Translator(TextTranslator):
             )
         self.precision = precision
         self.device = torch.device(device)
-        self.engine = ctranslate2.Translator(
+        self.model = ctranslate2.Translator(
             str(folder),
             device=device,
             compute_type=COMPUTE_TYPES[precision],
@@ -135,7 +137,7 @@ class CTranslate2Translator(TextTranslator):
             calls.setdefault(limit if options.beam_size > 1 else 0, []).append(i)
         results: list[list[Translation]] = [[] for _ in sources]
         for rows in calls.values():
-            found = self.engine.translate_batch(
+            found = self.model.translate_batch(
                 [pieces[i] for i in rows],
                 max_decoding_length=max(limits[i] for i in rows),
                 max_batch_size=batch_size or self.config.decode.batch_size,
@@ -152,19 +154,22 @@ class CTranslate2Translator(TextTranslator):
         for index, tokens in enumerate(result.hypotheses):
             normalized = result.scores[index]
             score = normalized
+            ended = bool(tokens) and tokens[-1] == EOS
+            tokens = tokens[:-1] if ended else tokens
             if options.beam_size == 1 and len(tokens) >= limit:
                 # decoded under a longer limit: cut to this one's, where it
                 # ends without scoring <eos>
                 tokens = tokens[:limit]
                 normalized = score = self._log_probability(source, tokens)
             ids = [self._target_ids[piece] for piece in tokens]
-            scored = len(ids) + (len(ids) < limit)  # <eos> is scored when produced
+            scored = len(ids) + (ended and len(ids) < limit)  # <eos> when produced
             if options.beam_size > 1 and options.alpha:
                 score = normalized * scored**options.alpha
             attention = None
             if options.need_attention:
-                rows = result.attention[index][:scored]
+                rows = result.attention[index][:scored]  # one per generated token
                 weights = torch.tensor(rows, dtype=torch.float32)
+                weights = weights.reshape(len(rows), len(source))
                 attention = weights[:, None, None, :]  # (steps, 1 layer, 1 head, S)
             hypothesis = Hypothesis(
                 ids,
@@ -177,7 +182,7 @@ class CTranslate2Translator(TextTranslator):
 
     def _log_probability(self, source: list[str], tokens: list[str]) -> float:
         """Σ log P of ``tokens`` (no ``<eos>``) after ``source``."""
-        [scored] = self.engine.score_batch([source], [tokens])
+        [scored] = self.model.score_batch([source], [tokens])
         return float(sum(scored.log_probs[: len(tokens)]))  # not its </s>
 
 
@@ -206,6 +211,7 @@ def search_arguments(options: SearchOptions) -> dict[str, Any]:
         "min_decoding_length": 0,  # CTranslate2's default forbids ending at once
         "return_scores": True,
         "return_attention": options.need_attention,
+        "return_end_token": True,  # and its attention row, as Rosetta's
     }
     if options.sample:
         arguments |= {

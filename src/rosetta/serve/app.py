@@ -223,6 +223,7 @@ def create_app(
         stats = batcher.stats
         return {
             "model": model_name,
+            "engine": translator.engine,
             "arch": config.model.arch,
             "src_lang": config.data.src_lang,
             "tgt_lang": config.data.tgt_lang,

@@ -94,6 +94,7 @@ class Health(BaseModel):
 
 class Info(BaseModel):
     model: str
+    engine: str = Field(description="rosetta or ctranslate2")
     arch: str
     src_lang: str
     tgt_lang: str

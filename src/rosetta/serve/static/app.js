@@ -7,6 +7,7 @@ const CELL = 26; // pixels per heatmap cell
 
 let results = []; // one entry per input line: {source, hypotheses}
 let selected = { line: 0, hypothesis: 0 };
+let engine = "rosetta"; // the server's; CTranslate2 has only the refilling beam
 
 async function loadInfo() {
   try {
@@ -15,9 +16,11 @@ async function loadInfo() {
     const size = info.parameters >= 1e6
       ? `${(info.parameters / 1e6).toFixed(1)}M`
       : `${(info.parameters / 1e3).toFixed(1)}k`;
+    engine = info.engine;
     $("model-info").textContent =
       `${info.model}: ${info.src_lang} → ${info.tgt_lang}, ` +
-      `${info.arch}, ${size} parameters, ${info.precision} on ${info.device}`;
+      `${info.arch}, ${size} parameters, ${info.precision} on ${info.device}` +
+      (engine === "rosetta" ? "" : `, ${engine} engine`);
     $("beam").max = info.limits.max_beam;
     $("nbest").max = info.limits.max_beam;
   } catch (error) {
@@ -52,6 +55,9 @@ async function translate(event) {
     alpha: Number($("alpha").value),
     attention: true,
   };
+  if (engine === "ctranslate2" && beam > 1) {
+    Object.assign(request, { refill: true, stopping: "k_finished" });
+  }
   showError("");
   $("submit").disabled = true;
   $("submit").textContent = "Translating…";
