@@ -157,6 +157,50 @@ def test_the_engine_gives_rosettas_translations_and_scores(engines, options):
                 assert b.normalized_score == pytest.approx(a.normalized_score, abs=1e-4)
 
 
+class CallLog:
+    """The engine's CTranslate2 translator, recording each call's length limit
+    and batch size."""
+
+    def __init__(self, model):
+        self.model, self.calls = model, []
+
+    def translate_batch(self, batch, **arguments):
+        self.calls.append((arguments["max_decoding_length"], len(batch)))
+        return self.model.translate_batch(batch, **arguments)
+
+    def __getattr__(self, name):
+        return getattr(self.model, name)
+
+
+@pytest.mark.reference
+def test_a_beam_is_decoded_again_only_where_its_own_limit_acted(engines):
+    rosetta_translator, ct2_translator, _ = engines
+    tight = SearchOptions(beam_size=3, max_len_a=0.5, max_len_b=1, **REFILL)
+    roomy = SearchOptions(beam_size=3, **REFILL)
+    model = ct2_translator.model
+    ct2_translator.model = spy = CallLog(model)
+    try:
+        found = {
+            o: ct2_translator.translate_nbest(SENTENCES, o) for o in (tight, roomy)
+        }
+    finally:
+        ct2_translator.model = model
+    for options, translations in found.items():
+        expected = rosetta_translator.translate_nbest(SENTENCES, options)
+        assert token_ids(translations) == token_ids(expected)
+    # tight limits are 2..4 (0.5·S + 1 with S = 2..6 pieces): one call under
+    # the largest, then each shorter limit that cut a beam short, on its own
+    *tight_calls, roomy_call = spy.calls
+    assert tight_calls[0] == (4, len(SENTENCES))
+    assert 1 < len(tight_calls) <= 3
+    assert {limit for limit, _ in tight_calls[1:]} <= {2, 3}
+    assert roomy_call[1] == len(SENTENCES)  # no beam came near a default limit
+
+
+def token_ids(nbest_lists):
+    return [[t.token_ids for t in nbest] for nbest in nbest_lists]
+
+
 def test_the_engine_samples_and_returns_attention(engines):
     _, ct2_translator, _ = engines
     greedy = ct2_translator.translate(SENTENCES)

@@ -128,30 +128,49 @@ class CTranslate2Translator(TextTranslator):
                 strict=True,
             )
         )
-        # CTranslate2 takes one length limit per call. A beam search needs its
-        # own limit from the start: one call per limit. One token at a time,
-        # a sentence's first tokens do not depend on its limit: one call with
-        # the largest, then each output cut to its own limit.
-        calls: dict[int, list[int]] = {}
-        for i, limit in limits.items():
-            calls.setdefault(limit if options.beam_size > 1 else 0, []).append(i)
+        # CTranslate2 takes one length limit per call, Rosetta one per
+        # sentence. One call with the largest limit decodes each sentence as
+        # its own limit would until that limit: a greedy or sampled output is
+        # then cut there. A beam ends once its k-th candidate has finished;
+        # when all k finished before the sentence's own limit, that limit
+        # never acted and the result stands, otherwise the sentence is decoded
+        # again under its own limit.
+        largest = max(limits.values(), default=0)
         results: list[list[Translation]] = [[] for _ in sources]
-        for rows in calls.values():
-            found = self.model.translate_batch(
-                [pieces[i] for i in rows],
-                max_decoding_length=max(limits[i] for i in rows),
-                max_batch_size=batch_size or self.config.decode.batch_size,
-                **arguments,
-            )
-            for i, result in zip(rows, found, strict=True):
-                results[i] = self._translations(result, pieces[i], options, limits[i])
+        found = self._decode(list(limits), largest, arguments, batch_size, pieces)
+        again: dict[int, list[int]] = {}
+        for i, result in found.items():
+            longest = max(map(len, result.hypotheses))  # </s> included
+            if options.beam_size > 1 and longest >= limits[i] < largest:
+                again.setdefault(limits[i], []).append(i)
+        for limit, rows in again.items():
+            found |= self._decode(rows, limit, arguments, batch_size, pieces)
+        for i, result in found.items():
+            results[i] = self._translations(result, pieces[i], options, limits[i])
         return results
+
+    def _decode(
+        self,
+        rows: list[int],
+        limit: int,
+        arguments: dict[str, Any],
+        batch_size: int | None,
+        pieces: dict[int, list[str]],
+    ) -> dict[int, Any]:
+        """CTranslate2's results for ``rows``, decoded under ``limit``."""
+        found = self.model.translate_batch(
+            [pieces[i] for i in rows],
+            max_decoding_length=limit,
+            max_batch_size=batch_size or self.config.decode.batch_size,
+            **arguments,
+        )
+        return dict(zip(rows, found, strict=True))
 
     def _translations(
         self, result: Any, source: list[str], options: SearchOptions, limit: int
     ) -> list[Translation]:
         translations = []
-        for index, tokens in enumerate(result.hypotheses):
+        for index, tokens in enumerate(result.hypotheses[: options.nbest]):
             normalized = result.scores[index]
             score = normalized
             ended = bool(tokens) and tokens[-1] == EOS
@@ -206,7 +225,9 @@ def search_arguments(options: SearchOptions) -> dict[str, Any]:
         raise RosettaError("CTranslate2's sampling cannot be seeded: leave out --seed")
     arguments: dict[str, Any] = {
         "beam_size": options.beam_size,
-        "num_hypotheses": options.nbest,
+        # a beam returns all k finished: the longest tells whether the
+        # sentence's own length limit could have acted
+        "num_hypotheses": options.beam_size if options.beam_size > 1 else options.nbest,
         "length_penalty": options.alpha if options.beam_size > 1 else 0.0,
         "min_decoding_length": 0,  # CTranslate2's default forbids ending at once
         "return_scores": True,
