@@ -1,6 +1,6 @@
 """How cost grows with sentence length: Transformer against recurrent models.
 
-The notes' complexity table: self-attention costs O(L²·d) per layer and an RNN
+The textbook complexity table: self-attention costs O(L²·d) per layer and an RNN
 O(L·d²), but the RNN's L steps are sequential. For each bundled model shape
 (random weights; speed only) and each length L from 8 to 512, this measures:
 

@@ -1,8 +1,8 @@
 """Copy a trained Rosetta Transformer into the peer engines, weight for weight.
 
 - Hugging Face ``MarianMTModel``: the same post-norm architecture. Marian lays
-  its sinusoids out as [sin | cos] halves where Rosetta interleaves them
-  (SPEC §2), so the model width is permuted consistently everywhere (every
+  its sinusoids out as [sin | cos] halves where Rosetta interleaves them,
+  so the model width is permuted consistently everywhere (every
   residual-stream weight, LayerNorm and embedding), which computes the same
   function.
 - CTranslate2: the product's own export (``rosetta export ctranslate2``,

@@ -2,7 +2,7 @@
 
 ``rnn_impl: fused`` runs torch's fused GRU/LSTM kernels (oneDNN on the CPU,
 cuDNN on a GPU) over packed sequences; ``rnn_impl: reference`` runs the cells
-written from SPEC §3.2 step by step in Python. Both train the same model (the
+written from their equations, step by step in Python. Both train the same model (the
 bundled recurrent configs, torch's GRU form) with the real ``Trainer.train_step``
 on the same Multi30k batches (2,500-token budget, one shuffled order). Runs
 are interleaved (fused, reference, fused, ...); the table gives median target

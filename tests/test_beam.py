@@ -48,7 +48,7 @@ def random_tables(seed, count, depth=3):
 @pytest.mark.reference
 @pytest.mark.parametrize("seed", range(12))
 @pytest.mark.parametrize(
-    ("alpha", "penalty"), [(0.75, "notes"), (0.0, "notes"), (1.0, "gnmt")]
+    ("alpha", "penalty"), [(0.75, "power"), (0.0, "power"), (1.0, "gnmt")]
 )
 def test_a_beam_wide_enough_returns_the_exhaustive_best(seed, alpha, penalty):
     tables = random_tables(seed, count=3)
@@ -301,7 +301,7 @@ def test_refill_with_a_wide_beam_is_exact_too(seed):
 
 
 def test_refill_keeps_searching_where_the_narrowing_beam_stops():
-    """k = 1: [4] <eos> is the best expansion at step 2, which leaves the notes'
+    """k = 1: [4] <eos> is the best expansion at step 2, which leaves the textbook
     beam empty; the refilling beam goes on with [4 6], whose end [4 6 7] <eos>
     scores better per token."""
     table = {

@@ -41,4 +41,4 @@ def test_corpus_bleu_equals_sacrebleu():
     assert ours.value == pytest.approx(sacrebleu.corpus_bleu(hyps, [refs]).score)
     assert ours.signature.startswith("nrefs:1")
     names = [score.name for score in evaluate_all(hyps, refs)]
-    assert names == ["BLEU", "chrF", "BLEU-tok-lc", "notes-BLEU"]
+    assert names == ["BLEU", "chrF", "BLEU-tok-lc", "sentence-BLEU"]

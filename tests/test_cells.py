@@ -1,4 +1,4 @@
-"""Recurrent cells against torch.nn and against SPEC §3.2 written out in float64."""
+"""Recurrent cells against torch.nn and against their equations in float64."""
 
 import pytest
 import torch
@@ -44,9 +44,9 @@ def test_lstm_cell_equals_torch():
 
 
 def spec_gru_step(x, h, cell):
-    """SPEC §3.2 in float64 with the notes' row-vector weights ``X W``.
+    """The cell equations in float64 with row-vector weights ``X W``.
 
-    ``W_x* = weight_ih[gate].T``; the notes' single bias ``b_*`` is the sum of
+    ``W_x* = weight_ih[gate].T``; the equations' single bias ``b_*`` is the sum of
     torch's two biases.
     """
     w_x = [w.double().T for w in cell.weight_ih.chunk(3)]
@@ -63,10 +63,10 @@ def spec_gru_step(x, h, cell):
 
 
 @pytest.mark.reference
-def test_notes_gru_equals_the_equations_in_float64():
+def test_cho_gru_equals_the_equations_in_float64():
     torch.manual_seed(0)
-    cell = GRUCell(IN, H)  # the notes' form is the default
-    assert cell.variant == "notes"
+    cell = GRUCell(IN, H)  # Cho et al.'s form is the default
+    assert cell.variant == "cho"
     x, h = torch.randn(N, IN), torch.randn(N, H)
     got = cell(x, h)
     torch.testing.assert_close(
@@ -79,7 +79,7 @@ def test_notes_gru_equals_the_equations_in_float64():
 
 
 def spec_lstm_step(x, h, c, cell):
-    """SPEC §3.2 LSTM in float64; torch's gate order is i, f, g (= C~), o."""
+    """The LSTM equations in float64; torch's gate order is i, f, g (= C~), o."""
     w_x = [w.double().T for w in cell.weight_ih.chunk(4)]
     w_h = [w.double().T for w in cell.weight_hh.chunk(4)]
     b = [
@@ -103,13 +103,13 @@ def test_lstm_cell_equals_the_equations_in_float64():
 
 
 @pytest.mark.reference
-@pytest.mark.parametrize("kind", ["rnn", "gru-torch", "gru-notes", "lstm"])
+@pytest.mark.parametrize("kind", ["rnn", "gru-torch", "gru-cho", "lstm"])
 def test_cell_gradients_pass_gradcheck(kind):
     torch.manual_seed(0)
     make = {
         "rnn": lambda: RNNCell(3, 4),
         "gru-torch": lambda: GRUCell(3, 4, variant="torch"),
-        "gru-notes": lambda: GRUCell(3, 4, variant="notes"),
+        "gru-cho": lambda: GRUCell(3, 4, variant="cho"),
         "lstm": lambda: LSTMCell(3, 4),
     }[kind]
     cell = make().double()

@@ -1,6 +1,7 @@
 """End to end through the command line on a slice of real data:
 prepare -> train -> translate -> evaluate."""
 
+import json
 import re
 import subprocess
 import sys
@@ -62,7 +63,11 @@ train: {batch_tokens: 1500, lr: 2.0e-3, warmup_steps: 60, max_steps: 350,
 @pytest.mark.slow
 def test_translate_and_evaluate_beat_copying_the_source(trained):
     folder, run = trained
-    rosetta("translate", "-m", run, "-i", folder / "test.fr", "-o", folder / "hyp.en")
+    found = rosetta(
+        "translate", "-m", run, "-i", folder / "test.fr", "-o", folder / "hyp.en"
+    )
+    best = json.loads((run / "checkpoints.json").read_text())["best"]
+    assert f"model: {run / best} (the run's best by validation bleu " in found.stderr
     sources = (folder / "test.fr").read_text().splitlines()
     hyps = (folder / "hyp.en").read_text().splitlines()
     refs = (folder / "test.en").read_text().splitlines()
@@ -76,7 +81,7 @@ def test_translate_and_evaluate_beat_copying_the_source(trained):
     )
     shown = float(re.search(r"^BLEU = ([\d.]+)", report.stdout, re.M).group(1))
     assert shown == pytest.approx(model_bleu, abs=0.01)
-    assert "chrF" in report.stdout and "notes-BLEU" in report.stdout
+    assert "chrF" in report.stdout and "sentence-BLEU" in report.stdout
 
 
 @pytest.mark.slow
@@ -99,3 +104,36 @@ def test_bad_input_is_one_clear_line_without_traceback(tmp_path):
     assert "Traceback" not in result.stderr
     result = rosetta("translate", "-m", tmp_path / "nothing", stdin="x\n", check=False)
     assert result.returncode == 2 and "no such model" in result.stderr
+
+
+def parser_options(parser, path=("rosetta",)):
+    """Every option of every (sub-)command, with the command's path."""
+    import argparse
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from parser_options(sub, (*path, name))
+        elif not isinstance(action, (argparse._HelpAction, argparse._VersionAction)):
+            yield " ".join(path), action
+
+
+def test_every_option_has_help_and_shows_its_default(capsys):
+    from rosetta.cli import build_parser
+
+    options = list(parser_options(build_parser()))
+    assert len(options) > 80
+    assert [(c, a.dest) for c, a in options if not (a.help or "").strip()] == []
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["serve", "--help"])
+    assert "--port PORT           TCP port (default: 8000)" in capsys.readouterr().out
+
+
+def test_version():
+    from importlib.metadata import version
+
+    found = subprocess.run(
+        [sys.executable, "-m", "rosetta", "--version"], capture_output=True, text=True
+    )
+    assert found.returncode == 0
+    assert found.stdout.strip() == f"rosetta {version('rosetta')}"

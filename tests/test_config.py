@@ -2,6 +2,7 @@ from pathlib import Path
 
 import pytest
 
+import rosetta.config
 from rosetta.config import load_config
 from rosetta.errors import RosettaError
 
@@ -61,3 +62,55 @@ def test_missing_file_and_bad_yaml(tmp_path):
 def test_corpus_needs_one_layout(tmp_path):
     with pytest.raises(RosettaError, match="either both 'src' and 'tgt'"):
         load_config(write(tmp_path, "data: {train: {src: a.txt}}\n"))
+
+
+def test_a_typo_gets_a_suggestion_and_is_blamed_where_it_was_made(tmp_path):
+    path = write(tmp_path, "data: {train: {tsv: x.tsv}}\ntrain: {warmup: 3}\n")
+    with pytest.raises(RosettaError) as raised:
+        load_config(path, ["train.lrate=1", "data.trian.src=x"])
+    header, *problems = str(raised.value).splitlines()
+    assert header == f"{path}: invalid configuration"
+    assert sorted(problems) == [
+        "  --set data.trian: unknown key; did you mean 'train'?",
+        "  --set train.lrate: unknown key; did you mean 'lr'?",
+        "  train.warmup: unknown key; did you mean 'warmup_steps'?",
+    ]
+
+
+def test_a_typo_made_only_by_set_does_not_blame_the_file():
+    with pytest.raises(RosettaError) as raised:
+        load_config(CONFIG, ["model.hidden_size=64"])
+    assert str(raised.value).splitlines() == [
+        "invalid --set",
+        "  --set model.hidden_size: unknown key for arch 'transformer'; "
+        "it is a key of arch 'rnn'",
+    ]
+
+
+def all_sections(base=rosetta.config._Section):
+    for section in base.__subclasses__():
+        yield section
+        yield from all_sections(section)
+
+
+SECTIONS = [s for s in all_sections() if not s.__name__.startswith("_")]
+
+
+@pytest.mark.parametrize("section", SECTIONS, ids=lambda s: s.__name__)
+def test_every_configuration_key_is_described(section):
+    """The configuration reference is generated from these descriptions."""
+    undescribed = [
+        name for name, field in section.model_fields.items() if not field.description
+    ]
+    assert undescribed == []
+
+
+def test_the_sections_are_all_found():
+    assert len(SECTIONS) == 9
+
+
+def test_older_runs_name_the_cho_gru_notes():
+    config = rosetta.config.RNNConfig(
+        arch="rnn", gru_variant="notes", rnn_impl="reference"
+    )
+    assert config.gru_variant == "cho"

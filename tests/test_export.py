@@ -219,7 +219,7 @@ def test_the_engine_samples_and_returns_attention(engines):
     ("options", "message"),
     [
         (SearchOptions(beam_size=4), "use --refill --stopping k_finished"),
-        (SearchOptions(penalty="gnmt"), "use the notes penalty"),
+        (SearchOptions(penalty="gnmt"), "use the power penalty"),
         (SearchOptions(sample=True, seed=1), "sampling cannot be seeded"),
     ],
 )

@@ -54,7 +54,7 @@ def train_to_reverse(model, peak_lr, clip_norm=None, decay="inverse_sqrt"):
         )
         optimizer.zero_grad()
         (loss / count).backward()
-        if clip_norm is not None:  # SPEC §4: gradient clipping for recurrent models
+        if clip_norm is not None:  # recurrent models train with gradient clipping
             torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(step, peak_lr, 100, decay)

@@ -105,13 +105,13 @@ def test_padding_never_changes_a_sequence(impl):
 
 
 @pytest.mark.reference
-def test_notes_gru_layer_runs_the_notes_cell():
-    """Layer with gru_variant='notes' = the notes' cell applied step by step."""
+def test_cho_gru_layer_runs_the_cho_cell():
+    """Layer with gru_variant='cho' = Cho et al.'s cell applied step by step."""
     from rosetta.nn import GRUCell
 
     torch.manual_seed(0)
-    layer = RNN("gru", IN, H, 1, False, gru_variant="notes", impl="reference")
-    cell = GRUCell(IN, H, variant="notes")
+    layer = RNN("gru", IN, H, 1, False, gru_variant="cho", impl="reference")
+    cell = GRUCell(IN, H, variant="cho")
     cell.load_state_dict(
         {k.removesuffix("_l0"): v for k, v in layer.state_dict().items()}
     )
@@ -123,9 +123,9 @@ def test_notes_gru_layer_runs_the_notes_cell():
     torch.testing.assert_close(final[0], h, atol=1e-6, rtol=0)
 
 
-def test_fused_refuses_the_notes_gru_and_bad_arguments():
+def test_fused_refuses_the_cho_gru_and_bad_arguments():
     with pytest.raises(ValueError, match="torch form of the GRU"):
-        RNN("gru", IN, H, gru_variant="notes", impl="fused")
+        RNN("gru", IN, H, gru_variant="cho", impl="fused")
     with pytest.raises(ValueError, match="unknown cell"):
         RNN("tanh", IN, H)
     with pytest.raises(ValueError, match=r"expects input \(batch, time, 5\)"):

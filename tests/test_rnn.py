@@ -24,8 +24,8 @@ MODELS = {
     "rnn-tanh": dict(cell="rnn"),
     "gru-attention": dict(cell="gru", bidirectional=True, attention=True),
     "lstm-bi-attention": dict(cell="lstm", bidirectional=True, attention=True),
-    "gru-notes-reference": dict(
-        cell="gru", attention=True, impl="reference", gru_variant="notes"
+    "gru-cho-reference": dict(
+        cell="gru", attention=True, impl="reference", gru_variant="cho"
     ),
     "lstm-deep-bi-to-shallow": dict(
         cell="lstm", encoder_layers=3, decoder_layers=2, bidirectional=True
@@ -123,8 +123,8 @@ def test_config_selects_the_model_and_rejects_what_it_would_ignore():
     with pytest.raises(ValidationError, match=r"cell\n.*Extra inputs"):
         TransformerConfig(cell="lstm")
     with pytest.raises(ValueError, match="fused kernels compute the torch form"):
-        RNNConfig(arch="rnn", gru_variant="notes")
-    RNNConfig(arch="rnn", gru_variant="notes", rnn_impl="reference")
+        RNNConfig(arch="rnn", gru_variant="cho")
+    RNNConfig(arch="rnn", gru_variant="cho", rnn_impl="reference")
 
 
 def test_rnn_model_trains_resumes_exactly_and_translates(tmp_path):

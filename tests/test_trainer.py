@@ -194,3 +194,19 @@ def test_fp16_training_scales_the_loss_and_skips_overflowing_updates(tmp_path):
         t.isfinite().all()
         for t in load_file(str(folder / "model.safetensors")).values()
     )
+
+
+def test_a_run_without_validation_says_so_and_its_latest_is_chosen(tmp_path, capsys):
+    from rosetta.checkpoint import choose_checkpoint
+
+    config, _ = toy_config(
+        tmp_path, "data.valid=null", "train.max_epochs=null", "train.max_steps=6"
+    )
+    run_training(config, tmp_path / "run")
+    out = capsys.readouterr().out
+    assert "warning: no validation set (data.valid)" in out
+    assert "no validation: the latest checkpoint is the one to use" in out
+    folder, reason = choose_checkpoint(tmp_path / "run")
+    assert folder == tmp_path / "run" / "checkpoint-0000006"
+    assert reason == "the run's latest: it has no validation scores"
+    assert choose_checkpoint(folder) == (folder, "the checkpoint named")

@@ -302,12 +302,25 @@ def read_index(run_dir: Path) -> dict[str, Any]:
 
 def resolve_checkpoint(path: Path, which: str = "best") -> Path:
     """A checkpoint folder from a run folder (its best or latest) or itself."""
+    return choose_checkpoint(path, which)[0]
+
+
+def choose_checkpoint(path: Path, which: str = "best") -> tuple[Path, str]:
+    """``resolve_checkpoint``, and why that checkpoint, in words."""
     if not path.exists():
         raise RosettaError(f"{path}: no such model file or folder")
     if (path / META_FILE).is_file():
-        return path
+        return path, "the checkpoint named"
     index = read_index(path)
-    name = index.get(which) or index.get("latest")
+    name = index.get(which)
+    if name:
+        if which == "best":
+            metric, score = index.get("metric"), index.get("best_score")
+            if isinstance(score, float):  # the loss is kept negated: higher is better
+                metric += f" {-score if metric == 'loss' else score:.2f}"
+            return path / name, f"the run's best by validation {metric}"
+        return path / name, f"the run's {which}"
+    name = index.get("latest")
     if not name:
         raise RosettaError(f"{path}: neither a checkpoint nor a run with checkpoints")
-    return path / name
+    return path / name, "the run's latest: it has no validation scores"

@@ -8,6 +8,7 @@ the raw YAML before validation, so they are checked the same way.
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -19,6 +20,7 @@ from pydantic import (
     Field,
     Tag,
     ValidationError,
+    field_validator,
     model_validator,
 )
 
@@ -32,9 +34,12 @@ class _Section(BaseModel):
 class CorpusFiles(_Section):
     """One parallel corpus: two aligned files, or one TSV (source, target, ...)."""
 
-    src: Path | None = None
-    tgt: Path | None = None
-    tsv: Path | None = None
+    src: Path | None = Field(None, description="source side, one sentence per line")
+    tgt: Path | None = Field(None, description="target side, line by line with src")
+    tsv: Path | None = Field(
+        None,
+        description="or one file: source TAB target per line (extra columns ignored)",
+    )
 
     @model_validator(mode="after")
     def _one_layout(self) -> CorpusFiles:
@@ -47,21 +52,43 @@ class CorpusFiles(_Section):
 
 
 class DataConfig(_Section):
-    train: CorpusFiles
-    valid: CorpusFiles | None = None
-    test: CorpusFiles | None = None
-    src_lang: str = "src"
-    tgt_lang: str = "tgt"
+    train: CorpusFiles = Field(description="the training corpus")
+    valid: CorpusFiles | None = Field(
+        None,
+        description="validation corpus: loss and BLEU at every validation, the "
+        "best checkpoint and early stopping; without it training keeps the latest",
+    )
+    test: CorpusFiles | None = Field(
+        None, description="test corpus, scored by benchmarks and the demo"
+    )
+    src_lang: str = Field(
+        "src", description="source language code, for names and output"
+    )
+    tgt_lang: str = Field(
+        "tgt", description="target language code, for names and output"
+    )
     max_len: int = Field(128, gt=0, description="pairs longer (in tokens) are dropped")
 
 
 class TokenizerConfig(_Section):
-    kind: Literal["sentencepiece", "word"] = "sentencepiece"
-    model_type: Literal["unigram", "bpe"] = "unigram"
-    vocab_size: int = Field(8000, gt=4)
-    joint: bool = True
+    kind: Literal["sentencepiece", "word"] = Field(
+        "sentencepiece",
+        description="subword pieces learned by SentencePiece, or whitespace words",
+    )
+    model_type: Literal["unigram", "bpe"] = Field(
+        "unigram", description="sentencepiece: the unigram language model or BPE"
+    )
+    vocab_size: int = Field(
+        8000, gt=4, description="pieces (or most frequent words) per vocabulary"
+    )
+    joint: bool = Field(True, description="one vocabulary learned from both languages")
     min_freq: int = Field(1, ge=1, description="word tokenizer: rarer words -> <unk>")
-    character_coverage: float = Field(1.0, gt=0.0, le=1.0)
+    character_coverage: float = Field(
+        1.0,
+        gt=0.0,
+        le=1.0,
+        description="sentencepiece: share of characters covered; rarer ones -> <unk>",
+    )
 
 
 class _ModelSection(_Section):
@@ -70,23 +97,38 @@ class _ModelSection(_Section):
     ``tie_output``."""
 
     arch: str  # each family narrows it to its own name
-    encoder_layers: int = Field(3, gt=0)
-    decoder_layers: int = Field(3, gt=0)
-    d_model: int = Field(256, gt=0)
-    dropout: float = Field(0.1, ge=0.0, lt=1.0)
-    share_embeddings: bool = True
-    tie_output: bool = True
+    encoder_layers: int = Field(3, gt=0, description="stacked encoder layers")
+    decoder_layers: int = Field(3, gt=0, description="stacked decoder layers")
+    d_model: int = Field(
+        256, gt=0, description="embedding width (and the Transformer's model width)"
+    )
+    dropout: float = Field(0.1, ge=0.0, lt=1.0, description="dropout probability")
+    share_embeddings: bool = Field(
+        True, description="one embedding for both languages (needs tokenizer.joint)"
+    )
+    tie_output: bool = Field(
+        True, description="the output projection reuses the target embedding"
+    )
 
 
 class TransformerConfig(_ModelSection):
     """``arch: transformer`` (the default)."""
 
-    arch: Literal["transformer"] = "transformer"
-    heads: int = Field(4, gt=0)
-    d_ff: int = Field(1024, gt=0)
-    attention_dropout: float = Field(0.0, ge=0.0, lt=1.0)
-    norm: Literal["post", "pre"] = "post"
-    max_positions: int = Field(1024, gt=0)
+    arch: Literal["transformer"] = Field(
+        "transformer", description="the model family: transformer or rnn"
+    )
+    heads: int = Field(4, gt=0, description="attention heads; they divide d_model")
+    d_ff: int = Field(1024, gt=0, description="inner width of the feed-forward layers")
+    attention_dropout: float = Field(
+        0.0, ge=0.0, lt=1.0, description="dropout on the attention weights"
+    )
+    norm: Literal["post", "pre"] = Field(
+        "post",
+        description="post: LayerNorm(x + sublayer(x)); pre: x + sublayer(LayerNorm(x))",
+    )
+    max_positions: int = Field(
+        1024, gt=0, description="longest sequence the position table covers"
+    )
 
     @model_validator(mode="after")
     def _heads_divide_width(self) -> TransformerConfig:
@@ -100,25 +142,36 @@ class TransformerConfig(_ModelSection):
 class RNNConfig(_ModelSection):
     """``arch: rnn``: recurrent encoder-decoders."""
 
-    arch: Literal["rnn"]
-    cell: Literal["gru", "lstm", "rnn"] = "gru"
-    hidden_size: int = Field(512, gt=0)
+    arch: Literal["rnn"] = Field(description="the model family: transformer or rnn")
+    cell: Literal["gru", "lstm", "rnn"] = Field(
+        "gru", description="recurrent cell: GRU, LSTM or tanh RNN"
+    )
+    hidden_size: int = Field(512, gt=0, description="state width per direction")
     bidirectional: bool = Field(False, description="bidirectional encoder")
-    attention: Literal["none", "bahdanau"] = "none"
+    attention: Literal["none", "bahdanau"] = Field(
+        "none",
+        description="bahdanau: additive attention over the encoder states at "
+        "every step; none: the encoder's final state is the context",
+    )
     rnn_impl: Literal["fused", "reference"] = Field(
         "fused", description="torch's fused kernels, or the cells step by step"
     )
-    gru_variant: Literal["torch", "notes"] = Field(
+    gru_variant: Literal["torch", "cho"] = Field(
         "torch", description="where the GRU's reset gate acts; fused needs 'torch'"
     )
+
+    @field_validator("gru_variant", mode="before")
+    @classmethod
+    def _renamed_variant(cls, value: Any) -> Any:
+        return "cho" if value == "notes" else value  # its name in older runs
 
     @model_validator(mode="after")
     def _fused_gru_is_torchs(self) -> RNNConfig:
         fused_gru = self.cell == "gru" and self.rnn_impl == "fused"
-        if fused_gru and self.gru_variant == "notes":
+        if fused_gru and self.gru_variant == "cho":
             raise ValueError(
                 "the fused kernels compute the torch form of the GRU: "
-                "set gru_variant: torch, or rnn_impl: reference for the notes' form"
+                "set gru_variant: torch, or rnn_impl: reference for Cho et al.'s form"
             )
         return self
 
@@ -147,35 +200,66 @@ ModelConfig = Annotated[
 
 
 class EarlyStopping(_Section):
-    metric: Literal["bleu", "loss"] = "bleu"
+    metric: Literal["bleu", "loss"] = Field(
+        "bleu", description="validation metric that picks the best checkpoint"
+    )
     patience: int | None = Field(None, gt=0, description="validations without gain")
 
 
 class TrainConfig(_Section):
-    seed: int = 1
-    batch_tokens: int = Field(4096, gt=0)
+    seed: int = Field(1, description="seed of every random generator")
+    batch_tokens: int = Field(
+        4096, gt=0, description="padded tokens per batch (length-bucketed)"
+    )
     update_freq: int = Field(
         1, gt=0, description="batches per update: gradients accumulate over them"
     )
-    lr: float = Field(5e-4, gt=0.0)
-    warmup_steps: int = Field(1000, ge=0)
-    decay: Literal["inverse_sqrt", "constant"] = "inverse_sqrt"
-    betas: tuple[float, float] = (0.9, 0.98)
-    eps: float = Field(1e-9, gt=0.0)
-    weight_decay: float = Field(0.0, ge=0.0)
-    label_smoothing: float = Field(0.1, ge=0.0, lt=1.0)
-    clip_norm: float | None = Field(1.0, gt=0.0)
-    max_epochs: int | None = Field(20, gt=0)
-    max_steps: int | None = Field(None, gt=0)
-    max_minutes: float | None = Field(None, gt=0.0)
-    validate_every: int = Field(500, gt=0)
-    valid_bleu: bool = True
-    early_stopping: EarlyStopping = EarlyStopping()
-    keep_last: int = Field(2, gt=0)
-    log_every: int = Field(50, gt=0)
-    threads: int | None = Field(None, gt=0)
-    device: Literal["auto", "cpu", "cuda"] = "auto"
-    deterministic: bool = True
+    lr: float = Field(
+        5e-4, gt=0.0, description="peak learning rate, reached at the warm-up's end"
+    )
+    warmup_steps: int = Field(
+        1000, ge=0, description="updates of linear warm-up from 0 to lr"
+    )
+    decay: Literal["inverse_sqrt", "constant"] = Field(
+        "inverse_sqrt",
+        description="after warm-up: lr·sqrt(warmup/step), or constant lr",
+    )
+    betas: tuple[float, float] = Field(
+        (0.9, 0.98), description="Adam's moving-average rates β1, β2"
+    )
+    eps: float = Field(1e-9, gt=0.0, description="Adam's ε")
+    weight_decay: float = Field(0.0, ge=0.0, description="AdamW's decoupled decay")
+    label_smoothing: float = Field(
+        0.1, ge=0.0, lt=1.0, description="share ε of the target spread evenly"
+    )
+    clip_norm: float | None = Field(
+        1.0, gt=0.0, description="largest gradient norm; null: no clipping"
+    )
+    max_epochs: int | None = Field(20, gt=0, description="stop after these epochs")
+    max_steps: int | None = Field(None, gt=0, description="stop after these updates")
+    max_minutes: float | None = Field(
+        None, gt=0.0, description="stop after this much training time"
+    )
+    validate_every: int = Field(
+        500, gt=0, description="updates between validations (and checkpoints)"
+    )
+    valid_bleu: bool = Field(
+        True, description="decode the validation set for BLEU (else loss only)"
+    )
+    early_stopping: EarlyStopping = Field(
+        EarlyStopping(), description="which metric is best, and patience"
+    )
+    keep_last: int = Field(2, gt=0, description="checkpoints kept besides the best one")
+    log_every: int = Field(50, gt=0, description="updates between log lines")
+    threads: int | None = Field(
+        None, gt=0, description="CPU threads; null: PyTorch's default"
+    )
+    device: Literal["auto", "cpu", "cuda"] = Field(
+        "auto", description="auto: a GPU when there is one"
+    )
+    deterministic: bool = Field(
+        True, description="deterministic kernels, so a resumed run repeats exactly"
+    )
     flush_denormals: bool = Field(
         True, description="treat denormal floats as zero on CPUs (speed)"
     )
@@ -187,20 +271,30 @@ class TrainConfig(_Section):
 
 
 class DecodeConfig(_Section):
-    max_len_a: float = Field(1.5, ge=0.0)
-    max_len_b: int = Field(10, ge=0)
-    batch_size: int = Field(64, gt=0)
+    max_len_a: float = Field(
+        1.5, ge=0.0, description="longest output: a·(source length) + b tokens"
+    )
+    max_len_b: int = Field(10, ge=0, description="see max_len_a")
+    batch_size: int = Field(64, gt=0, description="sentences decoded together")
     max_input_tokens: int = Field(
         512, gt=0, description="longer inputs are truncated with a warning"
     )
 
 
 class Config(_Section):
-    data: DataConfig
-    tokenizer: TokenizerConfig = TokenizerConfig()
-    model: ModelConfig = TransformerConfig()
-    train: TrainConfig = TrainConfig()
-    decode: DecodeConfig = DecodeConfig()
+    data: DataConfig = Field(description="the parallel corpora")
+    tokenizer: TokenizerConfig = Field(
+        TokenizerConfig(), description="how text becomes tokens"
+    )
+    model: ModelConfig = Field(
+        TransformerConfig(), description="the architecture, picked by model.arch"
+    )
+    train: TrainConfig = Field(
+        TrainConfig(), description="optimisation and its schedule"
+    )
+    decode: DecodeConfig = Field(
+        DecodeConfig(), description="search limits and batching"
+    )
 
     @model_validator(mode="after")
     def _compatible(self) -> Config:
@@ -212,8 +306,9 @@ class Config(_Section):
         return self
 
 
-def apply_override(raw: dict[str, Any], assignment: str) -> None:
-    """Apply ``section.key=value`` (value parsed as YAML) to a raw config dict."""
+def apply_override(raw: dict[str, Any], assignment: str) -> str:
+    """Apply ``section.key=value`` (value parsed as YAML) to a raw config dict;
+    returns the dotted key."""
     if "=" not in assignment:
         raise RosettaError(f"--set {assignment!r}: expected KEY=VALUE")
     dotted, value_text = assignment.split("=", 1)
@@ -225,6 +320,7 @@ def apply_override(raw: dict[str, Any], assignment: str) -> None:
             raise RosettaError(f"--set {dotted}: '{key}' is not a section")
         node = child
     node[keys[-1]] = yaml.safe_load(value_text)
+    return ".".join(keys)
 
 
 def _resolve_paths(raw: dict[str, Any], base: Path) -> None:
@@ -240,8 +336,42 @@ def _resolve_paths(raw: dict[str, Any], base: Path) -> None:
                     files[key] = str((base / files[key]).resolve())
 
 
-def format_validation_error(error: ValidationError, source: str) -> str:
-    lines = [f"{source}: invalid configuration"]
+def _section(location: list[Any], arch: str | None) -> type[BaseModel] | None:
+    """The config class that holds the key at ``location`` (a key path)."""
+    sections: dict[str, type[BaseModel]] = {
+        "": Config,
+        "data": DataConfig,
+        "data.train": CorpusFiles,
+        "data.valid": CorpusFiles,
+        "data.test": CorpusFiles,
+        "tokenizer": TokenizerConfig,
+        "model": RNNConfig if arch == "rnn" else TransformerConfig,
+        "train": TrainConfig,
+        "train.early_stopping": EarlyStopping,
+        "decode": DecodeConfig,
+    }
+    return sections.get(".".join(str(part) for part in location[:-1]))
+
+
+def _did_you_mean(location: list[Any], arch: str | None) -> str:
+    section = _section(location, arch)
+    if section is None:
+        return ""
+    key = str(location[-1])
+    families = {"transformer": TransformerConfig, "rnn": RNNConfig}
+    for family, fields in families.items():
+        if arch and family != arch and key in fields.model_fields:
+            return f"; it is a key of arch '{family}'"
+    close = difflib.get_close_matches(key, list(section.model_fields), cutoff=0.5)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
+def format_validation_error(
+    error: ValidationError, source: str, overridden: frozenset[str] = frozenset()
+) -> str:
+    """One line per problem, each key named where it was set: in ``source``
+    or by ``--set`` (the dotted keys in ``overridden``)."""
+    problems = []
     for item in error.errors():
         location = list(item["loc"])
         arch = None
@@ -251,15 +381,25 @@ def format_validation_error(error: ValidationError, source: str) -> str:
         message = item["msg"]
         if item["type"] == "extra_forbidden":
             message = "unknown key" + (f" for arch '{arch}'" if arch else "")
-        lines.append(f"  {key}: {message}")
-    return "\n".join(lines)
+            message += _did_you_mean(location, arch)
+        by_set = any(o == key or o.startswith(f"{key}.") for o in overridden)
+        where = "--set " if by_set else ""
+        problems.append((where, f"  {where}{key}: {message}"))
+    from_file = any(not where for where, _ in problems)
+    header = f"{source}: invalid configuration" if from_file else "invalid --set"
+    return "\n".join([header, *(line for _, line in problems)])
 
 
-def config_from_dict(raw: dict[str, Any], source: str = "config") -> Config:
+def config_from_dict(
+    raw: dict[str, Any],
+    source: str = "config",
+    overridden: frozenset[str] = frozenset(),
+) -> Config:
     try:
         return Config.model_validate(raw)
     except ValidationError as error:
-        raise RosettaError(format_validation_error(error, source)) from None
+        message = format_validation_error(error, source, overridden)
+        raise RosettaError(message) from None
 
 
 def yaml_error_message(path: Path, error: yaml.YAMLError) -> str:
@@ -282,10 +422,11 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> Config:
         raise RosettaError(yaml_error_message(path, error)) from None
     if not isinstance(raw, dict):
         raise RosettaError(f"{path}: the top level must be a mapping of sections")
+    overridden = set()
     for assignment in overrides or []:
-        apply_override(raw, assignment)
+        overridden.add(apply_override(raw, assignment))
     _resolve_paths(raw, path.parent)
-    return config_from_dict(raw, str(path))
+    return config_from_dict(raw, str(path), frozenset(overridden))
 
 
 def config_to_dict(config: Config) -> dict[str, Any]:

@@ -109,7 +109,7 @@ def plot_attention(
 def plot_positional_encoding(
     path: Path, d_model: int = 64, length: int = 100, dims: list[int] | None = None
 ) -> Path:
-    """The sinusoidal encoding (SPEC §2.1) as a matrix, and some dimensions' curves.
+    """The sinusoidal encoding as a matrix, and some dimensions' curves.
 
     Left: PE[pos, i] for every position and dimension; low dimensions oscillate
     fast, high ones slowly. Right: columns ``dims`` (default 4–7) against the

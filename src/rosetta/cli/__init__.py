@@ -10,14 +10,37 @@ from __future__ import annotations
 import argparse
 import sys
 import warnings
+from importlib.metadata import version
 
 from rosetta.cli import average, evaluate, export, plot, serve, train, translate
 from rosetta.errors import RosettaError
 
 
+class DefaultsFormatter(argparse.HelpFormatter):
+    """Ends an option's help with its default, unless the help names it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        unset = action.default in (None, False, argparse.SUPPRESS)
+        if unset or "default" in text or not action.option_strings:
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+class Parser(argparse.ArgumentParser):
+    """Every parser, sub-commands' included, shows its defaults."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", DefaultsFormatter)
+        super().__init__(*args, **kwargs)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="rosetta", description="Sequence-to-sequence learning for translation."
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"rosetta {version('rosetta')}"
     )
     verbs = parser.add_subparsers(dest="verb", required=True)
     train.add_parsers(verbs)

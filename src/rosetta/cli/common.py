@@ -7,9 +7,11 @@ import sys
 from dataclasses import fields
 from pathlib import Path
 
+from rosetta import checkpoint as ckpt
 from rosetta.data.corpus import read_lines
 from rosetta.decode.options import SearchOptions
 from rosetta.errors import RosettaError
+from rosetta.export.ctranslate2 import ENGINE_FILE
 from rosetta.precision import PRECISIONS
 from rosetta.translation import TextTranslator
 from rosetta.translator import Translator
@@ -70,8 +72,8 @@ def add_search_flags(verb: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--penalty",
-        choices=["notes", "gnmt"],
-        help="divide Σ log P by L^α (notes) or ((5+L)/6)^α (gnmt) "
+        choices=["power", "gnmt"],
+        help="divide Σ log P by L^α (power) or ((5+L)/6)^α (gnmt) "
         f"(default {DEFAULT.penalty})",
     )
     group.add_argument(
@@ -86,7 +88,7 @@ def add_search_flags(verb: argparse.ArgumentParser) -> None:
         help="keep beam-size live prefixes: ended candidates leave the beam and "
         "the next best expansions take their places (fairseq, Hugging Face, "
         "CTranslate2); without it the beam holds the k best expansions, ended "
-        "or not (the notes' beam)",
+        "or not (the textbook beam)",
     )
     group.add_argument(
         "--max-len-a",
@@ -153,7 +155,11 @@ def add_engine_flags(verb: argparse.ArgumentParser) -> None:
 
 
 def load_translator(args: argparse.Namespace) -> TextTranslator:
-    """The translator that ``--engine`` names, for ``-m``."""
+    """The translator that ``--engine`` names, for ``-m``; says on stderr
+    which checkpoint of a run it loads."""
+    if not (Path(args.model) / ENGINE_FILE).is_file():
+        folder, reason = ckpt.choose_checkpoint(Path(args.model))
+        print(f"model: {folder} ({reason})", file=sys.stderr)
     if args.engine == "ctranslate2":
         from rosetta.engines.ctranslate2 import CTranslate2Translator
 

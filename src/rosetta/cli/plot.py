@@ -39,7 +39,9 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
     attention = figures.add_parser(
         "attention", help="cross-attention of one translated sentence"
     )
-    attention.add_argument("-m", "--model", required=True)
+    attention.add_argument(
+        "-m", "--model", required=True, help="run folder or checkpoint folder"
+    )
     attention.add_argument("sentence", help="the source sentence")
     attention.add_argument(
         "--layer", default="last", help="1-based layer, 'last' or 'all'"
@@ -52,7 +54,7 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
     positions = figures.add_parser(
         "positions", help="the sinusoidal positional encoding and its curves"
     )
-    positions.add_argument("--d-model", type=int, default=64)
+    positions.add_argument("--d-model", type=int, default=64, help="encoding width")
     positions.add_argument("--length", type=int, default=100, help="positions")
     positions.add_argument(
         "--dims", type=int, nargs="+", default=None, help="curves to draw (4 5 6 7)"

@@ -50,20 +50,34 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
         "serve", help="HTTP API and web page (POST /translate, GET /)"
     )
     serve.add_argument("-m", "--model", required=True, help="run or checkpoint folder")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (0.0.0.0: all)"
+    )
+    serve.add_argument("--port", type=int, default=8000, help="TCP port")
     add_engine_flags(serve)
     serve.add_argument(
         "--threads", type=int, default=0, help="CPU threads (0: torch's default)"
     )
     defaults = ServerSettings()
     limits = serve.add_argument_group("limits (answered with 4xx)")
-    limits.add_argument("--max-body-bytes", type=int, default=defaults.max_body_bytes)
-    limits.add_argument("--max-sentences", type=int, default=defaults.max_sentences)
+    limits.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=defaults.max_body_bytes,
+        help="largest request body",
+    )
+    limits.add_argument(
+        "--max-sentences",
+        type=int,
+        default=defaults.max_sentences,
+        help="per request",
+    )
     limits.add_argument(
         "--max-chars", type=int, default=defaults.max_chars, help="per sentence"
     )
-    limits.add_argument("--max-beam", type=int, default=defaults.max_beam)
+    limits.add_argument(
+        "--max-beam", type=int, default=defaults.max_beam, help="largest beam size"
+    )
     limits.add_argument(
         "--max-queue",
         type=int,
@@ -99,6 +113,9 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
         help="on shutdown, how long requests in flight may take to finish",
     )
     serve.add_argument(
-        "--log-level", default="info", choices=["debug", "info", "warning", "error"]
+        "--log-level",
+        default="info",
+        choices=["debug", "info", "warning", "error"],
+        help="the server log's threshold",
     )
     serve.set_defaults(run=cmd_serve)

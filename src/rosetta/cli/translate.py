@@ -83,7 +83,12 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
         action="store_true",
         help="jsonl: add the best hypotheses' attention weights",
     )
-    translate.add_argument("--batch-size", type=int, default=None)
+    translate.add_argument(
+        "--batch-size",
+        type=int,
+        default=None,
+        help="sentences per batch (default: the model's decode.batch_size)",
+    )
     translate.add_argument(
         "--workers",
         type=workers_count,

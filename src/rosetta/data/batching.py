@@ -1,6 +1,7 @@
-"""Encoded examples, token-budget batches with length bucketing, and SPEC §1's shift.
+"""Encoded examples, token-budget batches with length bucketing, and the
+teacher-forcing shift.
 
-SPEC §1: the encoder input is ``source + <eos>``; the decoder input is
+The encoder input is ``source + <eos>``; the decoder input is
 ``<bos> + target`` (shifted right) and the label is ``target + <eos>``.
 """
 
@@ -74,7 +75,7 @@ def pad(sequences: list[list[int]]) -> torch.Tensor:
 
 
 def collate(examples: list[Example]) -> Batch:
-    """Build the encoder input, decoder input and label of SPEC §1."""
+    """Build the encoder input, decoder input and label."""
     src = [[*e.src, EOS_ID] for e in examples]
     tgt_in = [[BOS_ID, *e.tgt] for e in examples]
     tgt_out = [[*e.tgt, EOS_ID] for e in examples]

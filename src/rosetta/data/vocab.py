@@ -1,4 +1,5 @@
-"""Vocabulary: tokens <-> ids, with the four special symbols of SPEC §1."""
+"""Vocabulary: tokens <-> ids, with four special symbols: padding, unknown,
+begin and end of sentence."""
 
 from __future__ import annotations
 

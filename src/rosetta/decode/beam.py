@@ -1,4 +1,4 @@
-"""Batched beam search through ``encode`` / ``init_state`` / ``step`` (SPEC §5).
+"""Batched beam search through ``encode`` / ``init_state`` / ``step``.
 
 Every sentence keeps ``k`` live prefixes; all sentences and beams sit in one
 (n*k)-row decoding state, so a step is one ``model.step`` call and a handful of
@@ -40,24 +40,24 @@ from rosetta.decode.greedy import Hypothesis, max_lengths
 from rosetta.decode.topk import top_k_rows
 from rosetta.models.interface import DecoderState, EncoderDecoder
 
-LengthPenalty = Literal["notes", "gnmt"]
+LengthPenalty = Literal["power", "gnmt"]
 Stopping = Literal["exact", "k_finished", "max_length"]
 
 
 def length_penalty(
-    length: torch.Tensor, alpha: float, kind: LengthPenalty = "notes"
+    length: torch.Tensor, alpha: float, kind: LengthPenalty = "power"
 ) -> torch.Tensor:
     """The divisor of the summed log-probability: ``L^α`` or ``((5 + L) / 6)^α``."""
     length = length.double()
-    if kind == "notes":
+    if kind == "power":
         return length**alpha
     if kind == "gnmt":
         return ((5 + length) / 6) ** alpha
-    raise ValueError(f"unknown length penalty {kind!r}: use 'notes' or 'gnmt'")
+    raise ValueError(f"unknown length penalty {kind!r}: use 'power' or 'gnmt'")
 
 
 def normalized_score(
-    score: float, length: int, alpha: float, kind: LengthPenalty = "notes"
+    score: float, length: int, alpha: float, kind: LengthPenalty = "power"
 ) -> float:
     """The ranking score of one finished sequence of ``length`` scored tokens."""
     return score / float(length_penalty(torch.tensor(length), alpha, kind))
@@ -73,7 +73,7 @@ def beam_search(
     eos_id: int,
     beam_size: int,
     alpha: float,
-    penalty: LengthPenalty = "notes",
+    penalty: LengthPenalty = "power",
     stopping: Stopping = "exact",
     nbest: int = 1,
     max_len_a: float,
@@ -84,7 +84,7 @@ def beam_search(
 ) -> list[list[Hypothesis]]:
     """Decode a batch ``src`` (n, S) with mask (n, S), True at real tokens.
 
-    ``refill=False`` is the notes' beam: the k best expansions, ended or not,
+    ``refill=False`` is the textbook beam: the k best expansions, ended or not,
     fill the beam, so it narrows as candidates end. ``refill=True`` keeps k live
     prefixes: the ended ones among the k best are finished, and the best
     expansions that do not end take the k places (the beam of fairseq,

@@ -1,4 +1,4 @@
-"""Exhaustive search (SPEC §5): score every sequence in ``V^T'``.
+"""Exhaustive search: score every sequence in ``V^T'``.
 
 Only feasible for a tiny vocabulary and length; it is the exactness reference
 for beam search, under the same scoring (``rosetta.decode.beam``): every
@@ -27,7 +27,7 @@ def exhaustive_search(
     bos_id: int,
     eos_id: int,
     alpha: float,
-    penalty: LengthPenalty = "notes",
+    penalty: LengthPenalty = "power",
     nbest: int = 1,
     max_len_a: float,
     max_len_b: int,

@@ -1,4 +1,4 @@
-"""Batched greedy search through ``encode`` / ``init_state`` / ``step`` (SPEC §5).
+"""Batched greedy search through ``encode`` / ``init_state`` / ``step``.
 
 ``y_t = argmax_y P(y | y_<t, c)``, starting from ``<bos>`` and stopping at
 ``<eos>`` or at the maximum length ``a * S + b``. Sentences that finish leave

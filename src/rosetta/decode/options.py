@@ -29,7 +29,7 @@ class SearchOptions:
 
     beam_size: int = 1
     alpha: float = 0.75  # length normalisation (1 / L^α) Σ log P
-    penalty: LengthPenalty = "notes"  # or "gnmt": ((5 + L) / 6)^α
+    penalty: LengthPenalty = "power"  # or "gnmt": ((5 + L) / 6)^α
     stopping: Stopping = "exact"
     refill: bool = False  # keep k live prefixes (fairseq/HF/CT2) or the k best
     nbest: int = 1

@@ -5,7 +5,7 @@ has them, and the same ``Translation`` records as ``Translator``.
 CTranslate2's beam search keeps ``k`` live prefixes and ends a sentence once
 ``k`` candidates have finished, Rosetta's ``refill=True`` with
 ``stopping="k_finished"``; its length normalisation divides by ``L^α``, the
-``notes`` penalty. Other search options are refused with a clear error.
+``power`` penalty. Other search options are refused with a clear error.
 """
 
 from __future__ import annotations
@@ -208,9 +208,9 @@ class CTranslate2Translator(TextTranslator):
 def search_arguments(options: SearchOptions) -> dict[str, Any]:
     """CTranslate2's ``translate_batch`` arguments for ``options``, or a clear
     error for what it does not do."""
-    if options.penalty != "notes":
+    if options.penalty != "power":
         raise RosettaError(
-            "CTranslate2 normalises by L^α only: use the notes penalty, not gnmt"
+            "CTranslate2 normalises by L^α only: use the power penalty, not gnmt"
         )
     if options.beam_size > 1 and not (
         options.refill and options.stopping == "k_finished"

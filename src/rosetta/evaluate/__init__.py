@@ -1,4 +1,5 @@
-"""BLEU of the notes, and the field's standard sacreBLEU BLEU and chrF."""
+"""A sentence-level BLEU written out in full, and the field's standard
+sacreBLEU BLEU and chrF."""
 
 from rosetta.evaluate.bleu import bleu
 from rosetta.evaluate.corpus import (

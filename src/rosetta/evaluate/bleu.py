@@ -1,4 +1,8 @@
-"""BLEU as defined in the notes (SPEC §6, the d2l form)."""
+"""Sentence-level BLEU in the form used by the Dive into Deep Learning book:
+a brevity factor times the clipped n-gram precisions, the n-th weighted
+1/2^n so that long matches count more. It scores one sentence pair, without
+smoothing; for corpus-level scores comparable with published ones use
+``sacrebleu_score``."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from sacrebleu.metrics import BLEU, CHRF
 
-from rosetta.evaluate.bleu import bleu as notes_bleu
+from rosetta.evaluate.bleu import bleu as sentence_bleu
 
 
 @dataclass(frozen=True)
@@ -40,12 +40,14 @@ def chrf_score(hypotheses: list[str], references: list[str]) -> Score:
     return Score("chrF", result.score, str(metric.get_signature()))
 
 
-def mean_notes_bleu(hypotheses: list[str], references: list[str], k: int = 4) -> float:
-    """Average of the notes' sentence-level BLEU (whitespace tokens), times 100."""
+def mean_sentence_bleu(
+    hypotheses: list[str], references: list[str], k: int = 4
+) -> float:
+    """Average of the sentence-level ``bleu`` (whitespace tokens), times 100."""
     if not hypotheses:
         return 0.0
     pairs = zip(hypotheses, references, strict=True)
-    return 100.0 * sum(notes_bleu(h, r, k) for h, r in pairs) / len(hypotheses)
+    return 100.0 * sum(sentence_bleu(h, r, k) for h, r in pairs) / len(hypotheses)
 
 
 def evaluate_all(hypotheses: list[str], references: list[str]) -> list[Score]:
@@ -58,8 +60,8 @@ def evaluate_all(hypotheses: list[str], references: list[str]) -> list[Score]:
         chrf_score(hypotheses, references),
         tokenized_lowercase_bleu(hypotheses, references),
         Score(
-            "notes-BLEU",
-            mean_notes_bleu(hypotheses, references),
-            "SPEC §6 sentence BLEU, k=4, whitespace tokens, averaged",
+            "sentence-BLEU",
+            mean_sentence_bleu(hypotheses, references),
+            "mean sentence BLEU, n-grams 1..4 weighted 1/2^n, whitespace tokens",
         ),
     ]

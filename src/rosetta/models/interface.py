@@ -1,4 +1,4 @@
-"""The encoder-decoder interface of SPEC §3.3, which every model implements.
+"""The encoder-decoder interface, which every model implements.
 
 ``Encoder.forward(src, src_mask) -> memory`` (whatever the encoder hands its
 decoder: a tensor for the Transformer, states and final states for recurrent

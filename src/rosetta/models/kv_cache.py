@@ -1,7 +1,7 @@
 """The decoder's self-attention keys and values, kept while decoding.
 
 A decoding step adds one position to every decoder layer's keys and values
-and attends over all of them (SPEC §3.1, "KV cache"). Concatenating the new
+and attends over all of them. Concatenating the new
 position to the old tensors copies them all at every step, and beam search
 copies them once more to reorder rows, a cost that grows with the length
 decoded. Here every layer's keys and values live in one buffer, (rows,

@@ -1,4 +1,4 @@
-"""Recurrent encoder-decoders (SPEC §3.4), with and without Bahdanau attention.
+"""Recurrent encoder-decoders, with and without Bahdanau attention.
 
 Encoder: embedding, then a deep, optionally bidirectional GRU/LSTM/RNN. Its
 memory is every position's top-layer state and the final state of every layer.
@@ -31,7 +31,7 @@ from rosetta.nn import RNN, AdditiveAttention
 from rosetta.nn.dropout import Dropout
 from rosetta.nn.recurrent import CellKind, Impl, RecurrentState
 
-GRU_VARIANTS = ("notes", "torch")
+GRU_VARIANTS = ("cho", "torch")
 
 
 @dataclass
@@ -249,7 +249,7 @@ def build_rnn_seq2seq(
     if share_embeddings and src_vocab != tgt_vocab:
         raise ValueError("shared embeddings need one vocabulary for source and target")
     if gru_variant not in GRU_VARIANTS:
-        raise ValueError(f"unknown GRU variant {gru_variant!r}: use 'notes' or 'torch'")
+        raise ValueError(f"unknown GRU variant {gru_variant!r}: use 'cho' or 'torch'")
     directions = 2 if bidirectional else 1
     context_size = directions * hidden_size
 

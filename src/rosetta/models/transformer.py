@@ -1,4 +1,4 @@
-"""The Transformer encoder-decoder (SPEC §3.1) with key/value caching."""
+"""The Transformer encoder-decoder with key/value caching."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Additive (Bahdanau) attention, SPEC §3.4.
+"""Additive (Bahdanau) attention.
 
 ``e_ij = v^T tanh(W s_{i-1} + U h_j)``, ``α_ij = softmax_j(e_ij)`` over the real
 source positions only, and the context ``c_i = Σ_j α_ij h_j``.

@@ -1,4 +1,4 @@
-"""Scaled dot-product and multi-head attention (SPEC §2).
+"""Scaled dot-product and multi-head attention.
 
 Mask polarity, for the whole code base: a boolean mask is **True where a query
 may attend** to a key (the polarity of ``torch.nn.functional.
@@ -45,7 +45,7 @@ def scaled_dot_product_attention(
 
 
 class MultiHeadAttention(nn.Module):
-    """``MultiHead(Q, K, V) = Concat(head_1..head_h) W^O`` (SPEC §2).
+    """``MultiHead(Q, K, V) = Concat(head_1..head_h) W^O``.
 
     ``head_i = SDPA(Q W_i^Q, K W_i^K, V W_i^V)``.
 

@@ -1,4 +1,13 @@
-"""Recurrent cells written from the equations of SPEC §3.2.
+"""Recurrent cells written from their equations, for a batch of row vectors
+``X`` (n, I) and the previous hidden state ``H`` (n, H):
+
+- tanh RNN: ``H' = tanh(X W_xh + H W_hh + b_h)``;
+- GRU: reset gate ``R = σ(X W_xr + H W_hr + b_r)``, update gate
+  ``Z = σ(X W_xz + H W_hz + b_z)``, candidate ``H~`` (below), and
+  ``H' = Z ⊙ H + (1 − Z) ⊙ H~``;
+- LSTM: input, forget and output gates ``I, F, O = σ(X W_x* + H W_h* + b_*)``,
+  candidate ``C~ = tanh(X W_xc + H W_hc + b_c)``, memory
+  ``C' = F ⊙ C + I ⊙ C~`` and ``H' = O ⊙ tanh(C')``.
 
 Each cell has a functional form that takes its weights explicitly (the ``RNN``
 layer uses it over time) and a module whose constructor, call and parameter
@@ -7,12 +16,12 @@ layout mirror ``torch.nn.RNNCell`` / ``GRUCell`` / ``LSTMCell``: ``weight_ih``
 gates stacked in torch's order (GRU: r, z, n; LSTM: i, f, g, o). Weights move
 between Rosetta and torch with ``load_state_dict``.
 
-Row vectors multiply weights on the right in the notes (``X W``); torch stores
+Row vectors multiply weights on the right (``X W``); torch stores
 weights as (out, in), so ``X W`` is ``x @ weight.T`` here.
 
 The GRU comes in two forms that differ in where the reset gate acts:
 
-- ``"notes"`` (Cho et al. 2014, SPEC §3.2, the default):
+- ``"cho"`` (Cho et al. 2014, the default):
   ``H~ = tanh(X W_xh + (R ⊙ H) W_hh + b_h)``;
 - ``"torch"`` (torch and cuDNN):
   ``H~ = tanh(X W_in + b_in + R ⊙ (H W_hn + b_hn))``.
@@ -28,7 +37,7 @@ from typing import Literal
 import torch
 from torch import nn
 
-GRUVariant = Literal["notes", "torch"]
+GRUVariant = Literal["cho", "torch"]
 LSTMState = tuple[torch.Tensor, torch.Tensor]
 
 
@@ -51,7 +60,7 @@ def gru_step(
     h: torch.Tensor,
     weight_hh: torch.Tensor,
     bias_hh: torch.Tensor | None,
-    variant: GRUVariant = "notes",
+    variant: GRUVariant = "cho",
 ) -> torch.Tensor:
     """One GRU step; ``input_gates`` (n, 3H) is ``X_t W_x* + b_x*`` for r, z, n."""
     x_r, x_z, x_n = input_gates.chunk(3, dim=-1)
@@ -60,12 +69,12 @@ def gru_step(
     linear = nn.functional.linear
     r = torch.sigmoid(x_r + linear(h, w_hr, b_hr))  # R_t = σ(X W_xr + H W_hr + b_r)
     z = torch.sigmoid(x_z + linear(h, w_hz, b_hz))  # Z_t = σ(X W_xz + H W_hz + b_z)
-    if variant == "notes":  # H~_t = tanh(X W_xh + (R_t ⊙ H_{t-1}) W_hh + b_h)
+    if variant == "cho":  # H~_t = tanh(X W_xh + (R_t ⊙ H_{t-1}) W_hh + b_h)
         candidate = torch.tanh(x_n + linear(r * h, w_hn, b_hn))
     elif variant == "torch":  # H~_t = tanh(X W_in + b_in + R_t ⊙ (H W_hn + b_hn))
         candidate = torch.tanh(x_n + r * linear(h, w_hn, b_hn))
     else:
-        raise ValueError(f"unknown GRU variant {variant!r}: use 'notes' or 'torch'")
+        raise ValueError(f"unknown GRU variant {variant!r}: use 'cho' or 'torch'")
     return z * h + (1 - z) * candidate  # H_t = Z ⊙ H_{t-1} + (1 - Z) ⊙ H~_t
 
 
@@ -141,11 +150,11 @@ class GRUCell(_Cell):
         input_size: int,
         hidden_size: int,
         bias: bool = True,
-        variant: GRUVariant = "notes",
+        variant: GRUVariant = "cho",
     ):
         super().__init__(input_size, hidden_size, bias)
-        if variant not in ("notes", "torch"):
-            raise ValueError(f"unknown GRU variant {variant!r}: use 'notes' or 'torch'")
+        if variant not in ("cho", "torch"):
+            raise ValueError(f"unknown GRU variant {variant!r}: use 'cho' or 'torch'")
         self.variant = variant
 
     def forward(self, x: torch.Tensor, h: torch.Tensor | None = None) -> torch.Tensor:

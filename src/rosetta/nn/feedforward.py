@@ -1,4 +1,4 @@
-"""Position-wise feed-forward network (SPEC §2)."""
+"""Position-wise feed-forward network."""
 
 from __future__ import annotations
 

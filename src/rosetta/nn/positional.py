@@ -1,4 +1,5 @@
-"""Sinusoidal positional encoding (SPEC §2)."""
+"""Sinusoidal positional encoding: each position gets a fixed vector of sines
+and cosines of geometrically spaced frequencies, added to the embeddings."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import torch
 def positional_encoding(max_len: int, d_model: int) -> torch.Tensor:
     """The (max_len, d_model) sinusoid table added to the embeddings.
 
-    SPEC §2: ``PE[pos, 2i] = sin(pos / 10000^(2i/d))`` and
+    ``PE[pos, 2i] = sin(pos / 10000^(2i/d))`` and
     ``PE[pos, 2i+1] = cos(pos / 10000^(2i/d))``.
     For d=4, position 1 is [0.841, 0.540, 0.010, 1.000].
 

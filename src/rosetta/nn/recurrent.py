@@ -1,4 +1,4 @@
-"""A deep, optionally bidirectional recurrent layer over padded batches (SPEC §3.2).
+"""A deep, optionally bidirectional recurrent layer over padded batches.
 
 ``RNN(cell, input_size, hidden_size, num_layers, bidirectional, dropout)`` holds
 its parameters under torch's names (``weight_ih_l{k}``, ``weight_hh_l{k}``,

@@ -1,4 +1,4 @@
-"""Residual connection with layer normalization around a sub-layer (SPEC §2)."""
+"""Residual connection with layer normalization around a sub-layer."""
 
 from __future__ import annotations
 

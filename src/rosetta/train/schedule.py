@@ -1,4 +1,4 @@
-"""Learning-rate warm-up then decay (SPEC §4)."""
+"""Learning-rate warm-up then decay."""
 
 from __future__ import annotations
 

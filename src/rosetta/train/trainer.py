@@ -258,6 +258,12 @@ class Trainer:
         if self.out_of_budget():
             self.log("the training budget is already spent; nothing to do")
             return state
+        if not self.valid_examples:
+            self.log(
+                "warning: no validation set (data.valid): no loss or BLEU on "
+                "held-out data, no early stopping, and the run's best "
+                "checkpoint is its latest"
+            )
         last_validated = state.step
         per_update = self.group.world_size * self.cfg.update_freq
         while not self.out_of_budget():
@@ -322,9 +328,13 @@ class Trainer:
             or not (self.run_dir / ckpt.INDEX_FILE).exists()
         ):
             self.validate_and_save()
+        best = (
+            f"best at step {state.best_step}"
+            if state.best_step is not None
+            else "no validation: the latest checkpoint is the one to use"
+        )
         self.log(
             f"done: {state.step} steps, {state.epoch} epochs, "
-            f"{state.elapsed_seconds / 60:.1f} min of training; "
-            f"best at step {state.best_step}"
+            f"{state.elapsed_seconds / 60:.1f} min of training; {best}"
         )
         return state
