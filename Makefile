@@ -7,7 +7,6 @@ STAMP  := $(VENV)/.installed
 # "torch>=..." requirement is already met and no CUDA wheels are pulled in.
 TORCH  ?= torch==2.13.0
 CONFIG ?= configs/multi30k-de-en-transformer.yaml
-DEMO_MINUTES ?= 10
 
 # The browser test drives Debian's Chromium (no browser download).
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -28,7 +27,7 @@ browser:
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; }
 
 demo: $(STAMP)
-	$(BIN)/python -m rosetta.demo --config $(CONFIG) --minutes $(DEMO_MINUTES)
+	$(BIN)/python -m rosetta.demo --config $(CONFIG) $(DEMO_FLAGS)
 
 test: $(STAMP) browser
 	$(BIN)/ruff check src tests benchmarks

@@ -1,52 +1,162 @@
-"""``make demo``: train the bundled default on the CPU for a fixed time budget,
-translate Multi30k test_2016, score it and show a few translations."""
+"""``make demo``: train the bundled default for a fixed number of updates,
+translate Multi30k test_2016, score it, show a few translations and what to
+try next.
+
+The budget is counted in updates, not minutes, so a slow or busy machine takes
+longer but learns as much. A GPU, when there is one, trains the configuration's
+whole schedule instead: it does that in minutes.
+"""
 
 from __future__ import annotations
 
 import argparse
 import shutil
+import statistics
+import sys
+import tempfile
 import time
 from pathlib import Path
 
-from rosetta.config import load_config
+import torch
+
+from rosetta.config import Config, load_config
 from rosetta.data.corpus import read_corpus
 from rosetta.evaluate.corpus import evaluate_all
-from rosetta.train.run import run_training
+from rosetta.models.build import build_model
+from rosetta.train.prepare import prepare_data
+from rosetta.train.run import configure_torch, pick_device, run_training
+from rosetta.train.trainer import Trainer
 from rosetta.translator import Translator
 
+CPU_STEPS = 600  # test_2016 BLEU in the 20s: see docs/performance.md
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
     parser.add_argument("--config", default="configs/multi30k-de-en-transformer.yaml")
     parser.add_argument(
-        "--minutes", type=float, default=10.0, help="training time budget"
+        "--steps",
+        type=int,
+        default=None,
+        help=f"updates to train; default {CPU_STEPS} on a CPU, the config's "
+        "whole schedule on a GPU",
     )
-    parser.add_argument("--output", default="runs/demo")
-    args = parser.parse_args()
+    parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    parser.add_argument("--output", default="runs/demo", help="run folder")
+    parser.add_argument(
+        "--fresh",
+        action="store_true",
+        help="replace the run folder if it exists (else a new one is used)",
+    )
+    args = parser.parse_args(argv)
 
-    run_dir = Path(args.output)
-    shutil.rmtree(run_dir, ignore_errors=True)
-    config = load_config(args.config, [f"train.max_minutes={args.minutes}"])
+    device = pick_device(args.device)
+    steps = args.steps or (CPU_STEPS if device.type == "cpu" else None)
+    budget = [f"train.device={device.type}"]
+    if steps is not None:
+        warmup = min(400, steps // 3)
+        budget += [
+            f"train.max_steps={steps}",
+            "train.max_epochs=null",
+            f"train.warmup_steps={warmup}",
+            f"train.validate_every={max(steps // 2, 1)}",
+        ]
+    config = load_config(args.config, budget)
+    run_dir = choose_run_dir(Path(args.output), args.fresh)
+
     started = time.perf_counter()
-    print(f"Training {args.config} for {args.minutes:g} minutes on the CPU ...")
+    print(f"Rosetta demo: {args.config} on {device.type} into {run_dir}")
+    seconds, per_epoch = measure_updates(config, run_dir, device)
+    total = steps or per_epoch * (config.train.max_epochs or 1)
+    print(
+        f"One update takes {seconds:.2f} s here (measured just now): about "
+        f"{total * seconds / 60:.0f} minutes for {total} updates, plus validation "
+        "and translating the test set.\n"
+    )
     run_training(config, run_dir)
 
     assert config.data.test is not None, "the demo config names a test set"
     pairs = read_corpus(config.data.test)
     sources, references = [s for s, _ in pairs], [t for _, t in pairs]
-    print(f"\nTranslating {len(sources)} test sentences ...")
-    hypotheses = Translator.load(run_dir).translate(sources)
+    print(f"\nTranslating the {len(sources)} sentences of the test set ...")
+    hypotheses = Translator.load(run_dir, device=device).translate(sources)
     print()
-    for source, hypothesis, reference in list(
-        zip(sources, hypotheses, references, strict=True)
-    )[:6]:
-        print(
-            f"  source     {source}\n  rosetta    {hypothesis}\n"
-            f"  reference  {reference}\n"
-        )
+    shown = list(zip(sources, hypotheses, references, strict=True))[:5]
+    for source, hypothesis, reference in shown:
+        print(f"  source     {source}\n  rosetta    {hypothesis}")
+        print(f"  reference  {reference}\n")
     for score in evaluate_all(hypotheses, references):
         print(score)
-    print(f"\nTotal {(time.perf_counter() - started) / 60:.1f} min. Model: {run_dir}")
+    minutes = (time.perf_counter() - started) / 60
+    print(f"\nDone in {minutes:.1f} min. The model is in {run_dir}.")
+    print(next_steps(run_dir, config))
+
+
+def choose_run_dir(wanted: Path, fresh: bool) -> Path:
+    """``wanted``, or the first free ``wanted-2``, ``-3``, ... so that an
+    earlier run is kept; with ``fresh``, ``wanted`` emptied."""
+    if fresh:
+        shutil.rmtree(wanted, ignore_errors=True)
+        return wanted
+    candidate, number = wanted, 1
+    while candidate.exists():
+        number += 1
+        candidate = wanted.with_name(f"{wanted.name}-{number}")
+    if candidate != wanted:
+        print(f"{wanted} holds an earlier run and is kept (--fresh replaces it).")
+    return candidate
+
+
+def measure_updates(
+    config: Config, run_dir: Path, device: torch.device
+) -> tuple[float, int]:
+    """Seconds per update (the median of a few updates of a throwaway copy of
+    the model, on real batches) and updates per epoch. The tokenizers trained
+    on the way are saved in ``run_dir``, where the run finds them."""
+    data = prepare_data(config, run_dir)
+    configure_torch(config)
+    model = build_model(
+        config.model, len(data.tokenizers.src), len(data.tokenizers.tgt)
+    )
+    with tempfile.TemporaryDirectory() as scratch:
+        trainer = Trainer(
+            config, Path(scratch), model, data.tokenizers, data.train, [], [], device
+        )
+        batches = trainer.epoch_batches(0)
+        times = []
+        for batch in batches[:6]:
+            began = time.perf_counter()
+            trainer.train_step([batch])
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            times.append(time.perf_counter() - began)
+    return statistics.median(times[1:]), len(batches)  # the first one warms up
+
+
+def next_steps(run_dir: Path, config: Config) -> str:
+    """The commands to try next, with the path of the ``rosetta`` executable."""
+    executable = Path(sys.executable).parent / "rosetta"
+    rosetta = str(executable) if executable.exists() else f"{sys.executable} -m rosetta"
+    test = config.data.test
+    source = test.src if test is not None and test.src is not None else "FILE"
+    lines = [
+        "",
+        "Next:",
+        f"  echo 'Zwei Hunde spielen im Schnee.' | {rosetta} translate -m {run_dir}",
+        f"  {rosetta} translate -m {run_dir} -i {source} --beam 5 -o hyp.txt",
+        f"  {rosetta} serve -m {run_dir}        # then open http://127.0.0.1:8000",
+        f"  {rosetta} plot curves {run_dir} -o curves.png",
+        f"  {rosetta} plot attention -m {run_dir} 'Ein Mann fährt Fahrrad.' "
+        "-o attention.png",
+    ]
+    if executable.exists():
+        lines.append(
+            f"  (or put rosetta on your PATH: source {executable.parent}/activate)"
+        )
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ class DefaultsFormatter(argparse.HelpFormatter):
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
-        unset = action.default in (None, False, argparse.SUPPRESS)
+        unset = action.default in (None, False, [], argparse.SUPPRESS)
         if unset or "default" in text or not action.option_strings:
             return text
         return f"{text} (default: %(default)s)"

@@ -1,0 +1,34 @@
+"""The demo: a budget in updates, an estimate first, earlier runs kept, and
+what to try next at the end."""
+
+import re
+import sys
+from pathlib import Path
+
+from rosetta import demo
+from tests.toy import toy_config
+
+
+def test_the_demo_estimates_trains_scores_and_keeps_earlier_runs(tmp_path, capsys):
+    _, config = toy_config(tmp_path)
+    output = tmp_path / "demo"
+    arguments = ["--config", str(config), "--output", str(output), "--steps", "12"]
+    demo.main([*arguments, "--device", "cpu"])
+    first = capsys.readouterr().out
+    assert re.search(r"One update takes [\d.]+ s here .* for 12 updates", first)
+    assert "done: 12 steps" in first
+    assert re.search(r"^BLEU = [\d.]+", first, re.M)
+    assert re.search(r"Done in [\d.]+ min\. The model is in .*demo\.", first)
+    rosetta = Path(sys.executable).parent / "rosetta"
+    assert f"{rosetta} translate -m {output}" in first
+    assert f"{rosetta} serve -m {output}" in first
+
+    demo.main([*arguments, "--device", "cpu"])  # again: the first run stays
+    second = capsys.readouterr().out
+    assert f"{output} holds an earlier run and is kept" in second
+    assert (output / "checkpoints.json").is_file()
+    assert (tmp_path / "demo-2" / "checkpoints.json").is_file()
+
+    demo.main([*arguments, "--device", "cpu", "--fresh"])
+    assert "holds an earlier run" not in capsys.readouterr().out
+    assert not (tmp_path / "demo-3").exists()
