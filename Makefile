@@ -11,7 +11,7 @@ CONFIG ?= configs/multi30k-de-en-transformer.yaml
 # The browser test drives Debian's Chromium (no browser download).
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup browser demo test test-gpu lint bench bench-quality bench-quality-rnn bench-decode bench-serve clean
+.PHONY: setup browser demo docs test test-gpu lint bench bench-quality bench-quality-rnn bench-decode bench-serve clean
 
 setup: $(STAMP)
 
@@ -29,7 +29,12 @@ browser:
 demo: $(STAMP)
 	$(BIN)/python -m rosetta.demo --config $(CONFIG) $(DEMO_FLAGS)
 
-test: $(STAMP) browser
+# The documentation site (site/), strict: a broken link or reference fails
+# (not --quiet, which hides the warnings strict mode counts).
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+test: $(STAMP) browser docs
 	$(BIN)/ruff check src tests benchmarks
 	ROSETTA_REQUIRE_BROWSER=1 $(BIN)/python -m pytest -q
 

@@ -1,0 +1,70 @@
+"""MkDocs hook: the configuration reference, generated from the configuration
+classes' field descriptions, replaces ``<!-- configuration reference -->``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from rosetta import config
+
+MARKER = "<!-- configuration reference -->"
+
+# (heading, class, what the section is for), in the order of a config file
+SECTIONS: list[tuple[str, type[BaseModel]]] = [
+    ("data", config.DataConfig),
+    ("data.train, data.valid, data.test", config.CorpusFiles),
+    ("tokenizer", config.TokenizerConfig),
+    ("model (arch: transformer)", config.TransformerConfig),
+    ("model (arch: rnn)", config.RNNConfig),
+    ("train", config.TrainConfig),
+    ("train.early_stopping", config.EarlyStopping),
+    ("decode", config.DecodeConfig),
+]
+
+
+def _default(field: Any) -> str:
+    if field.is_required():
+        return "required"
+    value = field.default
+    if isinstance(value, BaseModel):
+        return "see below"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, tuple):
+        return "[" + ", ".join(str(v) for v in value) + "]"
+    return str(value)
+
+
+def _allowed(field: Any) -> str:
+    """The values a field takes: its choices, or its bounds."""
+    choices = getattr(field.annotation, "__args__", ())
+    if choices and all(isinstance(c, str) for c in choices):
+        return " or ".join(f"`{c}`" for c in choices)
+    bounds = []
+    for rule in field.metadata:
+        for name, sign in (("gt", ">"), ("ge", "≥"), ("lt", "<"), ("le", "≤")):
+            if getattr(rule, name, None) is not None:
+                bounds.append(f"{sign} {getattr(rule, name)}")
+    return ", ".join(bounds)
+
+
+def reference() -> str:
+    lines = []
+    for heading, section in SECTIONS:
+        lines += [f"## `{heading}`", "", "| key | default | values | meaning |"]
+        lines.append("|---|---|---|---|")
+        for name, field in section.model_fields.items():
+            description = (field.description or "").replace("|", "\\|")
+            description = description.replace("<", "&lt;")
+            default, allowed = _default(field), _allowed(field)
+            lines.append(f"| `{name}` | `{default}` | {allowed} | {description} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def on_page_markdown(markdown: str, **_: Any) -> str:
+    return markdown.replace(MARKER, reference()) if MARKER in markdown else markdown

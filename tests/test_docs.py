@@ -1,0 +1,33 @@
+"""The repository explains itself: no citations of material users do not
+have, and a README that stays short."""
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).parents[1]
+PRODUCT = ["src", "docs", "configs", "benchmarks", "README.md", "mkdocs.yml"]
+
+
+def product_files():
+    for entry in PRODUCT:
+        path = ROOT / entry
+        files = [path] if path.is_file() else sorted(path.rglob("*"))
+        for file in files:
+            text = file.suffix in {".py", ".md", ".yaml", ".yml", ".js", ".html"}
+            if text and ".egg-info" not in str(file):
+                yield file
+
+
+def test_no_citations_of_unpublished_notes():
+    pattern = re.compile(r"\bSPEC\b|\b[Tt]he notes\b|\bnotes'")
+    found = [
+        f"{file.relative_to(ROOT)}:{number}: {line.strip()}"
+        for file in product_files()
+        for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), 1)
+        if pattern.search(line)
+    ]
+    assert found == []
+
+
+def test_the_readme_stays_a_readme():
+    assert len((ROOT / "README.md").read_text(encoding="utf-8").splitlines()) <= 300
