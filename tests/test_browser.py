@@ -103,6 +103,20 @@ def test_page_translates_lists_alternatives_and_draws_the_heatmap(server):
                 for s in range(columns):
                     mean = sum(head[s] for head in layer) / len(layer)
                     assert drawn[t * columns + s] == pytest.approx(mean, abs=1e-3)
+            # Colours span this map's own range, shown on its legend: the
+            # largest weight gets the scale's darkest colour.
+            fills = cells.evaluate_all(
+                "cells => cells.map(c => c.getAttribute('fill'))"
+            )
+            largest = max(drawn)
+            assert fills[drawn.index(largest)] == "rgb(68,1,84)"
+            top, bottom = page.locator("#heatmap text.legend-label").all_text_contents()
+            assert float(top) == pytest.approx(largest, abs=0.006) and bottom == "0"
+            # one name for the end token: rows as columns
+            targets = page.locator("#heatmap text.target-token").all_text_contents()
+            assert targets[: len(best["tokens"])] == best["tokens"]
+            if rows > len(best["tokens"]):
+                assert targets[-1] == best["source_tokens"][-1] == "<eos>"
             heads = page.locator("#head option").count()
             # the mean and the toy Transformer's 2 heads; one summary otherwise
             assert heads == (3 if kind == "transformer" else 1)

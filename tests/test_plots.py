@@ -106,4 +106,22 @@ def test_plot_errors_are_one_clear_line(toy_run, tmp_path, capsys):
         assert main(arguments) == 2, arguments
         error = capsys.readouterr().err
         assert message in error and "Traceback" not in error
-        assert len(error.strip().splitlines()) == 1
+        # one error line, after the line naming the checkpoint loaded
+        lines = [x for x in error.splitlines() if not x.startswith("model: ")]
+        assert len(lines) == 1 and lines[0].startswith("rosetta plot: error: ")
+
+
+def test_learning_curves_of_a_short_run_without_validation_say_so(tmp_path):
+    """Three training records and no validation: points drawn, an empty panel
+    that says why, and learning-rate ticks in powers of ten that stay in
+    their panel."""
+    log = tmp_path / "metrics.jsonl"
+    log.write_text(
+        "".join(
+            f'{{"kind": "train", "step": {s}, "loss": {9 - s}, "lr": {s * 1e-4}}}\n'
+            for s in (1, 2, 3)
+        )
+    )
+    svg = plot_learning_curves(log, tmp_path / "curves.svg").read_text()
+    assert "no validation BLEU in this run" in svg
+    assert "10^{-4}" in svg or "1e−4" in svg or "1e\u22124" in svg

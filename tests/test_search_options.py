@@ -1,11 +1,13 @@
 """Search options: one set of defaults, whichever way a search is asked for."""
 
 import pytest
+import torch
 
-from rosetta import SearchOptions
+from rosetta import SearchOptions, Translator
 from rosetta.cli import build_parser
 from rosetta.cli.common import search_options
 from rosetta.config import DecodeConfig
+from rosetta.decode.beam import length_penalty
 from rosetta.errors import RosettaError
 from rosetta.serve.schemas import TranslateRequest
 
@@ -53,3 +55,26 @@ def test_bad_flags_are_an_error_naming_the_command():
     args = build_parser().parse_args(["translate", "-m", "run", "--beam", "0"])
     with pytest.raises(RosettaError, match="translate: beam size must be at least 1"):
         search_options(args, "translate")
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        SearchOptions(),
+        SearchOptions(alpha=1.0, penalty="gnmt"),
+        SearchOptions(max_len_a=0.0, max_len_b=1),  # cut by the limit: no <eos>
+        SearchOptions(sample=True, seed=3),
+    ],
+    ids=["greedy", "greedy-gnmt", "greedy-cut", "sampling"],
+)
+def test_every_search_reports_its_normalised_score(toy_run, options):
+    """Greedy search and sampling rank nothing, but report the score beam
+    search would rank them by: log P over the penalty of the scored length."""
+    translator = Translator.load(toy_run("transformer"), device="cpu")
+    options = translator.complete(options)
+    for [found] in translator.translate_nbest(["alpha beta gamma", "zeta"], options):
+        source_length = len(found.source_tokens)  # with <eos>
+        limit = max(1, int(options.max_len_a * source_length + options.max_len_b))
+        length = len(found.token_ids) + (len(found.token_ids) < limit)  # + <eos>
+        divisor = length_penalty(torch.tensor(length), options.alpha, options.penalty)
+        assert found.normalized_score == pytest.approx(found.score / float(divisor))

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import torch
 from matplotlib.figure import Figure
 
+from rosetta.data.vocab import EOS
 from rosetta.errors import RosettaError, where
 from rosetta.nn.positional import positional_encoding
 
@@ -37,7 +38,8 @@ def _save(figure: Figure, path: Path) -> Path:
 
 
 def _heatmap(axes: Axes, weights: torch.Tensor, rows: list[str], columns: list[str]):
-    image = axes.imshow(weights.numpy(), cmap="Blues", vmin=0.0, aspect="auto")
+    # 0 light, the largest weight dark: the web page's colours
+    image = axes.imshow(weights.numpy(), cmap="viridis_r", vmin=0.0, aspect="auto")
     axes.set_xticks(range(len(columns)), columns, rotation=60, ha="right")
     axes.set_yticks(range(len(rows)), rows)
     return image
@@ -82,7 +84,7 @@ def plot_attention(
         raise RosettaError("the translation carries no attention weights")
     panels = attention_panels(translation.attention.float(), layer, head)
     rows = list(translation.tokens)
-    rows += ["</s>"] * (translation.attention.shape[0] - len(rows))
+    rows += [EOS] * (translation.attention.shape[0] - len(rows))  # as the columns
     columns = translation.source_tokens
     count = len(panels)
     per_row = min(count, 4)
@@ -165,9 +167,12 @@ def plot_learning_curves(run_dir: Path, path: Path) -> Path:
     records = read_metrics(log)
     train = [r for r in records if r.get("kind") == "train"]
     valid = [r for r in records if r.get("kind") == "valid"]
-    figure = Figure(figsize=(14, 3.8))
+    figure = Figure(figsize=(14, 3.8), layout="constrained")
     loss, bleu, rate = figure.subplots(1, 3)
-    loss.plot([r["step"] for r in train], [r["loss"] for r in train], label="train")
+    few = len(train) < 30  # a short run: show each point, not a bare line
+    marker = "." if few else None
+    steps = [r["step"] for r in train]
+    loss.plot(steps, [r["loss"] for r in train], marker=marker, label="train")
     if valid:
         loss.plot(
             [r["step"] for r in valid],
@@ -179,11 +184,20 @@ def plot_learning_curves(run_dir: Path, path: Path) -> Path:
     loss.legend()
     scored = [r for r in valid if r.get("bleu") is not None]
     if scored:
-        bleu.plot([r["step"] for r in scored], [r["bleu"] for r in scored], marker="o")
+        scores = [r["bleu"] for r in scored]
+        bleu.plot([r["step"] for r in scored], scores, marker="o")
+        bleu.set_ylim(0, max(5.0, 1.1 * max(scores)))  # BLEU is never negative
+    else:
+        message = "no validation BLEU in this run"
+        bleu.text(0.5, 0.5, message, ha="center", va="center", transform=bleu.transAxes)
     bleu.set_title("validation BLEU")
-    rate.plot([r["step"] for r in train], [r["lr"] for r in train])
+    rate.plot(steps, [r["lr"] for r in train], marker=marker)
+    rate.ticklabel_format(axis="y", style="sci", scilimits=(-2, 3))
     rate.set_title("learning rate")
     for axis in (loss, bleu, rate):
         axis.set_xlabel("step")
         axis.grid(alpha=0.3)
+    last = max([r["step"] for r in train + valid], default=0)
+    for axis in (loss, bleu, rate):
+        axis.set_xlim(0, max(last, 1) * 1.02)
     return _save(figure, path)

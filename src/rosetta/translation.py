@@ -19,6 +19,7 @@ import torch
 from rosetta.config import Config, TransformerConfig
 from rosetta.data.tokenizer import TokenizerPair
 from rosetta.decode.batched import Workers
+from rosetta.decode.beam import normalized_score
 from rosetta.decode.greedy import Hypothesis
 from rosetta.decode.options import SearchOptions
 
@@ -117,13 +118,19 @@ class TextTranslator(ABC):
         n-best list per id list, none for an empty one (a blank line)."""
 
     def _translation(
-        self, hypothesis: Hypothesis, source_pieces: list[str]
+        self, hypothesis: Hypothesis, source_pieces: list[str], options: SearchOptions
     ) -> Translation:
         text = self.tokenizers.tgt.decode(hypothesis.tokens)
+        normalized = hypothesis.normalized_score
+        if normalized is None:  # greedy search and sampling rank nothing
+            length = hypothesis.scored_length()
+            normalized = normalized_score(
+                hypothesis.score, length, options.alpha, options.penalty
+            )
         return Translation(
             text=" ".join(text.split()),  # one line, whatever it holds
             score=hypothesis.score,
-            normalized_score=hypothesis.normalized_score,
+            normalized_score=normalized,
             token_ids=hypothesis.tokens,
             tokens=self.tokenizers.tgt.id_pieces(hypothesis.tokens),
             source_tokens=source_pieces,
@@ -136,13 +143,13 @@ class Translation:
     """One hypothesis for one input.
 
     ``attention`` (when asked for) has one row per scored output token (the
-    tokens, then ``</s>`` if it was produced), per layer and head, over
+    tokens, then ``<eos>`` if it was produced), per layer and head, over
     ``source_tokens``: shape (L, layers, heads, S).
     """
 
     text: str
     score: float  # Σ log P(y_t | y_<t, c), <eos> included when produced
-    normalized_score: float | None  # what beam search ranked by
+    normalized_score: float  # score / penalty(L): what beam search ranks by
     token_ids: list[int]
     tokens: list[str]
     source_tokens: list[str]

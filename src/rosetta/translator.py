@@ -123,5 +123,7 @@ class Translator(TextTranslator):
             nonempty, nonempty.values(), found, strict=True
         ):
             source_pieces = [*self.tokenizers.src.id_pieces(source), EOS]
-            results[i] = [self._translation(h, source_pieces) for h in hypotheses]
+            results[i] = [
+                self._translation(h, source_pieces, options) for h in hypotheses
+            ]
         return results

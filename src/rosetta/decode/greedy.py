@@ -25,6 +25,11 @@ class Hypothesis:
     score: float  # sum of log P(y_t | y_<t, c), including <eos> when produced
     normalized_score: float | None = None  # what beam search ranked by
     attention: torch.Tensor | None = None  # (L, layers, heads, S) when asked for
+    ended: bool = True  # <eos> was produced (else the length limit ended it)
+
+    def scored_length(self) -> int:
+        """``L`` of the length normalisation: the tokens, and ``<eos>`` if produced."""
+        return len(self.tokens) + self.ended
 
 
 def max_lengths(
@@ -88,4 +93,8 @@ def greedy_search(
             alive, tokens = alive[keep], tokens[keep]
 
     rows, lengths_list, scores_list = output.tolist(), lengths.tolist(), scores.tolist()
-    return [Hypothesis(rows[i][: lengths_list[i]], scores_list[i]) for i in range(n)]
+    ended = (lengths < limits).tolist()
+    return [
+        Hypothesis(rows[i][: lengths_list[i]], scores_list[i], ended=ended[i])
+        for i in range(n)
+    ]

@@ -195,8 +195,9 @@ class CTranslate2Translator(TextTranslator):
                 score,
                 normalized_score=normalized if options.beam_size > 1 else None,
                 attention=attention,
+                ended=ended and len(ids) < limit,
             )
-            translations.append(self._translation(hypothesis, source))
+            translations.append(self._translation(hypothesis, source, options))
         return translations
 
     def _log_probability(self, source: list[str], tokens: list[str]) -> float:

@@ -68,8 +68,10 @@ class TranslateRequest(BaseModel):
 
 class Hypothesis(BaseModel):
     text: str
-    score: float = Field(description="Σ log P, </s> included when produced")
-    normalized_score: float | None = Field(description="what beam search ranked by")
+    score: float = Field(description="Σ log P, <eos> included when produced")
+    normalized_score: float = Field(
+        description="score / L^α (or the gnmt penalty): what beam search ranks by"
+    )
     token_ids: list[int]
     tokens: list[str]
     source_tokens: list[str]

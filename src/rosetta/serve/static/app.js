@@ -4,6 +4,7 @@
 const $ = (id) => document.getElementById(id);
 const SVG = "http://www.w3.org/2000/svg";
 const CELL = 26; // pixels per heatmap cell
+const LEGEND_WIDTH = 14; // pixels
 
 let results = []; // one entry per input line: {source, hypotheses}
 let selected = { line: 0, hypothesis: 0 };
@@ -173,11 +174,16 @@ function drawHeatmap() {
   const rows = weightsFor(attention, $("layer").value, $("head").value);
   const sourceTokens = hypothesis.source_tokens;
   const targetTokens = hypothesis.tokens.slice();
-  while (targetTokens.length < rows.length) targetTokens.push("</s>");
+  // the row of the end token, named as the source's last column is
+  while (targetTokens.length < rows.length) targetTokens.push("<eos>");
+  // Colours are scaled to this matrix's largest weight: averaged over heads,
+  // real attention is spread thin, and a fixed 0-1 scale left it all pale.
+  const largest = Math.max(...rows.flat(), 1e-6);
   const longest = (tokens) => Math.max(...tokens.map((t) => t.length), 4);
   const left = 20 + 8.5 * longest(targetTokens);
   const top = 16 + 7.5 * longest(sourceTokens);
-  const width = left + CELL * sourceTokens.length + 10;
+  const legendX = left + CELL * sourceTokens.length + 16;
+  const width = legendX + LEGEND_WIDTH + 48;
   const height = top + CELL * rows.length + 10;
 
   const svg = document.createElementNS(SVG, "svg");
@@ -208,7 +214,7 @@ function drawHeatmap() {
       cell.setAttribute("y", top + CELL * t);
       cell.setAttribute("width", CELL - 1);
       cell.setAttribute("height", CELL - 1);
-      cell.setAttribute("fill", shade(weight));
+      cell.setAttribute("fill", shade(weight / largest));
       cell.dataset.weight = weight.toFixed(4);
       cell.dataset.target = t;
       cell.dataset.source = s;
@@ -221,15 +227,50 @@ function drawHeatmap() {
       svg.appendChild(cell);
     });
   });
+  drawLegend(svg, legendX, top, CELL * rows.length, largest);
   $("heatmap").replaceChildren(svg);
 }
 
-function shade(weight) {
-  // White (0) to deep blue (1).
-  const w = Math.max(0, Math.min(1, weight));
-  const r = Math.round(255 - w * (255 - 8));
-  const g = Math.round(255 - w * (255 - 48));
-  const b = Math.round(255 - w * (255 - 107));
+function drawLegend(svg, x, top, height, largest) {
+  // A vertical colour bar from 0 (bottom) to the largest weight (top).
+  const steps = 32;
+  for (let i = 0; i < steps; i++) {
+    const band = document.createElementNS(SVG, "rect");
+    band.setAttribute("class", "legend");
+    band.setAttribute("x", x);
+    band.setAttribute("y", top + (height * i) / steps);
+    band.setAttribute("width", LEGEND_WIDTH);
+    band.setAttribute("height", height / steps + 0.5);
+    band.setAttribute("fill", shade(1 - i / steps));
+    svg.appendChild(band);
+  }
+  const labels = [[largest.toFixed(2), top + 10], ["0", top + height]];
+  for (const [text, y] of labels) {
+    const label = document.createElementNS(SVG, "text");
+    label.setAttribute("x", x + LEGEND_WIDTH + 4);
+    label.setAttribute("y", y);
+    label.setAttribute("class", "legend-label");
+    label.textContent = text;
+    svg.appendChild(label);
+  }
+}
+
+// Viridis-like stops, dark to light is 1 to 0 reversed: light yellow (0)
+// through green and blue to dark purple (1), readable in print and by most
+// colour-blind readers.
+const STOPS = [
+  [253, 231, 37],
+  [94, 201, 98],
+  [33, 145, 140],
+  [59, 82, 139],
+  [68, 1, 84],
+];
+
+function shade(fraction) {
+  const w = Math.max(0, Math.min(1, fraction)) * (STOPS.length - 1);
+  const i = Math.min(Math.floor(w), STOPS.length - 2);
+  const t = w - i;
+  const [r, g, b] = STOPS[i].map((c, k) => Math.round(c + t * (STOPS[i + 1][k] - c)));
   return `rgb(${r},${g},${b})`;
 }
 
