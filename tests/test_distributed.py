@@ -122,7 +122,7 @@ def harness(point: str, marker: Path, rank: int, config: Path, run: Path):
         env={**os.environ, "KILL_RANK": str(rank)},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
-        start_new_session=True,  # its own process group, to kill it whole
+        start_new_session=True,  # apart from pytest
     )
 
 
@@ -134,6 +134,23 @@ def wait_for(marker: Path, process: subprocess.Popen) -> int:
         time.sleep(0.05)
     time.sleep(0.2)  # the pid is written
     return int(marker.read_text())
+
+
+def descendants(pid: int) -> list[int]:
+    """The processes started, directly or not, by ``pid`` (Linux's /proc)."""
+    parents = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # it ended meanwhile
+            continue
+        parents[int(stat.parent.name)] = int(fields[1])
+    found, frontier = [], [pid]
+    while frontier:
+        children = [c for c, parent in parents.items() if parent in frontier]
+        found += children
+        frontier = children
+    return found
 
 
 def final_state(run: Path) -> dict[str, torch.Tensor]:
@@ -177,8 +194,9 @@ def test_a_killed_run_resumes_to_the_uninterrupted_weights(
     marker = folder / f"{run.name}.pid"
     process = harness(point, marker, rank, config, run)
     pid = wait_for(marker, process)
-    if whole:
-        os.killpg(process.pid, signal.SIGKILL)
+    if whole:  # torchrun and its workers, which run in sessions of their own
+        for victim in [process.pid, *descendants(process.pid)]:
+            os.kill(victim, signal.SIGKILL)
     else:
         os.kill(pid, signal.SIGKILL)  # torchrun then stops the other rank
     assert process.wait(timeout=60) != 0
