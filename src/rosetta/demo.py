@@ -9,7 +9,6 @@ whole schedule instead: it does that in minutes.
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import statistics
 import sys
@@ -19,8 +18,10 @@ from pathlib import Path
 
 import torch
 
+from rosetta.cli import Parser
 from rosetta.config import Config, load_config
 from rosetta.data.corpus import read_corpus
+from rosetta.errors import RosettaError
 from rosetta.evaluate.corpus import evaluate_all
 from rosetta.models.build import build_model
 from rosetta.train.prepare import prepare_data
@@ -32,11 +33,17 @@ CPU_STEPS = 600  # test_2016 BLEU in the 20s: see docs/performance.md
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    parser = Parser(
+        prog="python -m rosetta.demo",
+        description="Train the bundled default for a fixed number of updates, "
+        "translate Multi30k test_2016, score it, show a few translations and "
+        "what to try next.",
     )
-    parser.add_argument("--config", default="configs/multi30k-de-en-transformer.yaml")
+    parser.add_argument(
+        "--config",
+        default="configs/multi30k-de-en-transformer.yaml",
+        help="configuration with a test set",
+    )
     parser.add_argument(
         "--steps",
         type=int,
@@ -44,7 +51,12 @@ def main(argv: list[str] | None = None) -> None:
         help=f"updates to train; default {CPU_STEPS} on a CPU, the config's "
         "whole schedule on a GPU",
     )
-    parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    parser.add_argument(
+        "--device",
+        default="auto",
+        choices=["auto", "cpu", "cuda"],
+        help="auto: a GPU when there is one",
+    )
     parser.add_argument("--output", default="runs/demo", help="run folder")
     parser.add_argument(
         "--fresh",
@@ -65,6 +77,10 @@ def main(argv: list[str] | None = None) -> None:
             f"train.validate_every={max(steps // 2, 1)}",
         ]
     config = load_config(args.config, budget)
+    if config.data.test is None:
+        raise SystemExit(
+            f"{args.config}: the demo scores data.test; this config has none"
+        )
     run_dir = choose_run_dir(Path(args.output), args.fresh)
 
     started = time.perf_counter()
@@ -78,7 +94,6 @@ def main(argv: list[str] | None = None) -> None:
     )
     run_training(config, run_dir)
 
-    assert config.data.test is not None, "the demo config names a test set"
     pairs = read_corpus(config.data.test)
     sources, references = [s for s, _ in pairs], [t for _, t in pairs]
     print(f"\nTranslating the {len(sources)} sentences of the test set ...")
@@ -160,4 +175,7 @@ def next_steps(run_dir: Path, config: Config) -> str:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except RosettaError as error:
+        raise SystemExit(f"rosetta demo: error: {error}") from None
