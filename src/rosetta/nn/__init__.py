@@ -1,6 +1,6 @@
 """Building blocks: positional encoding, attention (scaled dot-product,
-multi-head, additive), feed-forward, dropout, residual norm, recurrent cells
-and layers."""
+multi-head, relative multi-head, additive), feed-forward, dropout, residual
+norm, recurrent cells and layers."""
 
 from rosetta.nn.additive_attention import AdditiveAttention
 from rosetta.nn.attention import MultiHeadAttention, scaled_dot_product_attention
@@ -9,6 +9,7 @@ from rosetta.nn.dropout import Dropout
 from rosetta.nn.feedforward import PositionwiseFeedForward
 from rosetta.nn.positional import positional_encoding
 from rosetta.nn.recurrent import RNN
+from rosetta.nn.relative_attention import RelativeMultiHeadAttention
 from rosetta.nn.residual import ResidualNorm
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "MultiHeadAttention",
     "PositionwiseFeedForward",
     "RNNCell",
+    "RelativeMultiHeadAttention",
     "ResidualNorm",
     "positional_encoding",
     "scaled_dot_product_attention",

@@ -16,10 +16,16 @@ def positional_encoding(max_len: int, d_model: int) -> torch.Tensor:
     Shape:
         returns (max_len, d_model), float32.
     """
-    position = torch.arange(max_len, dtype=torch.float64).unsqueeze(1)  # (L, 1)
+    return sinusoids(torch.arange(max_len), d_model)
+
+
+def sinusoids(positions: torch.Tensor, d_model: int) -> torch.Tensor:
+    """The sinusoid vectors of any ``positions`` (n,), negative ones included
+    (relative attention encodes distances with them): (n, d_model), float32."""
+    position = positions.to(torch.float64).unsqueeze(1)  # (n, 1)
     two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # (ceil(d/2),)
-    angle = position / torch.pow(10000.0, two_i / d_model)  # (L, ceil(d/2))
-    table = torch.zeros(max_len, d_model, dtype=torch.float64)
+    angle = position / torch.pow(10000.0, two_i / d_model)  # (n, ceil(d/2))
+    table = torch.zeros(len(positions), d_model, dtype=torch.float64)
     table[:, 0::2] = torch.sin(angle)
     table[:, 1::2] = torch.cos(angle[:, : d_model // 2])
     return table.float()
