@@ -29,9 +29,13 @@ def toy_run(tmp_path_factory):
     task of ``tests/toy.py``, 60 steps, enough for sensible attention.
     """
     from rosetta.train.run import run_training
-    from tests.toy import RNN_ATTENTION, TRANSFORMER, toy_config
+    from tests.toy import RNN_ATTENTION, TRANSFORMER, TRANSFORMER_RELATIVE, toy_config
 
-    models = {"transformer": TRANSFORMER, "rnn-attention": RNN_ATTENTION}
+    models = {
+        "transformer": TRANSFORMER,
+        "transformer-relative": TRANSFORMER_RELATIVE,
+        "rnn-attention": RNN_ATTENTION,
+    }
     runs: dict[str, Path] = {}
 
     def trained(kind: str) -> Path:

@@ -15,7 +15,7 @@ from rosetta.cli import main
 from rosetta.data.vocab import EOS
 from rosetta.errors import RosettaError
 from rosetta.train.run import run_training
-from tests.toy import RNN_ATTENTION, toy_config
+from tests.toy import RNN_ATTENTION, TRANSFORMER_RELATIVE, toy_config
 
 ctranslate2 = pytest.importorskip(
     "ctranslate2", reason="CTranslate2 is an optional extra: pip install rosetta[ct2]"
@@ -94,9 +94,19 @@ def test_an_int8_export_is_written_and_decodes(toy_run, tmp_path):
     assert len(ct2_greedy(out, translator, SENTENCES)) == len(SENTENCES)
 
 
-def test_a_recurrent_model_is_a_clear_error(tmp_path, capsys):
+@pytest.mark.parametrize(
+    ("model", "message"),
+    [
+        (RNN_ATTENTION, "a recurrent model; CTranslate2 runs Transformers only"),
+        (TRANSFORMER_RELATIVE, "relative positions; CTranslate2 has no Transformer-XL"),
+    ],
+    ids=["recurrent", "relative"],
+)
+def test_a_model_ctranslate2_cannot_run_is_a_clear_error(
+    tmp_path, capsys, model, message
+):
     config, _ = toy_config(
-        tmp_path, "train.max_epochs=null", "train.max_steps=5", model=RNN_ATTENTION
+        tmp_path, "train.max_epochs=null", "train.max_steps=5", model=model
     )
     run_training(config, tmp_path / "run")
     args = [
@@ -108,9 +118,7 @@ def test_a_recurrent_model_is_a_clear_error(tmp_path, capsys):
         str(tmp_path / "o"),
     ]
     assert main(args) == 2
-    assert "a recurrent model; CTranslate2 runs Transformers only" in (
-        capsys.readouterr().err
-    )
+    assert message in capsys.readouterr().err
 
 
 # ---- decoding with the export: the ctranslate2 engine ----------------------

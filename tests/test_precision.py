@@ -13,7 +13,7 @@ from rosetta.errors import RosettaError
 from rosetta.nn import MultiHeadAttention
 from rosetta.precision import autocast, autocast_active, current_autocast
 from rosetta.train.run import run_training
-from tests.toy import RNN_ATTENTION, TRANSFORMER, toy_config
+from tests.toy import RNN_ATTENTION, TRANSFORMER, TRANSFORMER_RELATIVE, toy_config
 
 CPU = torch.device("cpu")
 
@@ -58,7 +58,11 @@ def train_losses(run):
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("kind", "model"),
-    [("transformer", TRANSFORMER), ("rnn-attention", RNN_ATTENTION)],
+    [
+        ("transformer", TRANSFORMER),
+        ("transformer-relative", TRANSFORMER_RELATIVE),
+        ("rnn-attention", RNN_ATTENTION),
+    ],
 )
 @pytest.mark.parametrize("precision", ["bf16", "fp16"])
 def test_half_precision_training_learns_as_fp32_does_and_decodes_alike(
@@ -101,7 +105,9 @@ def test_half_precision_training_learns_as_fp32_does_and_decodes_alike(
     assert len(half.translate(sentences)) == 3
 
 
-@pytest.mark.parametrize("kind", ["transformer", "rnn-attention"])
+@pytest.mark.parametrize(
+    "kind", ["transformer", "transformer-relative", "rnn-attention"]
+)
 def test_int8_inference_quantizes_linear_layers_and_stays_close(toy_run, kind):
     fp32 = Translator.load(toy_run(kind), device="cpu")
     int8 = Translator.load(toy_run(kind), device="cpu", precision="int8")

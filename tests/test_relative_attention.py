@@ -81,7 +81,8 @@ def test_relative_attention_is_the_double_loop(remembered, masked, max_distance)
     memory = torch.randn(2, remembered, D, dtype=torch.float64) if remembered else None
     mask = causal(4, remembered) if masked else None
     with torch.no_grad():
-        found, _ = module(x, memory, mask)
+        keys = x if memory is None else torch.cat([memory, x], 1)
+        found, _ = module(x, keys, keys, mask)
         expected = double_loop(module, x, memory, mask)
     torch.testing.assert_close(found, expected, rtol=1e-10, atol=1e-10)
 
@@ -110,8 +111,9 @@ def test_a_segment_with_memory_is_the_whole_sequence_under_the_causal_mask():
     torch.manual_seed(3)
     first, second = torch.randn(2, 5, D).double(), torch.randn(2, 3, D).double()
     with torch.no_grad():
-        whole, _ = module(torch.cat([first, second], 1), None, causal(8, 0))
-        segment, _ = module(second, first, causal(3, 5))
+        both = torch.cat([first, second], 1)
+        whole, _ = module(both, both, both, causal(8, 0))
+        segment, _ = module(second, both, both, causal(3, 5))
     torch.testing.assert_close(segment, whole[:, 5:], rtol=1e-12, atol=1e-12)
 
 
@@ -119,7 +121,8 @@ def test_weights_are_returned_and_sum_to_one_over_allowed_keys():
     module = attention()
     x = torch.randn(1, 3, D, dtype=torch.float64)
     memory = torch.randn(1, 2, D, dtype=torch.float64)
-    _, weights = module(x, memory, causal(3, 2), need_weights=True)
+    keys = torch.cat([memory, x], 1)
+    _, weights = module(x, keys, keys, causal(3, 2), need_weights=True)
     assert weights.shape == (1, HEADS, 3, 5)
     torch.testing.assert_close(weights.sum(-1), torch.ones(1, HEADS, 3).double())
     assert (weights[..., 0, 3:] == 0).all()  # the first query sees keys 0..2

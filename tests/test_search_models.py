@@ -16,9 +16,19 @@ from rosetta.decode.greedy import most_likely
 from rosetta.decode.options import SearchOptions
 from rosetta.train.run import run_training
 from tests.fakes import CONFIG_LIMIT
-from tests.toy import RNN_ATTENTION, TRANSFORMER, WORDS, toy_config
+from tests.toy import (
+    RNN_ATTENTION,
+    TRANSFORMER,
+    TRANSFORMER_RELATIVE,
+    WORDS,
+    toy_config,
+)
 
-MODELS = {"transformer": TRANSFORMER, "rnn-attention": RNN_ATTENTION}
+MODELS = {
+    "transformer": TRANSFORMER,
+    "transformer-relative": TRANSFORMER_RELATIVE,
+    "rnn-attention": RNN_ATTENTION,
+}
 SENTENCES = [
     "alpha beta gamma",
     "delta",

@@ -8,6 +8,7 @@ from rosetta.models import (
     build_transformer,
 )
 from rosetta.models.transformer import causal_mask
+from rosetta.nn.relative_attention import RelativeMultiHeadAttention
 from rosetta.train import label_smoothed_cross_entropy
 from tests.test_attention import copy_into_torch
 
@@ -87,7 +88,13 @@ def tiny_model(**overrides):
         max_positions=64,
     )
     options.update(overrides)
-    return build_transformer(11, 13, **options).eval()
+    model = build_transformer(11, 13, **options).eval()
+    with torch.no_grad():  # relative attention's biases start at 0: make them count
+        for module in model.modules():
+            if isinstance(module, RelativeMultiHeadAttention):
+                module.u.normal_()
+                module.v.normal_()
+    return model
 
 
 def random_batch(seed=4):
@@ -103,8 +110,9 @@ def random_batch(seed=4):
 
 @pytest.mark.reference
 @pytest.mark.parametrize("norm_first", [False, True])
-def test_cached_steps_equal_teacher_forcing(norm_first):
-    model = tiny_model(norm_first=norm_first)
+@pytest.mark.parametrize("relative", [False, True], ids=["sinusoidal", "relative"])
+def test_cached_steps_equal_teacher_forcing(norm_first, relative):
+    model = tiny_model(norm_first=norm_first, relative=relative)
     src, src_mask, tgt = random_batch()
     with torch.no_grad():
         logits = model.output_proj(model(src, src_mask, tgt))  # (n, T, V)
@@ -128,6 +136,7 @@ def test_reorder_selects_rows_of_the_cache():
         assert torch.allclose(expected, direct[index], atol=1e-6)
 
 
+@pytest.mark.parametrize("relative", [False, True], ids=["sinusoidal", "relative"])
 @pytest.mark.parametrize(
     ("index", "group", "memory_copied"),
     [
@@ -137,9 +146,9 @@ def test_reorder_selects_rows_of_the_cache():
     ],
 )
 def test_beams_share_their_sentences_memory_and_step_as_if_copied(
-    index, group, memory_copied
+    index, group, memory_copied, relative
 ):
-    model = tiny_model()
+    model = tiny_model(relative=relative)
     src, src_mask, tgt = random_batch()
     index = torch.tensor(index)
     with torch.no_grad():
@@ -164,8 +173,9 @@ def test_beams_share_their_sentences_memory_and_step_as_if_copied(
             prev = tgt[index, t][parents]
 
 
-def test_padding_content_never_changes_real_outputs_or_the_loss():
-    model = tiny_model()
+@pytest.mark.parametrize("relative", [False, True], ids=["sinusoidal", "relative"])
+def test_padding_content_never_changes_real_outputs_or_the_loss(relative):
+    model = tiny_model(relative=relative)
     src, src_mask, tgt = random_batch()
     tgt_mask = torch.arange(6)[None] < torch.tensor([6, 4, 2])[:, None]
     with torch.no_grad():

@@ -129,6 +129,11 @@ class TransformerConfig(_ModelSection):
     max_positions: int = Field(
         1024, gt=0, description="longest sequence the position table covers"
     )
+    positions: Literal["sinusoidal", "relative"] = Field(
+        "sinusoidal",
+        description="sinusoidal: absolute positions added to the embeddings; "
+        "relative: self-attention scores distances (Transformer-XL)",
+    )
 
     @model_validator(mode="after")
     def _heads_divide_width(self) -> TransformerConfig:

@@ -58,6 +58,11 @@ def export_ctranslate2(
         raise RosettaError(
             f"{folder}: a recurrent model; CTranslate2 runs Transformers only"
         )
+    if translator.config.model.positions != "sinusoidal":
+        raise RosettaError(
+            f"{folder}: relative positions; CTranslate2 has no Transformer-XL "
+            "attention, only absolute sinusoidal positions"
+        )
     spec = _transformer_spec(translator)
     _convert(spec, Path(output), quantization)
     meta = ckpt.read_meta(folder)

@@ -161,7 +161,7 @@ def pack_for_inference(
     Returns:
         The snapshot (see the module docstring), or ``model`` itself where
         there is nothing to pack: a recurrent model, an int8-quantized one,
-        or one with the reference attention.
+        or one with the reference attention or relative positions.
     """
     if not can_pack(model):
         return model

@@ -17,15 +17,25 @@ from rosetta.nn import (
     positional_encoding,
 )
 from rosetta.nn.dropout import Dropout
+from rosetta.nn.relative_attention import RelativeMultiHeadAttention
 
 
 class TransformerEmbedding(nn.Module):
-    """Token embedding scaled by sqrt(d), plus sinusoidal positions, then dropout."""
+    """Token embedding scaled by sqrt(d), plus sinusoidal positions, then dropout.
+
+    With ``absolute=False`` no positions are added: relative attention scores
+    the distances between positions instead."""
 
     def __init__(
-        self, vocab_size: int, d_model: int, max_positions: int, dropout: float
+        self,
+        vocab_size: int,
+        d_model: int,
+        max_positions: int,
+        dropout: float,
+        absolute: bool = True,
     ):
         super().__init__()
+        self.absolute = absolute
         self.token = nn.Embedding(vocab_size, d_model)
         nn.init.normal_(self.token.weight, std=d_model**-0.5)
         self.scale = math.sqrt(d_model)
@@ -42,8 +52,20 @@ class TransformerEmbedding(nn.Module):
                 f"sequence of {offset + length} tokens exceeds max_positions "
                 f"({self.positions.size(0)})"
             )
-        x = self.token(tokens) * self.scale + self.positions[offset : offset + length]
+        x = self.token(tokens) * self.scale
+        if self.absolute:
+            x = x + self.positions[offset : offset + length]
         return self.dropout(x)
+
+
+def self_attention(
+    d_model: int, heads: int, dropout: float, relative: bool
+) -> MultiHeadAttention | RelativeMultiHeadAttention:
+    """Self-attention over absolute positions (added to the embeddings) or
+    scored by relative distance."""
+    if relative:
+        return RelativeMultiHeadAttention(d_model, heads, dropout)
+    return MultiHeadAttention(d_model, heads, dropout)
 
 
 class TransformerEncoderLayer(nn.Module):
@@ -57,9 +79,10 @@ class TransformerEncoderLayer(nn.Module):
         dropout: float = 0.1,
         attention_dropout: float = 0.0,
         norm_first: bool = False,
+        relative: bool = False,
     ):
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, heads, attention_dropout)
+        self.self_attn = self_attention(d_model, heads, attention_dropout, relative)
         self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout)
         self.attn_res = ResidualNorm(d_model, dropout, norm_first)
         self.ffn_res = ResidualNorm(d_model, dropout, norm_first)
@@ -82,9 +105,10 @@ class TransformerDecoderLayer(nn.Module):
         dropout: float = 0.1,
         attention_dropout: float = 0.0,
         norm_first: bool = False,
+        relative: bool = False,
     ):
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, heads, attention_dropout)
+        self.self_attn = self_attention(d_model, heads, attention_dropout, relative)
         self.cross_attn = MultiHeadAttention(d_model, heads, attention_dropout)
         self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout)
         self.self_res = ResidualNorm(d_model, dropout, norm_first)
@@ -287,18 +311,29 @@ def build_transformer(
     share_embeddings: bool = False,
     tie_output: bool = True,
     max_positions: int = 1024,
+    relative: bool = False,
 ) -> EncoderDecoder:
     """Assemble a Transformer; the sizes are those of ``ModelConfig``."""
     if share_embeddings and src_vocab != tgt_vocab:
         raise ValueError("shared embeddings need one vocabulary for source and target")
 
     def embedding(vocab: int) -> TransformerEmbedding:
-        return TransformerEmbedding(vocab, d_model, max_positions, dropout)
+        return TransformerEmbedding(
+            vocab, d_model, max_positions, dropout, absolute=not relative
+        )
 
     def final_norm() -> nn.Module:
         return nn.LayerNorm(d_model) if norm_first else nn.Identity()
 
-    layer_args = (d_model, heads, d_ff, dropout, attention_dropout, norm_first)
+    layer_args = (
+        d_model,
+        heads,
+        d_ff,
+        dropout,
+        attention_dropout,
+        norm_first,
+        relative,
+    )
     src_embedding = embedding(src_vocab)
     tgt_embedding = src_embedding if share_embeddings else embedding(tgt_vocab)
     output_proj = nn.Linear(d_model, tgt_vocab, bias=False)
@@ -315,7 +350,8 @@ def build_transformer(
     for module in [*encoder.layers.modules(), *decoder.layers.modules()]:
         if isinstance(module, nn.Linear):
             nn.init.xavier_uniform_(module.weight)
-            nn.init.zeros_(module.bias)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
     if tie_output:
         output_proj.weight = tgt_embedding.token.weight
     else:

@@ -38,6 +38,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from rosetta.models.kv_cache import KeyValue, KeyValueCache
+from rosetta.nn.attention import MultiHeadAttention
 
 
 @dataclass(frozen=True)
@@ -143,7 +144,9 @@ class PackedDecoder:
 
 def is_packable(layer: nn.Module) -> bool:
     """Fused attention (not the reference path) and plain float ``nn.Linear``
-    layers (an int8-quantized copy has its own)."""
+    layers (an int8-quantized copy has its own); absolute positions only."""
+    if not isinstance(layer.self_attn, MultiHeadAttention):  # relative positions
+        return False
     if not (layer.self_attn.fused and layer.cross_attn.fused):
         return False
     linears = [

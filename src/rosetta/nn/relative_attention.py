@@ -67,13 +67,20 @@ def distances(queries: int, memory: int, max_distance: int | None) -> torch.Tens
 
 
 class RelativeMultiHeadAttention(nn.Module):
-    """Self-attention of ``x`` over ``[memory; x]`` scored by content and
-    relative distance (the module docstring has the formula).
+    """Attention of queries over keys scored by content and relative distance
+    (the module docstring has the formula). The queries are the last ``L`` of
+    the ``K`` key positions: the keys before them are memory, or the positions
+    a decoder has already produced (its key/value cache).
+
+    Called like ``MultiHeadAttention`` for self-attention:
+    ``forward(query, key, value, mask)`` with ``key`` and ``value`` the whole
+    sequence ``[memory; query]``, or ``project_query`` / ``project_key_value``
+    / ``attend`` when the keys are cached.
 
     Shape:
-        x (n, L, d); memory (n, M, d) or None; mask broadcastable to
-        (n, heads, L, M + L), True = may attend -> output (n, L, d) and,
-        with ``need_weights``, weights (n, heads, L, M + L).
+        query (n, L, d); key, value (n, K, d), K ≥ L; mask broadcastable to
+        (n, heads, L, K), True = may attend -> output (n, L, d) and, with
+        ``need_weights``, weights (n, heads, L, K).
     """
 
     def __init__(
@@ -97,25 +104,34 @@ class RelativeMultiHeadAttention(nn.Module):
         self.u = nn.Parameter(torch.zeros(heads, self.d_k))  # content bias
         self.v = nn.Parameter(torch.zeros(heads, self.d_k))  # position bias
 
-    def _split(self, x: torch.Tensor) -> torch.Tensor:
+    def split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """(n, L, d) -> (n, heads, L, d_k)."""
         n, length, _ = x.shape
         return x.view(n, length, self.heads, self.d_k).transpose(1, 2)
 
-    def forward(
+    def project_query(self, query: torch.Tensor) -> torch.Tensor:
+        return self.split_heads(self.q_proj(query))
+
+    def project_key_value(
+        self, key: torch.Tensor, value: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per-head keys and values, (n, h, K, d_k) each; what a cache stores."""
+        return self.split_heads(self.k_proj(key)), self.split_heads(self.v_proj(value))
+
+    def attend(
         self,
-        x: torch.Tensor,
-        memory: torch.Tensor | None = None,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
         mask: torch.Tensor | None = None,
         need_weights: bool = False,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        n, length, _ = x.shape
-        keys_in = x if memory is None else torch.cat([memory, x], dim=1)
-        remembered = keys_in.size(1) - length
-        q = self._split(self.q_proj(x))  # (n, h, L, d_k)
-        k = self._split(self.k_proj(keys_in))  # (n, h, K, d_k)
-        v = self._split(self.v_proj(keys_in))
-        found = distances(length, remembered, self.max_distance).to(x.device)
-        encoded = sinusoids(found, self.d_model).to(dtype=x.dtype, device=x.device)
+        """Attention of projected queries (n, h, L, d_k), the last L of the
+        projected keys and values (n, h, K, d_k), then concat and ``W^O``."""
+        n, _, length, _ = q.shape
+        remembered = k.size(2) - length
+        found = distances(length, remembered, self.max_distance).to(q.device)
+        encoded = sinusoids(found, self.d_model).to(q.device, q.dtype)
         r = self.r_proj(encoded).view(-1, self.heads, self.d_k).transpose(0, 1)
         content = (q + self.u[:, None, :]) @ k.transpose(-2, -1)  # (n, h, L, K)
         position = relative_shift((q + self.v[:, None, :]) @ r.transpose(-2, -1))
@@ -125,5 +141,17 @@ class RelativeMultiHeadAttention(nn.Module):
         weights = torch.softmax(scores, dim=-1)
         if self.training and self.dropout > 0.0:
             weights = F.dropout(weights, p=self.dropout)
-        out = (weights @ v).transpose(1, 2).reshape(n, length, self.d_model)
+        out = (weights.to(v.dtype) @ v).transpose(1, 2).reshape(n, length, self.d_model)
         return self.out_proj(out), weights if need_weights else None
+
+    def forward(
+        self,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        need_weights: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Returns ``(output, weights)``; weights are None unless ``need_weights``."""
+        k, v = self.project_key_value(key, value)
+        return self.attend(self.project_query(query), k, v, mask, need_weights)
