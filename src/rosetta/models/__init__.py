@@ -1,7 +1,9 @@
-"""Models behind one Encoder/Decoder interface, and ``build_model``."""
+"""Models behind one Encoder/Decoder interface, ``build_model``, and the
+segment-recurrent language model."""
 
 from rosetta.models.build import build_model
 from rosetta.models.interface import Decoder, DecoderState, Encoder, EncoderDecoder
+from rosetta.models.language_model import MemoryTransformerLM
 from rosetta.models.packed import pack_for_inference
 from rosetta.models.rnn import (
     EncoderOutput,
@@ -23,6 +25,7 @@ __all__ = [
     "Encoder",
     "EncoderDecoder",
     "EncoderOutput",
+    "MemoryTransformerLM",
     "RecurrentDecoder",
     "RecurrentDecoderState",
     "RecurrentEncoder",
