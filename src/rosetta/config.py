@@ -71,9 +71,10 @@ class DataConfig(_Section):
 
 
 class TokenizerConfig(_Section):
-    kind: Literal["sentencepiece", "word"] = Field(
+    kind: Literal["sentencepiece", "word", "char"] = Field(
         "sentencepiece",
-        description="subword pieces learned by SentencePiece, or whitespace words",
+        description="subword pieces learned by SentencePiece, words, or "
+        "characters (one token each)",
     )
     model_type: Literal["unigram", "bpe"] = Field(
         "unigram", description="sentencepiece: the unigram language model or BPE"

@@ -136,9 +136,44 @@ class WordTokenizer:
         return {"kind": "word", "tokens": self.vocab.tokens}
 
 
+class CharacterTokenizer:
+    """One token per character (after the special symbols), for character
+    language models; characters never seen in training become ``<unk>``."""
+
+    def __init__(self, vocab: Vocabulary):
+        self.vocab = vocab
+
+    @classmethod
+    def train(cls, texts: Iterable[str]) -> CharacterTokenizer:
+        characters = sorted(set().union(*(set(text) for text in texts)))
+        if not characters:
+            raise RosettaError("cannot train a tokenizer on an empty corpus")
+        return cls(Vocabulary([*SPECIALS, *characters]))
+
+    def encode(self, text: str) -> list[int]:
+        return self.vocab.to_ids(list(text))
+
+    def decode(self, ids: Iterable[int]) -> str:
+        return "".join(self.vocab.to_tokens(i for i in ids if i >= len(SPECIALS)))
+
+    def pieces(self, text: str) -> list[str]:
+        return list(text)
+
+    def id_pieces(self, ids: Iterable[int]) -> list[str]:
+        return self.vocab.to_tokens(ids)
+
+    def __len__(self) -> int:
+        return len(self.vocab)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": "char", "tokens": self.vocab.tokens}
+
+
 def train_tokenizer(sentences: Iterable[str], config: TokenizerConfig) -> Tokenizer:
     if config.kind == "sentencepiece":
         return SentencePieceTokenizer.train(sentences, config)
+    if config.kind == "char":
+        return CharacterTokenizer.train(sentences)
     return WordTokenizer.train(sentences, config)
 
 
@@ -148,6 +183,8 @@ def tokenizer_from_dict(state: dict[str, Any]) -> Tokenizer:
         return SentencePieceTokenizer(base64.b64decode(state["model"]))
     if kind == "word":
         return WordTokenizer(Vocabulary(state["tokens"]))
+    if kind == "char":
+        return CharacterTokenizer(Vocabulary(state["tokens"]))
     raise RosettaError(f"unknown tokenizer kind {kind!r}")
 
 

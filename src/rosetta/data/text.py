@@ -1,0 +1,70 @@
+"""Long text for language models: one file read whole, and its tokens laid
+out as parallel streams cut into consecutive segments.
+
+A text of ``T`` tokens becomes ``n`` streams of ``T // n`` consecutive tokens
+(the tail that does not fill a row is left out), one stream per batch row.
+Segment ``s`` is columns ``s·L .. s·L + L − 1`` of every row, and its labels
+are the same columns shifted by one. Consecutive segments continue each
+row's text, so what a model remembers from segment ``s`` is the text right
+before segment ``s + 1`` in the same row.
+"""
+
+from __future__ import annotations
+
+import gzip
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from rosetta.errors import RosettaError, where
+
+
+def read_text(path: Path) -> str:
+    """The whole UTF-8 file (gzip if it ends in .gz), line ends as they are."""
+    if not path.is_file():
+        raise RosettaError(f"{path}: file not found")
+    opener = gzip.open if path.suffix == ".gz" else open
+    try:
+        with opener(path, "rb") as handle:
+            raw = handle.read()
+    except (OSError, EOFError) as error:  # unreadable, or a broken gzip stream
+        raise RosettaError(f"{path}: cannot be read: {error}") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = raw[: error.start].count(b"\n") + 1
+        column = error.start - (raw.rfind(b"\n", 0, error.start) + 1)
+        raise RosettaError(
+            f"{where(path, line)}: invalid UTF-8 at byte {column} of the line"
+        ) from None
+
+
+@dataclass(frozen=True)
+class TokenStreams:
+    """Token ids (n, T) in ``n`` parallel streams; see the module docstring."""
+
+    rows: torch.Tensor
+
+    @classmethod
+    def of(cls, ids: list[int], streams: int) -> TokenStreams:
+        per_row = len(ids) // streams
+        if per_row < 2:
+            raise RosettaError(
+                f"{len(ids)} tokens cannot fill {streams} streams of at least 2"
+            )
+        kept = torch.tensor(ids[: per_row * streams], dtype=torch.long)
+        return cls(kept.view(streams, per_row))
+
+    def segments(self, length: int) -> int:
+        """How many segments of ``length`` inputs (each with its next-token
+        labels) the streams hold; the last one may be shorter."""
+        return -(-(self.rows.size(1) - 1) // length)
+
+    def segment(self, index: int, length: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """(inputs, labels), each (n, ≤ length): segment ``index``."""
+        start = index * length
+        end = min(start + length, self.rows.size(1) - 1)
+        if not 0 <= start < end:
+            raise IndexError(f"segment {index} of {self.segments(length)}")
+        return self.rows[:, start:end], self.rows[:, start + 1 : end + 1]

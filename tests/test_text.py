@@ -1,0 +1,52 @@
+"""Long text: read whole with clear errors, tokenized by character, laid out
+as parallel streams of consecutive segments."""
+
+import gzip
+
+import pytest
+import torch
+
+from rosetta.data.text import TokenStreams, read_text
+from rosetta.data.tokenizer import CharacterTokenizer, tokenizer_from_dict
+from rosetta.errors import RosettaError
+
+
+def test_text_is_read_whole_and_bad_bytes_are_placed(tmp_path):
+    plain = tmp_path / "a.txt"
+    plain.write_bytes(b"one\r\ntwo\n\nthree")
+    assert read_text(plain) == "one\r\ntwo\n\nthree"  # nothing normalised
+    packed = tmp_path / "a.txt.gz"
+    packed.write_bytes(gzip.compress("ünï\n".encode()))
+    assert read_text(packed) == "ünï\n"
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"fine\nalso fine\nab\xffc\n")
+    with pytest.raises(RosettaError, match=r"bad\.txt:3: invalid UTF-8 at byte 2"):
+        read_text(bad)
+    with pytest.raises(RosettaError, match=r"absent\.txt: file not found"):
+        read_text(tmp_path / "absent.txt")
+
+
+def test_characters_are_tokens_and_unseen_ones_are_unknown():
+    tokenizer = CharacterTokenizer.train(["hello", "world!"])
+    assert len(tokenizer) == 4 + len(set("helloworld!"))
+    ids = tokenizer.encode("hold\n")
+    assert tokenizer.decode(ids) == "hold"  # the unseen "\n" is <unk>, dropped
+    assert tokenizer.id_pieces(ids)[-1] == "<unk>"
+    again = tokenizer_from_dict(tokenizer.to_dict())
+    assert again.encode("world") == tokenizer.encode("world")
+
+
+def test_streams_cut_into_consecutive_segments_with_shifted_labels():
+    streams = TokenStreams.of(list(range(23)), 2)  # 11 per row, 1 left out
+    assert streams.rows.tolist() == [list(range(11)), list(range(11, 22))]
+    assert streams.segments(4) == 3  # 10 inputs with a label each: 4 + 4 + 2
+    inputs, labels = streams.segment(1, 4)
+    assert inputs.tolist() == [[4, 5, 6, 7], [15, 16, 17, 18]]
+    assert labels.tolist() == [[5, 6, 7, 8], [16, 17, 18, 19]]
+    last_inputs, last_labels = streams.segment(2, 4)
+    assert last_inputs.tolist() == [[8, 9], [19, 20]]
+    assert torch.equal(last_labels, last_inputs + 1)
+    with pytest.raises(IndexError):
+        streams.segment(3, 4)
+    with pytest.raises(RosettaError, match="cannot fill 8 streams"):
+        TokenStreams.of(list(range(10)), 8)
