@@ -126,3 +126,26 @@ def test_weights_of_another_model_are_a_clear_error(tmp_path):
     ckpt.save_checkpoint(tmp_path / "d", bigger, None, {})
     with pytest.raises(RosettaError, match="size mismatch"):
         ckpt.load_weights(tmp_path / "d", tied_transformer(2), CPU)
+
+
+def test_the_chosen_checkpoint_says_why(tmp_path):
+    from rosetta.checkpoint import choose_checkpoint, write_json_atomic
+
+    for name in ("checkpoint-0000010", "checkpoint-0000020"):
+        (tmp_path / name).mkdir()
+    index = {
+        "checkpoints": ["checkpoint-0000010", "checkpoint-0000020"],
+        "latest": "checkpoint-0000020",
+        "best": "checkpoint-0000010",
+        "best_score": -2.5,  # a loss, kept negated
+        "metric": "loss",
+    }
+    write_json_atomic(tmp_path / "checkpoints.json", index)
+    assert choose_checkpoint(tmp_path) == (
+        tmp_path / "checkpoint-0000010",
+        "the run's best by validation loss 2.50",
+    )
+    assert choose_checkpoint(tmp_path, "latest") == (
+        tmp_path / "checkpoint-0000020",
+        "the run's latest",
+    )

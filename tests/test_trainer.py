@@ -210,3 +210,16 @@ def test_a_run_without_validation_says_so_and_its_latest_is_chosen(tmp_path, cap
     assert folder == tmp_path / "run" / "checkpoint-0000006"
     assert reason == "the run's latest: it has no validation scores"
     assert choose_checkpoint(folder) == (folder, "the checkpoint named")
+
+
+def test_without_validation_bleu_the_best_checkpoint_is_chosen_by_loss(tmp_path):
+    config, _ = toy_config(
+        tmp_path,
+        "train.valid_bleu=false",
+        "train.max_epochs=null",
+        "train.max_steps=10",
+        "train.validate_every=5",
+    )
+    run_training(config, tmp_path / "run")
+    _, index = latest(tmp_path / "run")
+    assert index["metric"] == "loss" and index["best_score"] < 0  # negated loss

@@ -315,7 +315,7 @@ def choose_checkpoint(path: Path, which: str = "best") -> tuple[Path, str]:
     name = index.get(which)
     if name:
         if which == "best":
-            metric, score = index.get("metric"), index.get("best_score")
+            metric, score = index.get("metric") or "score", index.get("best_score")
             if isinstance(score, float):  # the loss is kept negated: higher is better
                 metric += f" {-score if metric == 'loss' else score:.2f}"
             return path / name, f"the run's best by validation {metric}"

@@ -125,7 +125,7 @@ class Trainer:
             name,
             is_best=self.state.best_step == self.state.step,
             best_score=self.state.best_score,
-            metric=self.cfg.early_stopping.metric,
+            metric=self.best_metric,
             keep_last=self.cfg.keep_last,
         )
 
@@ -211,10 +211,16 @@ class Trainer:
             )
         return result
 
+    @property
+    def best_metric(self) -> str:
+        """What picks the best checkpoint: BLEU when it is computed, else loss."""
+        metric = self.cfg.early_stopping.metric
+        return metric if metric == "loss" or self.cfg.valid_bleu else "loss"
+
     def after_validation(self, result: dict[str, float]) -> bool:
         """Track the best score; True if early stopping says stop."""
         stopping = self.cfg.early_stopping
-        metric = stopping.metric if stopping.metric in result else "loss"
+        metric = self.best_metric
         score = result[metric] if metric == "bleu" else -result[metric]
         state = self.state
         if state.best_score is None or score > state.best_score:
