@@ -1,6 +1,7 @@
 """The demo: a budget in updates, an estimate first, earlier runs kept, and
 what to try next at the end."""
 
+import json
 import re
 import sys
 from pathlib import Path
@@ -29,6 +30,10 @@ def test_the_demo_estimates_trains_scores_and_keeps_earlier_runs(tmp_path, capsy
     assert (output / "checkpoints.json").is_file()
     assert (tmp_path / "demo-2" / "checkpoints.json").is_file()
 
-    demo.main([*arguments, "--device", "cpu", "--fresh"])
+    relative = ["--set", "model.positions=relative"]
+    demo.main([*arguments, "--device", "cpu", "--fresh", *relative])
     assert "holds an earlier run" not in capsys.readouterr().out
     assert not (tmp_path / "demo-3").exists()
+    index = json.loads((output / "checkpoints.json").read_text())
+    meta = json.loads((output / index["latest"] / "checkpoint.json").read_text())
+    assert meta["config"]["model"]["positions"] == "relative"

@@ -59,6 +59,13 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--output", default="runs/demo", help="run folder")
     parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config value, e.g. model.positions=relative",
+    )
+    parser.add_argument(
         "--fresh",
         action="store_true",
         help="replace the run folder if it exists (else a new one is used)",
@@ -76,7 +83,7 @@ def main(argv: list[str] | None = None) -> None:
             f"train.warmup_steps={warmup}",
             f"train.validate_every={max(steps // 2, 1)}",
         ]
-    config = load_config(args.config, budget)
+    config = load_config(args.config, [*args.set, *budget])
     if config.data.test is None:
         raise SystemExit(
             f"{args.config}: the demo scores data.test; this config has none"
