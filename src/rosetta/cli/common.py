@@ -157,13 +157,14 @@ def add_engine_flags(verb: argparse.ArgumentParser) -> None:
 def load_translator(args: argparse.Namespace) -> TextTranslator:
     """The translator that ``--engine`` names, for ``-m``; says on stderr
     which checkpoint of a run it loads."""
-    if not (Path(args.model) / ENGINE_FILE).is_file():
-        folder, reason = ckpt.choose_checkpoint(Path(args.model))
-        print(f"model: {folder} ({reason})", file=sys.stderr)
+    model = Path(args.model)
+    if not (model / ENGINE_FILE).is_file():  # a run or checkpoint, not an export
+        model, reason = ckpt.choose_checkpoint(model)
+        print(f"model: {model} ({reason})", file=sys.stderr)
     if args.engine == "ctranslate2":
         from rosetta.engines.ctranslate2 import CTranslate2Translator
 
         return CTranslate2Translator.load(
-            args.model, device=args.device, precision=args.precision
+            model, device=args.device, precision=args.precision
         )
-    return Translator.load(args.model, device=args.device, precision=args.precision)
+    return Translator.load(model, device=args.device, precision=args.precision)
