@@ -11,7 +11,7 @@ CONFIG ?= configs/multi30k-de-en-transformer.yaml
 # The browser test drives Debian's Chromium (no browser download).
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup browser demo docs test test-gpu lint bench bench-quality bench-quality-rnn bench-decode bench-serve clean
+.PHONY: setup browser demo docs test test-gpu lint bench bench-quality bench-quality-rnn bench-decode bench-serve bench-lm clean
 
 setup: $(STAMP)
 
@@ -106,6 +106,16 @@ bench-serve: $(STAMP)
 	$(BIN)/python benchmarks/serve_load.py --run-dir $(DECODE_RUN)
 	$(BIN)/python benchmarks/serve_load.py --run-dir $(DECODE_RUN) \
 		--compare workers --threads 2 --workers 2
+
+# Language models: 15 minutes of Transformer-XL and of the same model without
+# memory on tiny Shakespeare, then scoring with more and less memory.
+LM_CONFIG = configs/tinyshakespeare-char-xl-cpu.yaml
+LM_RUN = runs/tinyshakespeare-char-xl-cpu
+bench-lm: $(STAMP)
+	test -d $(LM_RUN) || $(BIN)/rosetta train $(LM_CONFIG) -o $(LM_RUN)
+	test -d $(LM_RUN)-nomem || $(BIN)/rosetta train $(LM_CONFIG) \
+		--set model.memory_length=0 -o $(LM_RUN)-nomem
+	$(BIN)/python benchmarks/lm_memory.py --run-dir $(LM_RUN) --baseline $(LM_RUN)-nomem
 
 clean:
 	rm -rf $(VENV) $(GPU_VENV) runs .pytest_cache

@@ -25,6 +25,7 @@ from quality_multi30k import cpu_name
 from rosetta.data.batching import collate
 from rosetta.models.build import build_model
 from rosetta.train.trainer import Trainer
+from rosetta.train.translation_task import TranslationTask
 from train_speed import ROOT, load_batches
 
 CONFIGS = ["multi30k-de-en-gru", "multi30k-de-en-lstm", "multi30k-de-en-gru-attention"]
@@ -39,16 +40,9 @@ def target_tokens_per_s(prepared, impl: str, warmup: int) -> float:
     torch.manual_seed(0)
     vocab = len(data.tokenizers.tgt)
     model = build_model(config.model, len(data.tokenizers.src), vocab)
-    trainer = Trainer(
-        config,
-        Path(tempfile.mkdtemp()),
-        model,
-        data.tokenizers,
-        data.train,
-        [],
-        [],
-        torch.device("cpu"),
-    )
+    cpu = torch.device("cpu")
+    task = TranslationTask(config, model, data.tokenizers, data.train, [], [], cpu)
+    trainer = Trainer(config, Path(tempfile.mkdtemp()), model, task, cpu)
     for indices in batches[:warmup]:
         trainer.train_step([indices])
     tokens = sum(

@@ -79,13 +79,14 @@ def step_flops(batch, d: int, ffn: int, layers: int, vocab: int) -> float:
 def rosetta_step(config, data):
     from rosetta.models.build import build_model
     from rosetta.train.trainer import Trainer
+    from rosetta.train.translation_task import TranslationTask
 
     vocab = len(data.tokenizers.tgt)
     model = build_model(config.model, len(data.tokenizers.src), vocab)
     folder = Path(tempfile.mkdtemp())
-    trainer = Trainer(
-        config, folder, model, data.tokenizers, data.train, [], [], torch.device("cpu")
-    )
+    cpu = torch.device("cpu")
+    task = TranslationTask(config, model, data.tokenizers, data.train, [], [], cpu)
+    trainer = Trainer(config, folder, model, task, cpu)
 
     return trainer.train_step  # collates the batch, as in training
 

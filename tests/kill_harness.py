@@ -26,6 +26,7 @@ from pathlib import Path
 
 import rosetta.checkpoint as ckpt
 import rosetta.train.trainer as trainer_module
+import rosetta.train.translation_task as task_module
 from rosetta.cli import main
 
 
@@ -65,14 +66,14 @@ def install(point: str, marker: Path) -> None:
 
         trainer_module.Trainer.train_step = train_step
     elif kind == "validation":
-        original_bleu = trainer_module.validation_bleu
+        original_bleu = task_module.validation_bleu
 
         def validation_bleu(*args, **kwargs):
             if nth():
                 freeze(marker)
             return original_bleu(*args, **kwargs)
 
-        trainer_module.validation_bleu = validation_bleu
+        task_module.validation_bleu = validation_bleu
     elif kind == "write":
         original_save_file = ckpt.save_file
 

@@ -21,7 +21,8 @@ from rosetta.models.build import build_model
 from rosetta.train.distributed import Group
 from rosetta.train.prepare import prepare_data
 from rosetta.train.trainer import Trainer
-from tests.toy import toy_config
+from rosetta.train.translation_task import TranslationTask
+from tests.toy import toy_config, toy_lm_config
 
 CPU = torch.device("cpu")
 NO_DROPOUT = """{encoder_layers: 1, decoder_layers: 1, d_model: 32, heads: 2,
@@ -40,23 +41,14 @@ def trainer_for(folder, group=None):
     model = build_model(
         config.model, len(data.tokenizers.src), len(data.tokenizers.tgt)
     )
-    return Trainer(
-        config,
-        folder / "run",
-        model,
-        data.tokenizers,
-        data.train,
-        [],
-        [],
-        CPU,
-        group or Group(),
-    )
+    task = TranslationTask(config, model, data.tokenizers, data.train, [], [], CPU)
+    return Trainer(config, folder / "run", model, task, CPU, group or Group())
 
 
 def updates(trainer):
     """Three updates of two batches, then one of one and one of three: uneven
     for 2 processes."""
-    batches = trainer.epoch_batches(0) + trainer.epoch_batches(1)
+    batches = trainer.task.epoch_batches(0) + trainer.task.epoch_batches(1)
     two = [batches[i : i + 2] for i in range(0, 6, 2)]
     return [*two, batches[6:7], batches[7:10]]
 
@@ -247,3 +239,30 @@ def test_rosetta_train_in_two_processes_equals_update_freq_two(tmp_path):
     for name, weight in accumulated.items():
         if not name.startswith("adam."):
             assert torch.allclose(weight, processes[name], atol=1e-5), name
+
+
+@pytest.mark.slow
+def test_two_processes_train_a_language_model_as_one_process_does(tmp_path):
+    """Each process reads its half of the streams and keeps its own memory:
+    the weights and the memories end as those of one process reading all."""
+    _, config = toy_lm_config(tmp_path)
+    # eps 1e-6: see trainer_for; Adam turns float noise in a zero gradient into
+    # a full step at eps 1e-9
+    no_dropout = ("--set", "model.dropout=0.0", "--set", "train.eps=1e-6")
+    one = rosetta("train", str(config), "-o", str(tmp_path / "one"), *no_dropout)
+    assert one.returncode == 0, one.stderr.decode()[-2000:]
+    two = rosetta(
+        "train", str(config), "-o", str(tmp_path / "two"), "--nproc", "2", *no_dropout
+    )
+    assert two.returncode == 0, two.stderr.decode()[-2000:]
+    single, split = final_state(tmp_path / "one"), final_state(tmp_path / "two")
+    for name, weight in single.items():
+        assert torch.allclose(weight, split[name], atol=1e-5), name
+    last = "checkpoint-0000012/state.safetensors"
+    memory = load_file(str(tmp_path / "one" / last))
+    halves = load_file(str(tmp_path / "two" / last))
+    for layer in range(2):
+        joined = torch.cat(
+            [halves[f"rank{r}.memory.{layer}"] for r in range(2)]
+        )  # (8, 16, 32): rank 0's streams, then rank 1's
+        assert torch.allclose(memory[f"rank0.memory.{layer}"], joined, atol=1e-5)

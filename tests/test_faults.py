@@ -11,7 +11,7 @@ import torch
 
 import rosetta.checkpoint as ckpt
 import rosetta.train.trainer as trainer_module
-import rosetta.train.update as update_module
+import rosetta.train.translation_task as task_module
 from rosetta import Translator
 from rosetta.errors import RosettaError
 from rosetta.train.run import run_training
@@ -27,7 +27,7 @@ def config(tmp_path, steps=30):
 
 def poison_losses(monkeypatch, bad_calls):
     """Make the loss of the given (1-based) training calls NaN."""
-    original = update_module.projected_label_smoothed_cross_entropy
+    original = task_module.projected_label_smoothed_cross_entropy
     calls = {"n": 0}
 
     def loss(*args, **kwargs):
@@ -37,7 +37,7 @@ def poison_losses(monkeypatch, bad_calls):
             total = total * float("nan")
         return total, nll, count
 
-    monkeypatch.setattr(update_module, "projected_label_smoothed_cross_entropy", loss)
+    monkeypatch.setattr(task_module, "projected_label_smoothed_cross_entropy", loss)
 
 
 def test_a_nan_loss_skips_the_update_with_a_warning_and_a_count(

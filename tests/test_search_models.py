@@ -215,6 +215,8 @@ def test_cli_writes_one_json_line_per_input_line(trained):
         assert len(best["attention"]) == len(best["token_ids"]) + 1
 
 
+# Option checks do not depend on the model: one kind is enough.
+@pytest.mark.parametrize("trained", ["transformer"], indirect=True)
 def test_cli_refuses_bad_search_options(trained):
     _, run_dir = trained
     done = rosetta("translate", "-m", str(run_dir), "--nbest", "2", stdin="alpha\n")
@@ -299,6 +301,8 @@ def test_auto_workers_are_one_per_thread_on_a_cpu_and_one_where_they_cannot_appl
         torch.set_num_threads(threads)
 
 
+# Workers split batches, whatever the model: one kind of each decoder step.
+@pytest.mark.parametrize("trained", ["transformer", "rnn-attention"], indirect=True)
 def test_auto_workers_translate_as_one_search_does_and_sample_in_order(trained):
     translator, run_dir = trained
     threads = torch.get_num_threads()
@@ -324,6 +328,7 @@ def test_auto_workers_translate_as_one_search_does_and_sample_in_order(trained):
         assert b"--workers" in done.stderr and b"Traceback" not in done.stderr
 
 
+@pytest.mark.parametrize("trained", ["transformer"], indirect=True)
 def test_parallel_workers_refuse_what_they_cannot_do(trained):
     """Workers are a CPU feature: the commands name the CPU, whatever the
     machine has."""

@@ -14,6 +14,7 @@ from rosetta.train.loss import label_smoothed_cross_entropy
 from rosetta.train.prepare import prepare_data
 from rosetta.train.run import run_training
 from rosetta.train.trainer import Trainer
+from rosetta.train.translation_task import TranslationTask
 from tests.toy import RNN_ATTENTION, TRANSFORMER, toy_config
 
 CPU = torch.device("cpu")
@@ -130,7 +131,7 @@ def test_the_training_loss_equals_the_loss_of_the_models_logits(
     config, _ = toy_config(tmp_path, f"train.precision={precision}", model=model)
     torch.manual_seed(0)
     model = build_model(config.model, 40, 40)
-    trainer = Trainer(config, tmp_path / "run", model, None, [], [], [], CPU)
+    task = TranslationTask(config, model, None, [], [], [], CPU)
     model.eval()  # no dropout: both paths see the same network
     examples = [
         Example([5, 6, 7, 8], [9, 10, 11]),
@@ -138,7 +139,9 @@ def test_the_training_loss_equals_the_loss_of_the_models_logits(
     ]
     batch = collate(examples)
 
-    loss, tokens = trainer.updater.loss_sum(batch)
+    with autocast(CPU, precision):
+        loss = task.loss_sum(model, batch)
+    tokens = batch.num_tgt_tokens
     ours = torch.autograd.grad(loss, list(model.parameters()))
     with autocast(CPU, precision):
         features = model(
@@ -172,9 +175,8 @@ def test_fp16_training_scales_the_loss_and_skips_overflowing_updates(tmp_path):
     model = build_model(
         config.model, len(data.tokenizers.src), len(data.tokenizers.tgt)
     )
-    trainer = Trainer(
+    task = TranslationTask(
         config,
-        tmp_path / "run",
         model,
         data.tokenizers,
         data.train,
@@ -182,6 +184,7 @@ def test_fp16_training_scales_the_loss_and_skips_overflowing_updates(tmp_path):
         data.valid_pairs,
         CPU,
     )
+    trainer = Trainer(config, tmp_path / "run", model, task, CPU)
     trainer.updater.scaler = torch.amp.GradScaler("cpu", init_scale=2.0**40)
     state = trainer.train()
     assert state.step == 12 and state.overflow_steps > 0

@@ -64,3 +64,33 @@ decode: {{batch_size: 16}}
 """
     )
     return load_config(path, list(overrides)), path
+
+
+SHAKESPEARE = Path(__file__).parent.parent / "data" / "tinyshakespeare"
+
+
+def toy_lm_config(folder: Path, *overrides: str) -> tuple[Config, Path]:
+    """A 2-layer character Transformer-XL on 12,000 characters of Shakespeare
+    (3,000 for validation), 16-character segments with 16 of memory."""
+    import gzip
+
+    text = gzip.decompress((SHAKESPEARE / "valid.txt.gz").read_bytes()).decode()
+    (folder / "train.txt").write_text(text[:12000])
+    (folder / "valid.txt").write_text(text[12000:15000])
+    path = folder / "lm.yaml"
+    path.write_text(
+        """
+task: lm
+data:
+  train: {text: train.txt}
+  valid: {text: valid.txt}
+tokenizer: {kind: char}
+model: {arch: transformer-xl, layers: 2, d_model: 32, heads: 2, d_ff: 64,
+  dropout: 0.1, segment_length: 16, memory_length: 16, eval_streams: 4}
+train:
+  {batch_tokens: 128, lr: 3.0e-3, warmup_steps: 10, max_epochs: null,
+   max_steps: 12, validate_every: 6, log_every: 3, keep_last: 3, threads: 1,
+   label_smoothing: 0.0}
+"""
+    )
+    return load_config(path, list(overrides)), path

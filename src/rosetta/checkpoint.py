@@ -1,11 +1,13 @@
 """Checkpoints: safetensors weights plus JSON metadata, written atomically.
 
 A checkpoint is a folder ``checkpoint-0001500/`` holding ``model.safetensors``,
-``optimizer.safetensors`` and ``checkpoint.json`` (config, tokenizers,
+``optimizer.safetensors``, ``checkpoint.json`` (config, tokenizers,
 optimizer hyper-parameters, trainer position, RNG states and the SHA-256 of
-both weight files). It is written under a temporary name, every file is
-fsynced, and only then is it renamed into place, so a crash never leaves a
-half-written checkpoint under a real name. Nothing is ever unpickled.
+the tensor files) and, where training carries tensors from update to update
+(a language model's memory), ``state.safetensors``. It is written under a
+temporary name, every file is fsynced, and only then is it renamed into place,
+so a crash never leaves a half-written checkpoint under a real name. Nothing
+is ever unpickled.
 """
 
 from __future__ import annotations
@@ -26,9 +28,10 @@ from torch import nn
 from rosetta.errors import RosettaError
 
 FORMAT_VERSION = 1
-MODEL_FILE, OPTIMIZER_FILE, META_FILE = (
+MODEL_FILE, OPTIMIZER_FILE, STATE_FILE, META_FILE = (
     "model.safetensors",
     "optimizer.safetensors",
+    "state.safetensors",
     "checkpoint.json",
 )
 INDEX_FILE = "checkpoints.json"
@@ -172,16 +175,18 @@ def save_checkpoint(
     model: nn.Module | dict[str, torch.Tensor],
     optimizer: torch.optim.Optimizer | None,
     meta: dict[str, Any],
+    state: dict[str, torch.Tensor] | None = None,
 ) -> None:
     """Write a checkpoint folder atomically (temp folder, fsync, rename).
 
-    ``model`` is a model, or the tensors to write (``model_tensors`` of one).
+    ``model`` is a model, or the tensors to write (``model_tensors`` of one);
+    ``state`` holds the training tensors that are not weights.
     A failed write (disk full, no permission) removes its temporary folder and
     raises ``RosettaError``; earlier checkpoints are never touched.
     """
     tmp = folder.with_name(folder.name + ".tmp")
     try:
-        _write_checkpoint(tmp, folder, model, optimizer, meta)
+        _write_checkpoint(tmp, folder, model, optimizer, meta, state)
     except OSError as error:
         shutil.rmtree(tmp, ignore_errors=True)
         reason = error.strerror or str(error)
@@ -197,6 +202,7 @@ def _write_checkpoint(
     model: nn.Module | dict[str, torch.Tensor],
     optimizer: torch.optim.Optimizer | None,
     meta: dict[str, Any],
+    state: dict[str, torch.Tensor] | None,
 ) -> None:
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
@@ -209,6 +215,10 @@ def _write_checkpoint(
         save_file(tensors, str(tmp / OPTIMIZER_FILE))
         files.append(OPTIMIZER_FILE)
         meta["optimizer_param_groups"] = groups
+    if state:
+        cpu = {k: v.detach().to("cpu").contiguous() for k, v in state.items()}
+        save_file(cpu, str(tmp / STATE_FILE))
+        files.append(STATE_FILE)
     meta["sha256"] = {name: _sha256(tmp / name) for name in files}
     with open(tmp / META_FILE, "w", encoding="utf-8") as handle:
         json.dump(meta, handle, indent=1)
@@ -291,6 +301,17 @@ def load_optimizer(
     optimizer.load_state_dict(
         {"state": state, "param_groups": meta["optimizer_param_groups"]}
     )
+
+
+def load_state(folder: Path, device: torch.device) -> dict[str, torch.Tensor]:
+    """The training tensors saved beside the weights ({} if there are none)."""
+    path = folder / STATE_FILE
+    if not path.is_file():
+        return {}
+    try:
+        return load_file(str(path), device=str(device))
+    except (SafetensorError, OSError, RuntimeError) as error:
+        raise RosettaError(f"{path}: cannot load: {error}") from None
 
 
 def read_index(run_dir: Path) -> dict[str, Any]:

@@ -32,7 +32,8 @@ class _Section(BaseModel):
 
 
 class CorpusFiles(_Section):
-    """One parallel corpus: two aligned files, or one TSV (source, target, ...)."""
+    """One parallel corpus: two aligned files, or one TSV (source, target, ...);
+    or, for a language model (``task: lm``), one long text."""
 
     src: Path | None = Field(None, description="source side, one sentence per line")
     tgt: Path | None = Field(None, description="target side, line by line with src")
@@ -40,14 +41,18 @@ class CorpusFiles(_Section):
         None,
         description="or one file: source TAB target per line (extra columns ignored)",
     )
+    text: Path | None = Field(
+        None, description="task lm: one long text, read whole (gzip if .gz)"
+    )
 
     @model_validator(mode="after")
     def _one_layout(self) -> CorpusFiles:
         two_files = self.src is not None and self.tgt is not None
-        if two_files == (self.tsv is not None) or (self.src is None) != (
-            self.tgt is None
-        ):
-            raise ValueError("give either both 'src' and 'tgt', or 'tsv' alone")
+        layouts = two_files + (self.tsv is not None) + (self.text is not None)
+        if layouts != 1 or (self.src is None) != (self.tgt is None):
+            raise ValueError(
+                "give either both 'src' and 'tgt', or 'tsv' alone, or 'text' alone"
+            )
         return self
 
 
@@ -116,7 +121,8 @@ class TransformerConfig(_ModelSection):
     """``arch: transformer`` (the default)."""
 
     arch: Literal["transformer"] = Field(
-        "transformer", description="the model family: transformer or rnn"
+        "transformer",
+        description="the model family: transformer, rnn or transformer-xl",
     )
     heads: int = Field(4, gt=0, description="attention heads; they divide d_model")
     d_ff: int = Field(1024, gt=0, description="inner width of the feed-forward layers")
@@ -148,7 +154,9 @@ class TransformerConfig(_ModelSection):
 class RNNConfig(_ModelSection):
     """``arch: rnn``: recurrent encoder-decoders."""
 
-    arch: Literal["rnn"] = Field(description="the model family: transformer or rnn")
+    arch: Literal["rnn"] = Field(
+        description="the model family: transformer, rnn or transformer-xl"
+    )
     cell: Literal["gru", "lstm", "rnn"] = Field(
         "gru", description="recurrent cell: GRU, LSTM or tanh RNN"
     )
@@ -182,7 +190,64 @@ class RNNConfig(_ModelSection):
         return self
 
 
-ARCHS = ("transformer", "rnn")
+class LanguageModelConfig(_Section):
+    """``arch: transformer-xl``: a decoder-only Transformer language model
+    (``task: lm``) that reads a long text in segments, each attending to the
+    hidden states the previous segments left in its memory."""
+
+    arch: Literal["transformer-xl"] = Field(
+        description="the model family: transformer, rnn or transformer-xl"
+    )
+    layers: int = Field(6, gt=0, description="stacked decoder layers")
+    d_model: int = Field(384, gt=0, description="model width")
+    heads: int = Field(6, gt=0, description="attention heads; they divide d_model")
+    d_ff: int = Field(1536, gt=0, description="inner width of the feed-forward layers")
+    dropout: float = Field(0.1, ge=0.0, lt=1.0, description="dropout probability")
+    attention_dropout: float = Field(
+        0.0, ge=0.0, lt=1.0, description="dropout on the attention weights"
+    )
+    norm: Literal["post", "pre"] = Field(
+        "pre",
+        description="post: LayerNorm(x + sublayer(x)); pre: x + sublayer(LayerNorm(x))",
+    )
+    segment_length: int = Field(
+        256, gt=1, description="tokens read (and predicted) per segment"
+    )
+    memory_length: int = Field(
+        256,
+        ge=0,
+        description="hidden states per layer kept from earlier segments and "
+        "attended to; 0: every segment alone (a plain Transformer LM)",
+    )
+    eval_memory_length: int | None = Field(
+        None,
+        ge=0,
+        description="memory when scoring and generating; null: memory_length",
+    )
+    eval_streams: int = Field(
+        8,
+        gt=0,
+        description="validation reads the text as this many parallel rows: "
+        "faster, but each row starts without context",
+    )
+
+    @model_validator(mode="after")
+    def _heads_divide_width(self) -> LanguageModelConfig:
+        if self.d_model % self.heads:
+            raise ValueError(
+                f"heads ({self.heads}) must divide d_model ({self.d_model})"
+            )
+        return self
+
+    @property
+    def scoring_memory(self) -> int:
+        """The memory length evaluation uses."""
+        if self.eval_memory_length is None:
+            return self.memory_length
+        return self.eval_memory_length
+
+
+ARCHS = ("transformer", "rnn", "transformer-xl")
 
 
 def _arch_of(section: Any) -> str | None:
@@ -196,7 +261,9 @@ def _arch_of(section: Any) -> str | None:
 # The model section: one family's configuration, picked by ``arch``. Each
 # family forbids the keys it does not read, like every other section.
 ModelConfig = Annotated[
-    Annotated[TransformerConfig, Tag("transformer")] | Annotated[RNNConfig, Tag("rnn")],
+    Annotated[TransformerConfig, Tag("transformer")]
+    | Annotated[RNNConfig, Tag("rnn")]
+    | Annotated[LanguageModelConfig, Tag("transformer-xl")],
     Discriminator(
         _arch_of,
         custom_error_type="unknown_arch",
@@ -288,7 +355,12 @@ class DecodeConfig(_Section):
 
 
 class Config(_Section):
-    data: DataConfig = Field(description="the parallel corpora")
+    task: Literal["translate", "lm"] = Field(
+        "translate",
+        description="translate: a sequence-to-sequence model on parallel text; "
+        "lm: a language model (arch transformer-xl) on one long text",
+    )
+    data: DataConfig = Field(description="the training, validation and test data")
     tokenizer: TokenizerConfig = Field(
         TokenizerConfig(), description="how text becomes tokens"
     )
@@ -304,6 +376,20 @@ class Config(_Section):
 
     @model_validator(mode="after")
     def _compatible(self) -> Config:
+        language_model = isinstance(self.model, LanguageModelConfig)
+        if (self.task == "lm") != language_model:
+            raise ValueError(
+                "task lm goes with model.arch: transformer-xl, and "
+                "transformer-xl with task: lm"
+            )
+        splits = {"train": self.data.train, "valid": self.data.valid}
+        splits["test"] = self.data.test
+        for name, files in splits.items():
+            if files is not None and (files.text is not None) != language_model:
+                kind = "one 'text' file" if language_model else "parallel files"
+                raise ValueError(f"data.{name}: task {self.task} reads {kind}")
+        if language_model:
+            return self
         if self.model.share_embeddings and not self.tokenizer.joint:
             raise ValueError(
                 "model.share_embeddings needs one joint vocabulary: "
@@ -337,9 +423,16 @@ def _resolve_paths(raw: dict[str, Any], base: Path) -> None:
     for split in ("train", "valid", "test"):
         files = data.get(split)
         if isinstance(files, dict):
-            for key in ("src", "tgt", "tsv"):
+            for key in ("src", "tgt", "tsv", "text"):
                 if isinstance(files.get(key), str):
                     files[key] = str((base / files[key]).resolve())
+
+
+_FAMILIES: dict[str, type[BaseModel]] = {
+    "transformer": TransformerConfig,
+    "rnn": RNNConfig,
+    "transformer-xl": LanguageModelConfig,
+}
 
 
 def _section(location: list[Any], arch: str | None) -> type[BaseModel] | None:
@@ -351,7 +444,7 @@ def _section(location: list[Any], arch: str | None) -> type[BaseModel] | None:
         "data.valid": CorpusFiles,
         "data.test": CorpusFiles,
         "tokenizer": TokenizerConfig,
-        "model": RNNConfig if arch == "rnn" else TransformerConfig,
+        "model": _FAMILIES.get(arch or "transformer", TransformerConfig),
         "train": TrainConfig,
         "train.early_stopping": EarlyStopping,
         "decode": DecodeConfig,
@@ -364,8 +457,7 @@ def _did_you_mean(location: list[Any], arch: str | None) -> str:
     if section is None:
         return ""
     key = str(location[-1])
-    families = {"transformer": TransformerConfig, "rnn": RNNConfig}
-    for family, fields in families.items():
+    for family, fields in _FAMILIES.items():
         if arch and family != arch and key in fields.model_fields:
             return f"; it is a key of arch '{family}'"
     close = difflib.get_close_matches(key, list(section.model_fields), cutoff=0.5)

@@ -27,6 +27,7 @@ from rosetta.models.build import build_model
 from rosetta.train.prepare import prepare_data
 from rosetta.train.run import configure_torch, pick_device, run_training
 from rosetta.train.trainer import Trainer
+from rosetta.train.translation_task import TranslationTask
 from rosetta.translator import Translator
 
 CPU_STEPS = 600  # test_2016 BLEU in the 20s: see docs/performance.md
@@ -144,10 +145,11 @@ def measure_updates(
         config.model, len(data.tokenizers.src), len(data.tokenizers.tgt)
     )
     with tempfile.TemporaryDirectory() as scratch:
-        trainer = Trainer(
-            config, Path(scratch), model, data.tokenizers, data.train, [], [], device
+        task = TranslationTask(
+            config, model, data.tokenizers, data.train, [], [], device
         )
-        batches = trainer.epoch_batches(0)
+        trainer = Trainer(config, Path(scratch), model, task, device)
+        batches = task.epoch_batches(0)
         times = []
         for batch in batches[:6]:
             began = time.perf_counter()

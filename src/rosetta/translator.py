@@ -12,6 +12,7 @@ from rosetta.data.tokenizer import TokenizerPair
 from rosetta.data.vocab import EOS
 from rosetta.decode.batched import Workers, decode_in_batches
 from rosetta.decode.options import SearchOptions
+from rosetta.errors import RosettaError
 from rosetta.models.build import build_model
 from rosetta.models.interface import EncoderDecoder
 from rosetta.models.packed import pack_for_inference
@@ -86,6 +87,11 @@ class Translator(TextTranslator):
         folder = ckpt.resolve_checkpoint(Path(path), which)
         meta = ckpt.read_meta(folder)
         config = config_from_dict(meta["config"], str(folder / ckpt.META_FILE))
+        if config.task == "lm":
+            raise RosettaError(
+                f"{folder}: a language model, not a translation model; use "
+                "rosetta perplexity or rosetta generate (rosetta.LanguageModel)"
+            )
         tokenizers = TokenizerPair.from_dict(meta["tokenizers"])
         model = build_model(config.model, len(tokenizers.src), len(tokenizers.tgt))
         if device is None:

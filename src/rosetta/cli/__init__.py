@@ -1,5 +1,5 @@
 """``rosetta prepare | train | translate | evaluate | average | export | serve |
-plot``.
+plot | perplexity | generate``.
 
 Each verb lives in its own module: its ``cmd_*`` function and the parser that
 calls it.
@@ -12,7 +12,16 @@ import sys
 import warnings
 from importlib.metadata import version
 
-from rosetta.cli import average, evaluate, export, plot, serve, train, translate
+from rosetta.cli import (
+    average,
+    evaluate,
+    export,
+    language_model,
+    plot,
+    serve,
+    train,
+    translate,
+)
 from rosetta.errors import RosettaError
 
 
@@ -46,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_parsers(verbs)
     for verb in (translate, evaluate, average, export, serve, plot):
         verb.add_parser(verbs)
+    language_model.add_parsers(verbs)
     return parser
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from rosetta.config import load_config
 from rosetta.errors import RosettaError
-from rosetta.train.prepare import prepare_data
+from rosetta.train.prepare import prepare_data, prepare_text
 from rosetta.train.run import run_training
 
 
@@ -21,7 +21,7 @@ def default_run_dir(config_path: str) -> Path:
 def cmd_prepare(args: argparse.Namespace) -> None:
     config = load_config(args.config, args.set)
     run_dir = Path(args.output or default_run_dir(args.config))
-    prepare_data(config, run_dir)
+    (prepare_text if config.task == "lm" else prepare_data)(config, run_dir)
     print(f"prepared: {run_dir}")
 
 

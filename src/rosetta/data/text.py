@@ -17,6 +17,8 @@ from pathlib import Path
 
 import torch
 
+from rosetta.data.tokenizer import CharacterTokenizer, Tokenizer
+from rosetta.data.vocab import EOS_ID
 from rosetta.errors import RosettaError, where
 
 
@@ -38,6 +40,33 @@ def read_text(path: Path) -> str:
         raise RosettaError(
             f"{where(path, line)}: invalid UTF-8 at byte {column} of the line"
         ) from None
+
+
+def encode_text(tokenizer: Tokenizer, text: str) -> list[int]:
+    """A whole text as one sequence of ids. Characters include the line
+    breaks; a subword or word tokenizer encodes line by line and ends each
+    line with ``<eos>``, which stands for the break."""
+    if isinstance(tokenizer, CharacterTokenizer):
+        return tokenizer.encode(text)
+    ids: list[int] = []
+    for line in text.splitlines():
+        ids += tokenizer.encode(line)
+        ids.append(EOS_ID)
+    return ids
+
+
+def decode_text(tokenizer: Tokenizer, ids: list[int]) -> str:
+    """The text of ``ids``; ``<eos>`` becomes a line break (see encode_text)."""
+    if isinstance(tokenizer, CharacterTokenizer):
+        return tokenizer.decode(ids)
+    lines, start = [], 0
+    for index, token in enumerate(ids):
+        if token == EOS_ID:
+            lines.append(tokenizer.decode(ids[start:index]))
+            start = index + 1
+    if start < len(ids):
+        return "\n".join([*lines, tokenizer.decode(ids[start:])])
+    return "".join(line + "\n" for line in lines)
 
 
 @dataclass(frozen=True)

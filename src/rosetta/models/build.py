@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
-from rosetta.config import ModelConfig, RNNConfig, TransformerConfig
+from rosetta.config import (
+    LanguageModelConfig,
+    ModelConfig,
+    RNNConfig,
+    TransformerConfig,
+)
 from rosetta.models.interface import EncoderDecoder
+from rosetta.models.language_model import MemoryTransformerLM
 from rosetta.models.rnn import build_rnn_seq2seq
 from rosetta.models.transformer import build_transformer
 
 
 def build_model(config: ModelConfig, src_vocab: int, tgt_vocab: int) -> EncoderDecoder:
+    if isinstance(config, LanguageModelConfig):
+        raise TypeError("a language model: build it with build_language_model")
     if isinstance(config, TransformerConfig):
         return build_transformer(
             src_vocab,
@@ -44,3 +52,19 @@ def build_model(config: ModelConfig, src_vocab: int, tgt_vocab: int) -> EncoderD
             gru_variant=config.gru_variant,
         )
     raise TypeError(f"not a model configuration: {config!r}")
+
+
+def build_language_model(
+    config: LanguageModelConfig, vocab: int
+) -> MemoryTransformerLM:
+    return MemoryTransformerLM(
+        vocab,
+        layers=config.layers,
+        d_model=config.d_model,
+        heads=config.heads,
+        d_ff=config.d_ff,
+        dropout=config.dropout,
+        attention_dropout=config.attention_dropout,
+        norm_first=config.norm == "pre",
+        memory_length=config.memory_length,
+    )

@@ -8,11 +8,13 @@ import torch
 
 from rosetta.config import Config
 from rosetta.errors import RosettaError
-from rosetta.models.build import build_model
+from rosetta.models.build import build_language_model, build_model
 from rosetta.train import distributed
-from rosetta.train.distributed import Group, local_device
-from rosetta.train.prepare import prepare_data
-from rosetta.train.trainer import Trainer, TrainerState
+from rosetta.train.distributed import SINGLE_PROCESS, Group, local_device
+from rosetta.train.lm_task import LanguageModelTask
+from rosetta.train.prepare import prepare_data, prepare_text
+from rosetta.train.trainer import Task, Trainer, TrainerState
+from rosetta.train.translation_task import TranslationTask
 
 
 def pick_device(name: str) -> torch.device:
@@ -61,33 +63,50 @@ def _train(
         if not resume:  # no checkpoint exists: any log here is from a run that died
             (run_dir / "metrics.jsonl").unlink(missing_ok=True)
     configure_torch(config)
-    quiet = lambda *_: None  # noqa: E731
-    # rank 0 trains and saves the tokenizers; the others then load them
-    if group.is_main:
-        data = prepare_data(config, run_dir)
-    group.barrier()
-    if not group.is_main:
-        data = prepare_data(config, run_dir, log=quiet)
-    model = build_model(
-        config.model, len(data.tokenizers.src), len(data.tokenizers.tgt)
-    )
+    model, task = make_task(config, run_dir, device, group)
     if group.is_main:
         count = sum(p.numel() for p in model.parameters())
         processes = f", {group.world_size} processes" if group.distributed else ""
         print(f"model: {config.model.arch}, {count / 1e6:.2f}M parameters{processes}")
     if group.rank:  # same initial weights everywhere, each its own dropout
         torch.manual_seed(config.train.seed + group.rank)
-    trainer = Trainer(
-        config,
-        run_dir,
-        model,
-        data.tokenizers,
-        data.train,
-        data.valid,
-        data.valid_pairs,
-        device,
-        group,
-    )
+    trainer = Trainer(config, run_dir, model, task, device, group)
     if resume:
         trainer.resume()
     return trainer.train()
+
+
+def make_task(
+    config: Config,
+    run_dir: Path,
+    device: torch.device,
+    group: Group = SINGLE_PROCESS,
+) -> tuple[torch.nn.Module, Task]:
+    """The data, a freshly initialised model and the task that trains it.
+
+    Rank 0 trains and saves the tokenizers; the other processes then load
+    them."""
+    quiet = lambda *_: None  # noqa: E731
+    prepare = prepare_text if config.task == "lm" else prepare_data
+    if group.is_main:
+        data = prepare(config, run_dir)
+    group.barrier()
+    if not group.is_main:
+        data = prepare(config, run_dir, log=quiet)
+    tokenizers = data.tokenizers
+    if config.task == "lm":
+        model = build_language_model(config.model, len(tokenizers.tgt))
+        return model, LanguageModelTask(
+            config,
+            model,
+            tokenizers,
+            data.train,
+            data.valid,
+            device,
+            group.rank,
+            group.world_size,
+        )
+    model = build_model(config.model, len(tokenizers.src), len(tokenizers.tgt))
+    return model, TranslationTask(
+        config, model, tokenizers, data.train, data.valid, data.valid_pairs, device
+    )

@@ -1,16 +1,18 @@
-"""The training loop: teacher forcing, label-smoothed loss, warm-up, clipping,
-validation with BLEU, early stopping, atomic checkpoints and exact resume.
+"""The training loop: warm-up, clipping, validation, early stopping, atomic
+checkpoints and exact resume, for any task (``TranslationTask``,
+``LanguageModelTask``): the task says what an epoch's batches are, what a
+batch's loss is, and how to validate.
 
 The data position is part of the state: epoch ``e``'s batch order comes from
 a generator seeded with ``(seed, e)``, so resuming at ``(epoch, batch)`` with
-the saved RNG, model, optimizer and schedule continues exactly as an
-uninterrupted run would.
+the saved RNG, model, optimizer, schedule and the task's own tensors (a
+language model's memory) continues exactly as an uninterrupted run would.
 
-An update takes ``world_size × update_freq`` consecutive batches: each
+An update takes consecutive batches (``task.batches_per_update``): each
 process (``rosetta.train.distributed``) accumulates the gradients of its
 share, ``DistributedDataParallel`` exchanges them once, and the update is
-that of the summed loss of all of them over their target tokens, the same
-however they are split. Only rank 0 logs, validates and saves.
+that of the summed loss of all of them over their tokens, the same however
+they are split. Only rank 0 logs, validates and saves.
 """
 
 from __future__ import annotations
@@ -18,24 +20,19 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-import numpy as np
 import torch
 from tqdm import tqdm
 
 from rosetta import checkpoint as ckpt
 from rosetta.config import Config, config_to_dict
-from rosetta.data.batching import Example, make_batches
 from rosetta.data.tokenizer import TokenizerPair
 from rosetta.errors import RosettaError
-from rosetta.models.interface import EncoderDecoder
-from rosetta.precision import autocast
 from rosetta.train.distributed import SINGLE_PROCESS, Group
 from rosetta.train.metrics import MetricsLog, Window
 from rosetta.train.schedule import learning_rate
 from rosetta.train.update import Updater, make_adam
-from rosetta.train.validation import validation_bleu, validation_loss
 
 MAX_BAD_STEPS = 10  # consecutive non-finite losses before training stops
 
@@ -53,30 +50,47 @@ class TrainerState:
     overflow_steps: int = 0  # fp16 updates skipped as the loss scale shrank
 
 
+class Task(Protocol):
+    """What the trainer asks of the data and the model it trains."""
+
+    tokenizers: TokenizerPair
+
+    @property
+    def has_validation(self) -> bool: ...
+    @property
+    def best_metric(self) -> str: ...
+    def epoch_batches(self, epoch: int) -> list[Any]: ...
+    def batches_per_update(self, world_size: int) -> int: ...
+    def share(
+        self, group: list[Any], rank: int, world_size: int
+    ) -> list[tuple[Any, int]]: ...
+    def loss_sum(self, forward: torch.nn.Module, batch: Any) -> torch.Tensor: ...
+    def validate(self) -> dict[str, float]: ...
+    def state_tensors(self) -> dict[str, torch.Tensor]: ...
+    def load_state_tensors(self, tensors: dict[str, torch.Tensor]) -> None: ...
+
+
 class Trainer:
+    """Trains ``model`` (already given to ``task``) into ``run_dir``."""
+
     def __init__(
         self,
         config: Config,
         run_dir: Path,
-        model: EncoderDecoder,
-        tokenizers: TokenizerPair,
-        train: list[Example],
-        valid: list[Example],
-        valid_pairs: list[tuple[str, str]],
+        model: torch.nn.Module,
+        task: Task,
         device: torch.device,
         group: Group = SINGLE_PROCESS,
     ):
         self.config, self.cfg = config, config.train
         self.run_dir = run_dir
         self.model = model.to(device)
+        self.task = task
         self.group = group
-        self.tokenizers = tokenizers
-        self.train_examples, self.valid_examples = train, valid
-        self.valid_pairs = valid_pairs
         self.device = device
         self.optimizer = make_adam(self.model, self.cfg)
         self.updater = Updater(
-            self.model, self.optimizer, self.cfg, device, group, train
+            self.model, self.optimizer, self.cfg, device, group, task.loss_sum
         )
         self.state = TrainerState()
         self.bad_steps_in_a_row = 0
@@ -99,8 +113,10 @@ class Trainer:
     def save(self) -> None:
         """Write a checkpoint, then the index naming it (see ``record_checkpoint``).
 
-        Every process's random state goes in it (each draws its own dropout)."""
+        Every process's random state goes in it (each draws its own dropout),
+        and the tensors its task carries (under ``rank{r}.``)."""
         rng = self.group.gather(ckpt.rng_state())
+        carried = self.group.gather(self.task.state_tensors())
         if not self.is_main:
             return
         bad = [n for n, p in self.model.named_parameters() if not p.isfinite().all()]
@@ -112,14 +128,21 @@ class Trainer:
         name = f"checkpoint-{self.state.step:07d}"
         meta = {
             "config": config_to_dict(self.config),
-            "tokenizers": self.tokenizers.to_dict(),
+            "tokenizers": self.task.tokenizers.to_dict(),
             "trainer": asdict(self.state),
             "rng": rng[0],
             "rng_ranks": rng,
         }
         if self.updater.scaler is not None:
             meta["grad_scaler"] = self.updater.scaler.state_dict()
-        ckpt.save_checkpoint(self.run_dir / name, self.model, self.optimizer, meta)
+        state = {
+            f"rank{rank}.{key}": tensor
+            for rank, tensors in enumerate(carried)
+            for key, tensor in tensors.items()
+        }
+        ckpt.save_checkpoint(
+            self.run_dir / name, self.model, self.optimizer, meta, state
+        )
         ckpt.record_checkpoint(
             self.run_dir,
             name,
@@ -147,6 +170,14 @@ class Trainer:
         ckpt.load_optimizer(folder, self.optimizer, meta)
         self.state = TrainerState(**meta["trainer"])
         ckpt.set_rng_state(ranks[self.group.rank])
+        prefix = f"rank{self.group.rank}."
+        self.task.load_state_tensors(
+            {
+                key.removeprefix(prefix): tensor
+                for key, tensor in ckpt.load_state(folder, self.device).items()
+                if key.startswith(prefix)
+            }
+        )
         if self.updater.scaler is not None and "grad_scaler" in meta:
             self.updater.scaler.load_state_dict(meta["grad_scaler"])
         self._truncate_metrics()
@@ -161,17 +192,14 @@ class Trainer:
             self.metrics.forget_after(self.state.step)
 
     # ---- one step ----------------------------------------------------------
-    def epoch_batches(self, epoch: int) -> list[list[int]]:
-        rng = np.random.default_rng([self.cfg.seed, epoch])
-        return make_batches(self.train_examples, self.cfg.batch_tokens, rng)
-
-    def train_step(self, group: list[list[int]]) -> tuple[float, int] | None:
+    def train_step(self, group: list[Any]) -> tuple[float, int] | None:
         """One update from the batches ``group`` (this process runs its share):
         (mean loss per target token, target tokens), or None if skipped."""
         lr = learning_rate(
             self.state.step + 1, self.cfg.lr, self.cfg.warmup_steps, self.cfg.decay
         )
-        loss, tokens, not_finite = self.updater.step(group, lr)
+        share = self.task.share(group, self.group.rank, self.group.world_size)
+        loss, tokens, not_finite = self.updater.step(share, lr)
         if not_finite == "overflow":  # expected now and then with fp16
             self.state.overflow_steps += 1
             return None
@@ -197,25 +225,11 @@ class Trainer:
 
     # ---- validation --------------------------------------------------------
     def validate(self) -> dict[str, float]:
-        with autocast(self.device, self.cfg.precision):
-            result = validation_loss(
-                self.model,
-                self.valid_examples,
-                self.cfg.batch_tokens,
-                self.cfg.label_smoothing,
-                self.device,
-            )
-        if self.cfg.valid_bleu:
-            result["bleu"] = validation_bleu(
-                self.model, self.tokenizers, self.valid_pairs, self.config, self.device
-            )
-        return result
+        return self.task.validate()
 
     @property
     def best_metric(self) -> str:
-        """What picks the best checkpoint: BLEU when it is computed, else loss."""
-        metric = self.cfg.early_stopping.metric
-        return metric if metric == "loss" or self.cfg.valid_bleu else "loss"
+        return self.task.best_metric
 
     def after_validation(self, result: dict[str, float]) -> bool:
         """Track the best score; True if early stopping says stop."""
@@ -254,7 +268,7 @@ class Trainer:
     def validate_and_save(self) -> bool:
         """Validate and save on rank 0; True (in every process) to stop early."""
         stop = False
-        if self.valid_examples and self.is_main:
+        if self.task.has_validation and self.is_main:
             stop = self.after_validation(self.validate())
         self.save()
         return self.group.decide(stop, self.device)
@@ -264,16 +278,16 @@ class Trainer:
         if self.out_of_budget():
             self.log("the training budget is already spent; nothing to do")
             return state
-        if not self.valid_examples:
+        if not self.task.has_validation:
             self.log(
-                "warning: no validation set (data.valid): no loss or BLEU on "
+                "warning: no validation set (data.valid): no scores on "
                 "held-out data, no early stopping, and the run's best "
                 "checkpoint is its latest"
             )
         last_validated = state.step
-        per_update = self.group.world_size * self.cfg.update_freq
+        per_update = self.task.batches_per_update(self.group.world_size)
         while not self.out_of_budget():
-            batches = self.epoch_batches(state.epoch)
+            batches = self.task.epoch_batches(state.epoch)
             bar = tqdm(
                 total=len(batches),
                 initial=state.batch_in_epoch,

@@ -2,29 +2,31 @@
 accumulated over this process's share of them and exchanged across processes,
 clipping, and Adam's step.
 
-The update is that of the summed label-smoothed loss of every batch of the
-group divided by their target tokens, however the group is split among
-processes (``world_size``) and accumulated batches (``update_freq``): each
-process divides its loss by its share of the tokens, and
-``DistributedDataParallel`` averages the gradients, once, after the last of
-its batches.
+The update is that of the summed loss of every batch of the group divided by
+their tokens, however the group is split among processes (``world_size``) and
+accumulated batches (``update_freq``): each process divides its loss by its
+share of the tokens, and ``DistributedDataParallel`` averages the gradients,
+once, after the last of its batches. What a batch is and how its loss is
+summed belongs to the task (``rosetta.train.translation_task``,
+``rosetta.train.lm_task``); this module only updates.
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch.nn.parallel import DistributedDataParallel
 
 from rosetta.config import TrainConfig
-from rosetta.data.batching import Batch, Example, collate, rank_share
-from rosetta.data.vocab import PAD_ID
-from rosetta.models.interface import EncoderDecoder
 from rosetta.precision import autocast, check_precision
 from rosetta.train.distributed import Group
-from rosetta.train.loss import projected_label_smoothed_cross_entropy
+
+# (the forward module: the model or its DDP wrapper, a batch) -> summed loss
+LossSum = Callable[[torch.nn.Module, Any], torch.Tensor]
 
 
 def make_adam(model: torch.nn.Module, cfg: TrainConfig) -> torch.optim.Adam:
@@ -39,7 +41,8 @@ def make_adam(model: torch.nn.Module, cfg: TrainConfig) -> torch.optim.Adam:
 
 
 class Updater:
-    """Updates ``model`` with ``optimizer`` from batches of ``examples``.
+    """Updates ``model`` with ``optimizer``, the loss of a batch summed by
+    ``loss_sum``.
 
     Args:
         group: the training processes; with more than one, the model is
@@ -48,15 +51,15 @@ class Updater:
 
     def __init__(
         self,
-        model: EncoderDecoder,
+        model: torch.nn.Module,
         optimizer: torch.optim.Optimizer,
         cfg: TrainConfig,
         device: torch.device,
         group: Group,
-        examples: list[Example],
+        loss_sum: LossSum,
     ):
         self.model, self.optimizer, self.cfg = model, optimizer, cfg
-        self.device, self.group, self.examples = device, group, examples
+        self.device, self.group, self.loss_sum = device, group, loss_sum
         check_precision(device, cfg.precision)
         # fp16: the loss scaled up for backward, the gradients back down
         self.scaler = None
@@ -68,32 +71,31 @@ class Updater:
             ids = [device.index] if device.type == "cuda" else None
             self.forward = DistributedDataParallel(model, device_ids=ids)
 
-    def step(self, group: list[list[int]], lr: float) -> tuple[float, int, str | None]:
-        """Update from the batches ``group`` at learning rate ``lr``: (mean loss
-        per target token, target tokens, None), or, with the weights left as
-        they were, what was not finite (``"loss"``, ``"gradient norm"``, or
-        ``"overflow"``: fp16 gradients too large for the loss scale, which
-        shrinks)."""
+    def step(
+        self, share: list[tuple[Any, int]], lr: float
+    ) -> tuple[float, int, str | None]:
+        """Update from this process's ``share`` of a group of batches, each
+        with its tokens (0: a stand-in batch that only keeps the processes in
+        step), at learning rate ``lr``: (mean loss per token, tokens, None),
+        or, with the weights left as they were, what was not finite
+        (``"loss"``, ``"gradient norm"``, or ``"overflow"``: fp16 gradients
+        too large for the loss scale, which shrinks)."""
         self.model.train()
-        rank, world_size = self.group.rank, self.group.world_size
-        share = [
-            (collate([self.examples[i] for i in batch]).to(self.device), counts)
-            for batch, counts in rank_share(group, rank, world_size)
-        ]
-        real = sum(batch.num_tgt_tokens for batch, counts in share if counts)
-        tokens = self.group.sum(real, self.device)
+        world_size = self.group.world_size
+        tokens = self.group.sum(sum(count for _, count in share), self.device)
         per_process = tokens / world_size
         self.optimizer.zero_grad(set_to_none=True)
         loss_sum = 0.0
-        for index, (batch, counts) in enumerate(share):
+        for index, (batch, count) in enumerate(share):
             exchange = index == len(share) - 1  # gradients cross processes once
             with self._gradient_exchange(exchange):
-                batch_loss, _ = self.loss_sum(batch)
-                weighted = batch_loss / per_process if counts else batch_loss * 0.0
+                with autocast(self.device, self.cfg.precision):
+                    batch_loss = self.loss_sum(self.forward, batch)
+                weighted = batch_loss / per_process if count else batch_loss * 0.0
                 if self.scaler is not None:
                     weighted = self.scaler.scale(weighted)
                 weighted.backward()
-            loss_sum += batch_loss.item() if counts else 0.0
+            loss_sum += batch_loss.item() if count else 0.0
         loss = self.group.sum(loss_sum, self.device) / tokens
         if not math.isfinite(loss):
             self.optimizer.zero_grad(set_to_none=True)
@@ -124,23 +126,3 @@ class Updater:
         if exchange or not isinstance(self.forward, DistributedDataParallel):
             return contextlib.nullcontext()
         return self.forward.no_sync()
-
-    def loss_sum(self, batch: Batch) -> tuple[torch.Tensor, int]:
-        """The batch's summed label-smoothed loss (float32) and its target tokens.
-
-        The output projection runs inside the loss, a block of real target
-        positions at a time (``projected_label_smoothed_cross_entropy``), so
-        the (n, T, V) logits are never built.
-        """
-        with autocast(self.device, self.cfg.precision):
-            features = self.forward(
-                batch.src, batch.src_mask, batch.tgt_in, batch.tgt_in != PAD_ID
-            )
-            loss_sum, _, tokens = projected_label_smoothed_cross_entropy(
-                features,
-                self.model.output_proj,
-                batch.tgt_out,
-                self.cfg.label_smoothing,
-                PAD_ID,
-            )
-        return loss_sum, tokens

@@ -1,0 +1,96 @@
+"""``rosetta perplexity`` and ``rosetta generate``: a trained language model
+scores a text or continues a prompt."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from rosetta import checkpoint as ckpt
+from rosetta.data.text import read_text
+from rosetta.lm import LanguageModel
+
+
+def load(args: argparse.Namespace) -> LanguageModel:
+    folder, reason = ckpt.choose_checkpoint(Path(args.model))
+    print(f"model: {folder} ({reason})", file=sys.stderr)
+    return LanguageModel.load(folder, device=args.device)
+
+
+def cmd_perplexity(args: argparse.Namespace) -> None:
+    model = load(args)
+    text = read_text(Path(args.text))
+    score = model.score(text, args.memory, args.streams, progress=True)
+    line = f"loss = {score.loss:.4f} nats/token  ppl = {score.perplexity:.3f}"
+    if model.reads_characters:
+        line += f"  bpc = {score.bits_per_token:.4f}"
+    print(line)
+
+
+def cmd_generate(args: argparse.Namespace) -> None:
+    model = load(args)
+    text = model.generate(
+        args.prompt.replace("\\n", "\n"),
+        tokens=args.tokens,
+        temperature=args.temperature,
+        top_k=args.top_k,
+        seed=args.seed,
+    )
+    print(text)
+
+
+def add_parsers(verbs: argparse._SubParsersAction) -> None:
+    perplexity = verbs.add_parser(
+        "perplexity", help="a language model's loss, perplexity and bpc on a text"
+    )
+    perplexity.add_argument(
+        "-m", "--model", required=True, help="run folder (its best) or checkpoint"
+    )
+    perplexity.add_argument(
+        "--text", required=True, help="the text to score (gzip if .gz)"
+    )
+    perplexity.add_argument(
+        "--memory",
+        type=int,
+        default=None,
+        help="positions of memory per layer (default: the model's evaluation "
+        "memory; 0: every segment alone)",
+    )
+    perplexity.add_argument(
+        "--streams",
+        type=int,
+        default=1,
+        help="read the text as this many parallel rows: faster, but each row "
+        "starts without context",
+    )
+    perplexity.add_argument("--device", default=None, help="cpu, cuda (default: auto)")
+    perplexity.set_defaults(run=cmd_perplexity)
+
+    generate = verbs.add_parser(
+        "generate", help="continue a prompt with a language model"
+    )
+    generate.add_argument(
+        "-m", "--model", required=True, help="run folder (its best) or checkpoint"
+    )
+    generate.add_argument(
+        "--prompt", required=True, help="the text to continue (\\n: a line break)"
+    )
+    generate.add_argument("--tokens", type=int, default=200, help="tokens to add")
+    generate.add_argument(
+        "--temperature",
+        type=float,
+        default=1.0,
+        help="divides the logits: lower is more conservative",
+    )
+    generate.add_argument(
+        "--top-k",
+        type=int,
+        default=None,
+        help="sample among the k likeliest tokens only (default: all; 1: greedy)",
+    )
+    generate.add_argument(
+        "--seed", type=int, default=None, help="seed of the sampling (default: random)"
+    )
+    generate.add_argument("--device", default=None, help="cpu, cuda (default: auto)")
+    generate.set_defaults(run=cmd_generate)

@@ -1,0 +1,146 @@
+"""The Python API of language models: ``LanguageModel.load(path)``, then
+``score(text)`` or ``generate(prompt)``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from rosetta import checkpoint as ckpt
+from rosetta.config import Config, LanguageModelConfig, config_from_dict
+from rosetta.data.text import decode_text, encode_text
+from rosetta.data.tokenizer import CharacterTokenizer, Tokenizer, TokenizerPair
+from rosetta.errors import RosettaError
+from rosetta.evaluate.perplexity import TextScore, score_text
+from rosetta.models.build import build_language_model
+from rosetta.models.language_model import MemoryTransformerLM
+
+
+class LanguageModel:
+    """A trained segment-recurrent language model with its tokenizer.
+
+    Example::
+
+        lm = LanguageModel.load("runs/tinyshakespeare-char-xl")
+        lm.score(open("valid.txt").read()).loss     # nats per token
+        lm.generate("ROMEO:", tokens=200, top_k=20, seed=1)
+    """
+
+    def __init__(
+        self,
+        model: MemoryTransformerLM,
+        tokenizer: Tokenizer,
+        config: Config,
+        device: torch.device,
+    ):
+        assert isinstance(config.model, LanguageModelConfig)
+        self.model = model.to(device).eval()
+        self.tokenizer, self.config, self.device = tokenizer, config, device
+        self.lm: LanguageModelConfig = config.model
+
+    @classmethod
+    def load(
+        cls,
+        path: str | Path,
+        device: str | torch.device | None = None,
+        which: str = "best",
+    ) -> LanguageModel:
+        """Load a run folder (its best checkpoint) or one checkpoint folder."""
+        folder = ckpt.resolve_checkpoint(Path(path), which)
+        meta = ckpt.read_meta(folder)
+        config = config_from_dict(meta["config"], str(folder / ckpt.META_FILE))
+        if not isinstance(config.model, LanguageModelConfig):
+            raise RosettaError(
+                f"{folder}: a translation model, not a language model; "
+                "use rosetta translate"
+            )
+        tokenizer = TokenizerPair.from_dict(meta["tokenizers"]).tgt
+        model = build_language_model(config.model, len(tokenizer))
+        if device is None:
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        device = torch.device(device)
+        ckpt.load_weights(folder, model, device)
+        return cls(model, tokenizer, config, device)
+
+    @property
+    def reads_characters(self) -> bool:
+        return isinstance(self.tokenizer, CharacterTokenizer)
+
+    def score(
+        self,
+        text: str,
+        memory_length: int | None = None,
+        streams: int = 1,
+        progress: bool = False,
+    ) -> TextScore:
+        """Loss, perplexity and bits per token of ``text`` (see
+        ``rosetta.evaluate.perplexity``), read with ``memory_length`` positions
+        of memory per layer (default: the configuration's evaluation memory)."""
+        ids = encode_text(self.tokenizer, text)
+        if len(ids) < 2 * streams:
+            raise RosettaError(
+                f"the text has {len(ids)} tokens: too few to score in {streams} "
+                "stream(s) of at least 2"
+            )
+        memory = self.lm.scoring_memory if memory_length is None else memory_length
+        return score_text(
+            self.model,
+            ids,
+            self.lm.segment_length,
+            memory,
+            self.device,
+            streams,
+            progress,
+        )
+
+    @torch.no_grad()
+    def generate(
+        self,
+        prompt: str,
+        tokens: int = 200,
+        temperature: float = 1.0,
+        top_k: int | None = None,
+        seed: int | None = None,
+    ) -> str:
+        """Continue ``prompt`` by ``tokens`` tokens, each sampled from
+        ``softmax(logits / temperature)`` restricted to the ``top_k`` likeliest
+        (``top_k=1``: greedy).
+
+        The prompt is read a segment at a time; then each new token is one
+        step that attends to the cached memory, which keeps the last
+        ``memory + segment_length − 1`` positions per layer, the most context
+        any token had in training. Nothing is recomputed per token.
+        """
+        if temperature <= 0:
+            raise RosettaError(f"temperature must be > 0, not {temperature}")
+        if top_k is not None and top_k < 1:
+            raise RosettaError(f"top-k must be at least 1, not {top_k}")
+        ids = encode_text(self.tokenizer, prompt)
+        if not self.reads_characters and not prompt.endswith("\n") and ids:
+            ids = ids[:-1]  # the line goes on: no line break after the prompt
+        if not ids:
+            raise RosettaError("the prompt is empty: give at least one token")
+        generator = torch.Generator(device=self.device)
+        if seed is not None:
+            generator.manual_seed(seed)
+        length, memory_length = self.lm.segment_length, self.lm.scoring_memory
+        window = memory_length + length - 1
+        context = torch.tensor([ids], device=self.device)  # (1, P)
+        memory = None
+        for start in range(0, context.size(1) - 1, length):
+            chunk = context[:, start : min(start + length, context.size(1) - 1)]
+            _, memory = self.model(chunk, memory, memory_length)
+        token, produced = context[:, -1:], []
+        for _ in range(tokens):
+            features, memory = self.model(token, memory, window)
+            logits = self.model.output_proj(features[:, -1]).float() / temperature
+            if top_k is not None and top_k < logits.size(-1):
+                kth = logits.topk(top_k, dim=-1).values[:, -1:]
+                logits = logits.masked_fill(logits < kth, float("-inf"))
+            probabilities = torch.softmax(logits, dim=-1)
+            token = torch.multinomial(probabilities, 1, generator=generator)  # (1, 1)
+            produced.append(int(token))
+        if self.reads_characters:
+            return prompt + decode_text(self.tokenizer, produced)
+        return decode_text(self.tokenizer, ids + produced)  # pieces join as one

@@ -1,0 +1,161 @@
+"""What training a language model on one long text needs: the text laid out
+as parallel streams read segment after segment, the memory carried from each
+segment to the next, and validation by loss, perplexity and bits per
+character.
+
+Epoch ``e`` cuts the text into ``batch_tokens // segment_length`` streams
+starting at a seeded offset below ``segment_length``, so every epoch sees
+the segments' boundaries at other places. The memory is part of the
+training state: a checkpoint holds it (``state_tensors``), so resuming
+continues with the memory an uninterrupted run would have had.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import torch
+
+from rosetta.config import Config, LanguageModelConfig
+from rosetta.data.text import TokenStreams
+from rosetta.data.tokenizer import CharacterTokenizer, TokenizerPair
+from rosetta.data.vocab import PAD_ID
+from rosetta.errors import RosettaError
+from rosetta.evaluate.perplexity import score_text
+from rosetta.models.language_model import Memory, MemoryTransformerLM
+from rosetta.precision import autocast
+from rosetta.train.loss import projected_label_smoothed_cross_entropy
+
+
+class Segment(NamedTuple):
+    index: int  # in the epoch
+    inputs: torch.Tensor  # (n, L) this process's streams
+    labels: torch.Tensor  # (n, L) the next tokens
+
+
+class LanguageModelTask:
+    """Consecutive segments of ``train`` for a ``MemoryTransformerLM``.
+
+    Args:
+        train, valid: token ids of the training and validation texts.
+        rank, world_size: this process and how many train; each reads its
+            own streams and keeps its own memory.
+    """
+
+    def __init__(
+        self,
+        config: Config,
+        model: MemoryTransformerLM,
+        tokenizers: TokenizerPair,
+        train: list[int],
+        valid: list[int],
+        device: torch.device,
+        rank: int = 0,
+        world_size: int = 1,
+    ):
+        assert isinstance(config.model, LanguageModelConfig)
+        self.config, self.cfg, self.lm = config, config.train, config.model
+        self.model, self.tokenizers, self.device = model, tokenizers, device
+        self.train_ids, self.valid_ids = train, valid
+        self.rank = rank
+        self.streams_per_process = max(
+            1, self.cfg.batch_tokens // self.lm.segment_length // world_size
+        )
+        self.streams = self.streams_per_process * world_size
+        if len(train) < 2 * self.streams * self.lm.segment_length:
+            raise RosettaError(
+                f"the training text has {len(train):,} tokens: too few for "
+                f"{self.streams} streams of at least two segments of "
+                f"{self.lm.segment_length}; lower train.batch_tokens or "
+                "model.segment_length"
+            )
+        self.rows: torch.Tensor | None = None  # (n, T) this epoch's streams
+        self.memory: Memory | None = None
+        self.memory_after = -1  # the segment whose forward pass left it
+
+    @property
+    def has_validation(self) -> bool:
+        return len(self.valid_ids) > 1
+
+    @property
+    def best_metric(self) -> str:
+        return "loss"
+
+    def epoch_batches(self, epoch: int) -> list[list[int]]:
+        """Lay epoch ``epoch``'s streams out; its batches are the segment
+        indices, in order (the memory needs them consecutive)."""
+        rng = np.random.default_rng([self.cfg.seed, epoch])
+        offset = int(rng.integers(self.lm.segment_length))
+        layout = TokenStreams.of(self.train_ids[offset:], self.streams)
+        mine = slice(
+            self.rank * self.streams_per_process,
+            (self.rank + 1) * self.streams_per_process,
+        )
+        self.rows = layout.rows[mine]
+        segments = TokenStreams(self.rows).segments(self.lm.segment_length)
+        return [[index] for index in range(segments)]
+
+    def batches_per_update(self, world_size: int) -> int:
+        """Every process reads the same segments of its own streams."""
+        return self.cfg.update_freq
+
+    def share(
+        self, group: list[list[int]], rank: int, world_size: int
+    ) -> list[tuple[Segment, int]]:
+        assert self.rows is not None, "epoch_batches lays the streams out first"
+        share = []
+        for (index,) in group:
+            inputs, labels = TokenStreams(self.rows).segment(
+                index, self.lm.segment_length
+            )
+            share.append((Segment(index, inputs, labels), labels.numel()))
+        return share
+
+    def loss_sum(self, forward: torch.nn.Module, segment: Segment) -> torch.Tensor:
+        """The segment's summed label-smoothed loss, read with the memory
+        the previous segment left (none at an epoch's first)."""
+        memory = self.memory if self.memory_after == segment.index - 1 else None
+        features, self.memory = forward(segment.inputs.to(self.device), memory)
+        self.memory_after = segment.index
+        loss_sum, _, _ = projected_label_smoothed_cross_entropy(
+            features,
+            self.model.output_proj,
+            segment.labels.to(self.device),
+            self.cfg.label_smoothing,
+            PAD_ID,
+        )
+        return loss_sum
+
+    def validate(self) -> dict[str, float]:
+        """Loss (nats per token), perplexity and, for characters, bits per
+        character of the validation text, read in ``eval_streams`` rows."""
+        with autocast(self.device, self.cfg.precision):
+            score = score_text(
+                self.model,
+                self.valid_ids,
+                self.lm.segment_length,
+                self.lm.scoring_memory,
+                self.device,
+                streams=min(self.lm.eval_streams, max(1, len(self.valid_ids) // 2)),
+            )
+        result = {"loss": score.loss, "ppl": score.perplexity}
+        if isinstance(self.tokenizers.tgt, CharacterTokenizer):
+            result["bpc"] = score.bits_per_token
+        return result
+
+    def state_tensors(self) -> dict[str, torch.Tensor]:
+        """The memory and the segment that left it."""
+        tensors = {"memory_after": torch.tensor([self.memory_after])}
+        for layer, states in enumerate(self.memory or []):
+            tensors[f"memory.{layer}"] = states
+        return tensors
+
+    def load_state_tensors(self, tensors: dict[str, torch.Tensor]) -> None:
+        self.memory_after = int(tensors.get("memory_after", torch.tensor([-1]))[0])
+        layers = sorted(
+            (int(key.split(".")[1]), value)
+            for key, value in tensors.items()
+            if key.startswith("memory.")
+        )
+        self.memory = [value.to(self.device) for _, value in layers] or None

@@ -1,0 +1,116 @@
+"""What training a translation model needs from its data: the batches of an
+epoch, the label-smoothed loss of a batch, and validation (loss, perplexity
+and BLEU of greedy output).
+
+The trainer (``rosetta.train.trainer``) drives any task with these methods;
+the language-model task (``rosetta.train.lm_task``) is the other one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from rosetta.config import Config
+from rosetta.data.batching import Batch, Example, collate, make_batches, rank_share
+from rosetta.data.tokenizer import TokenizerPair
+from rosetta.data.vocab import PAD_ID
+from rosetta.models.interface import EncoderDecoder
+from rosetta.precision import autocast
+from rosetta.train.loss import projected_label_smoothed_cross_entropy
+from rosetta.train.validation import validation_bleu, validation_loss
+
+
+class TranslationTask:
+    """Parallel sentences, batched by length, for an encoder-decoder model.
+
+    Args:
+        train, valid: the encoded training and validation pairs.
+        valid_pairs: the validation pairs as text, for BLEU.
+    """
+
+    def __init__(
+        self,
+        config: Config,
+        model: EncoderDecoder,
+        tokenizers: TokenizerPair,
+        train: list[Example],
+        valid: list[Example],
+        valid_pairs: list[tuple[str, str]],
+        device: torch.device,
+    ):
+        self.config, self.cfg = config, config.train
+        self.model, self.tokenizers, self.device = model, tokenizers, device
+        self.train_examples, self.valid_examples = train, valid
+        self.valid_pairs = valid_pairs
+
+    @property
+    def has_validation(self) -> bool:
+        return bool(self.valid_examples)
+
+    @property
+    def best_metric(self) -> str:
+        """What picks the best checkpoint: BLEU when it is computed, else loss."""
+        metric = self.cfg.early_stopping.metric
+        return metric if metric == "loss" or self.cfg.valid_bleu else "loss"
+
+    def epoch_batches(self, epoch: int) -> list[list[int]]:
+        """Epoch ``epoch``'s batches (example indices) in a seeded order."""
+        rng = np.random.default_rng([self.cfg.seed, epoch])
+        return make_batches(self.train_examples, self.cfg.batch_tokens, rng)
+
+    def batches_per_update(self, world_size: int) -> int:
+        """Each process takes its share of ``world_size × update_freq``."""
+        return world_size * self.cfg.update_freq
+
+    def share(
+        self, group: list[list[int]], rank: int, world_size: int
+    ) -> list[tuple[Batch, int]]:
+        """This process's batches of ``group``, each with its target tokens."""
+        return [
+            (batch, batch.num_tgt_tokens if counts else 0)
+            for indices, counts in rank_share(group, rank, world_size)
+            for batch in [collate([self.train_examples[i] for i in indices])]
+        ]
+
+    def loss_sum(self, forward: torch.nn.Module, batch: Batch) -> torch.Tensor:
+        """The batch's summed label-smoothed loss (float32).
+
+        The output projection runs inside the loss, a block of real target
+        positions at a time (``projected_label_smoothed_cross_entropy``), so
+        the (n, T, V) logits are never built.
+        """
+        batch = batch.to(self.device)
+        features = forward(
+            batch.src, batch.src_mask, batch.tgt_in, batch.tgt_in != PAD_ID
+        )
+        loss_sum, _, _ = projected_label_smoothed_cross_entropy(
+            features,
+            self.model.output_proj,
+            batch.tgt_out,
+            self.cfg.label_smoothing,
+            PAD_ID,
+        )
+        return loss_sum
+
+    def validate(self) -> dict[str, float]:
+        with autocast(self.device, self.cfg.precision):
+            result = validation_loss(
+                self.model,
+                self.valid_examples,
+                self.cfg.batch_tokens,
+                self.cfg.label_smoothing,
+                self.device,
+            )
+        if self.cfg.valid_bleu:
+            result["bleu"] = validation_bleu(
+                self.model, self.tokenizers, self.valid_pairs, self.config, self.device
+            )
+        return result
+
+    def state_tensors(self) -> dict[str, torch.Tensor]:
+        """Nothing but the data position is carried between updates."""
+        return {}
+
+    def load_state_tensors(self, tensors: dict[str, torch.Tensor]) -> None:
+        pass
