@@ -1,5 +1,5 @@
 """``rosetta prepare | train | translate | evaluate | average | export | serve |
-plot | perplexity | generate``.
+plot | perplexity | generate | task``.
 
 Each verb lives in its own module: its ``cmd_*`` function and the parser that
 calls it.
@@ -19,6 +19,7 @@ from rosetta.cli import (
     language_model,
     plot,
     serve,
+    task,
     train,
     translate,
 )
@@ -56,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     for verb in (translate, evaluate, average, export, serve, plot):
         verb.add_parser(verbs)
     language_model.add_parsers(verbs)
+    task.add_parser(verbs)
     return parser
 
 

@@ -1,0 +1,53 @@
+"""``rosetta task NAME -o DIR``: a synthetic task as parallel files."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rosetta.tasks import TASKS, TaskSpec, parse_band, write_task
+
+
+def cmd_task(args: argparse.Namespace) -> None:
+    spec = TaskSpec(
+        task=args.name,
+        lengths=parse_band(args.lengths),
+        count=args.count,
+        valid=args.valid,
+        test=args.test,
+        bands=tuple(parse_band(band) for band in args.bands),
+        alphabet=list(args.alphabet),
+        seed=args.seed,
+    )
+    counts = write_task(spec, Path(args.output))
+    for name, pairs in counts.items():
+        print(f"{Path(args.output) / name}.src/.tgt: {pairs} pairs")
+
+
+def add_parser(verbs: argparse._SubParsersAction) -> None:
+    task = verbs.add_parser(
+        "task",
+        help="write a synthetic task (copy, reverse, sort, duplicate, addition) "
+        "as train/valid/test parallel files",
+    )
+    task.add_argument("name", choices=TASKS, help="the task")
+    task.add_argument("-o", "--output", required=True, help="folder to write")
+    task.add_argument(
+        "--lengths", default="1-40", help="source lengths of train, valid and test"
+    )
+    task.add_argument("--count", type=int, default=10000, help="training pairs")
+    task.add_argument("--valid", type=int, default=500, help="validation pairs")
+    task.add_argument("--test", type=int, default=500, help="pairs per test set")
+    task.add_argument(
+        "--bands",
+        nargs="*",
+        default=["41-80", "81-120", "121-200"],
+        help="further test sets at these lengths (none: only the training range)",
+    )
+    task.add_argument(
+        "--alphabet",
+        default="abcdefghij",
+        help="the symbols, one character each (addition uses digits)",
+    )
+    task.add_argument("--seed", type=int, default=1, help="seed of the draws")
+    task.set_defaults(run=cmd_task)

@@ -1,0 +1,175 @@
+"""Synthetic sequence-to-sequence tasks, written as ordinary parallel files.
+
+Each task maps a sequence of symbols to another:
+
+    copy       a b c      -> a b c
+    reverse    a b c      -> c b a
+    sort       c a b      -> a b c          (in the alphabet's order)
+    duplicate  a b c      -> a b c a b c
+    addition   4 7 + 8 5  -> 1 3 2          (two n-digit numbers, their sum)
+
+``write_task`` draws training, validation and test pairs with source lengths
+in one range, and further test sets at longer length bands, never seen in
+training, so that every model and command can be trained and evaluated on
+them unchanged: ``rosetta train`` on ``train.src``/``train.tgt``,
+``rosetta evaluate`` on each test band. A test or validation source never
+occurs in the training set. The length of an addition is the digits of
+each number.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import string
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from rosetta.errors import RosettaError
+
+Symbols = list[str]
+
+DIGITS = list(string.digits)
+
+
+def _sorted(source: Symbols, alphabet: Symbols) -> Symbols:
+    rank = {symbol: index for index, symbol in enumerate(alphabet)}
+    return sorted(source, key=rank.__getitem__)
+
+
+def _add(source: Symbols, alphabet: Symbols) -> Symbols:
+    plus = source.index("+")
+    total = int("".join(source[:plus])) + int("".join(source[plus + 1 :]))
+    return list(str(total))
+
+
+TARGETS: dict[str, Callable[[Symbols, Symbols], Symbols]] = {
+    "copy": lambda source, alphabet: list(source),
+    "reverse": lambda source, alphabet: source[::-1],
+    "sort": _sorted,
+    "duplicate": lambda source, alphabet: source + source,
+    "addition": _add,
+}
+TASKS = tuple(TARGETS)
+
+
+def target_of(task: str, source: Symbols, alphabet: Symbols) -> Symbols:
+    """What ``task`` maps ``source`` to."""
+    if task not in TARGETS:
+        raise RosettaError(f"unknown task {task!r}; use one of: {', '.join(TASKS)}")
+    return TARGETS[task](source, alphabet)
+
+
+def draw_source(
+    task: str, length: int, alphabet: Symbols, rng: random.Random
+) -> Symbols:
+    """A random source of ``length`` (for addition: two numbers of ``length``
+    digits, without leading zeros)."""
+    if task != "addition":
+        return [rng.choice(alphabet) for _ in range(length)]
+
+    def number() -> Symbols:
+        first = rng.choice(DIGITS[1:] if length > 1 else DIGITS)
+        return [first, *(rng.choice(DIGITS) for _ in range(length - 1))]
+
+    return [*number(), "+", *number()]
+
+
+def parse_band(text: str) -> tuple[int, int]:
+    """``"41-80"`` -> (41, 80); ``"7"`` -> (7, 7)."""
+    low, _, high = text.partition("-")
+    try:
+        band = int(low), int(high or low)
+    except ValueError:
+        raise RosettaError(
+            f"length band {text!r}: expected LOW-HIGH, e.g. 1-40"
+        ) from None
+    if not 1 <= band[0] <= band[1]:
+        raise RosettaError(f"length band {text!r}: need 1 <= LOW <= HIGH")
+    return band
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    task: str
+    lengths: tuple[int, int] = (1, 40)
+    count: int = 10000  # training pairs
+    valid: int = 500
+    test: int = 500  # per test set
+    bands: tuple[tuple[int, int], ...] = ((41, 80), (81, 120), (121, 200))
+    alphabet: list[str] = field(default_factory=lambda: list("abcdefghij"))
+    seed: int = 1
+
+
+def _draw(
+    spec: TaskSpec,
+    band: tuple[int, int],
+    count: int,
+    rng: random.Random,
+    excluded: set[tuple[str, ...]],
+    name: str,
+) -> list[Symbols]:
+    """``count`` sources with lengths uniform in ``band``, none in ``excluded``
+    (the sources drawn are added to it)."""
+    alphabet = DIGITS if spec.task == "addition" else spec.alphabet
+    drawn: list[Symbols] = []
+    attempts = 0
+    while len(drawn) < count:
+        attempts += 1
+        if attempts > 100 * count + 1000:
+            raise RosettaError(
+                f"{name}: cannot draw {count} distinct sources of lengths "
+                f"{band[0]}-{band[1]} apart from the other splits; use more "
+                "symbols, longer lengths or fewer pairs"
+            )
+        source = draw_source(spec.task, rng.randint(*band), alphabet, rng)
+        key = tuple(source)
+        if key not in excluded:
+            excluded.add(key)
+            drawn.append(source)
+    return drawn
+
+
+def write_split(
+    folder: Path, name: str, sources: list[Symbols], spec: TaskSpec
+) -> None:
+    alphabet = DIGITS if spec.task == "addition" else spec.alphabet
+    targets = [target_of(spec.task, source, alphabet) for source in sources]
+    (folder / f"{name}.src").write_text("".join(" ".join(s) + "\n" for s in sources))
+    (folder / f"{name}.tgt").write_text("".join(" ".join(t) + "\n" for t in targets))
+
+
+def write_task(spec: TaskSpec, folder: Path) -> dict[str, int]:
+    """Write ``train``, ``valid``, ``test`` and ``test-LOW-HIGH`` for every band
+    as ``NAME.src``/``NAME.tgt`` in ``folder``, and ``task.json``; returns the
+    pairs per split. Test and validation sets are drawn first, so that the
+    training set can leave their sources out."""
+    if spec.task not in TARGETS:
+        raise RosettaError(
+            f"unknown task {spec.task!r}; use one of: {', '.join(TASKS)}"
+        )
+    if spec.task == "sort" and len(set(spec.alphabet)) != len(spec.alphabet):
+        raise RosettaError("sort: the alphabet repeats a symbol")
+    if any(not symbol or symbol.isspace() or " " in symbol for symbol in spec.alphabet):
+        raise RosettaError(
+            "the alphabet's symbols must be non-empty and without spaces"
+        )
+    rng = random.Random(spec.seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    seen: set[tuple[str, ...]] = set()
+    splits = {
+        "test": _draw(spec, spec.lengths, spec.test, rng, seen, "test"),
+        "valid": _draw(spec, spec.lengths, spec.valid, rng, seen, "valid"),
+    }
+    for band in spec.bands:
+        name = f"test-{band[0]}-{band[1]}"
+        splits[name] = _draw(spec, band, spec.test, rng, seen, name)
+    splits["train"] = _draw(spec, spec.lengths, spec.count, rng, seen, "train")
+    for name, sources in splits.items():
+        write_split(folder, name, sources, spec)
+    counts = {name: len(sources) for name, sources in splits.items()}
+    (folder / "task.json").write_text(
+        json.dumps({**asdict(spec), "pairs": counts}, indent=1)
+    )
+    return counts

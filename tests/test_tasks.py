@@ -1,0 +1,103 @@
+"""Synthetic tasks: each generator writes what its task says, at the lengths
+asked, with no test source in the training set."""
+
+import json
+import random
+
+import pytest
+
+from rosetta.cli import main
+from rosetta.config import CorpusFiles
+from rosetta.data.corpus import read_corpus
+from rosetta.errors import RosettaError
+from rosetta.tasks import TaskSpec, draw_source, parse_band, target_of, write_task
+
+ALPHABET = list("abcdefghij")
+
+
+@pytest.mark.parametrize(
+    ("task", "source", "target"),
+    [
+        ("copy", "c a b", "c a b"),
+        ("reverse", "c a b", "b a c"),
+        ("sort", "c a b a", "a a b c"),
+        ("duplicate", "c a b", "c a b c a b"),
+        ("addition", "4 7 + 8 5", "1 3 2"),
+        ("addition", "0 + 0", "0"),
+        ("addition", "9 9 9 + 1 0 0", "1 0 9 9"),
+    ],
+)
+def test_each_task_maps_a_hand_checked_example(task, source, target):
+    assert " ".join(target_of(task, source.split(), ALPHABET)) == target
+
+
+def test_sort_follows_the_alphabets_order_not_the_characters():
+    assert target_of("sort", list("xay"), list("yxa")) == list("yxa")
+
+
+def test_additions_have_two_numbers_of_the_length_without_leading_zeros():
+    rng = random.Random(0)
+    for length in (1, 2, 5):
+        for _ in range(50):
+            source = draw_source("addition", length, ALPHABET, rng)
+            plus = source.index("+")
+            left, right = source[:plus], source[plus + 1 :]
+            assert len(left) == len(right) == length
+            if length > 1:
+                assert left[0] != "0" and right[0] != "0"
+
+
+def test_the_written_splits_have_their_lengths_and_no_test_source_in_training(
+    tmp_path,
+):
+    spec = TaskSpec(
+        "reverse", lengths=(1, 6), count=300, valid=40, test=40, bands=((7, 9),)
+    )
+    counts = write_task(spec, tmp_path)
+    assert counts == {"test": 40, "valid": 40, "test-7-9": 40, "train": 300}
+    split = {
+        name: read_corpus(
+            CorpusFiles(src=tmp_path / f"{name}.src", tgt=tmp_path / f"{name}.tgt")
+        )
+        for name in counts
+    }
+    for name, pairs in split.items():
+        low, high = (7, 9) if name == "test-7-9" else (1, 6)
+        for source, target in pairs:
+            assert low <= len(source.split()) <= high
+            assert target.split() == source.split()[::-1]
+    train = {source for source, _ in split["train"]}
+    assert not train & {source for source, _ in split["test"]}
+    assert not train & {source for source, _ in split["valid"]}
+    assert len(train) == 300  # distinct
+    assert json.loads((tmp_path / "task.json").read_text())["pairs"] == counts
+
+
+def test_the_same_seed_writes_the_same_files(tmp_path):
+    spec = TaskSpec("sort", lengths=(2, 5), count=50, valid=5, test=5, bands=())
+    write_task(spec, tmp_path / "a")
+    write_task(spec, tmp_path / "b")
+    for name in ("train.src", "train.tgt", "test.src"):
+        first, second = (tmp_path / run / name for run in ("a", "b"))
+        assert first.read_text() == second.read_text()
+
+
+def test_impossible_requests_are_clear_errors(tmp_path):
+    tiny = TaskSpec("copy", lengths=(1, 1), count=50, valid=2, test=2, bands=())
+    with pytest.raises(RosettaError, match="train: cannot draw 50 distinct sources"):
+        write_task(tiny, tmp_path)
+    with pytest.raises(RosettaError, match="expected LOW-HIGH"):
+        parse_band("short")
+    with pytest.raises(RosettaError, match="need 1 <= LOW <= HIGH"):
+        parse_band("9-3")
+
+
+def test_the_command_writes_the_files_it_lists(tmp_path, capsys):
+    out = tmp_path / "dup"
+    flags = ["--lengths", "1-4", "--count", "100", "--valid", "10", "--test", "10"]
+    assert main(["task", "duplicate", "-o", str(out), *flags, "--bands", "5-8"]) == 0
+    printed = capsys.readouterr().out
+    for name in ("train", "valid", "test", "test-5-8"):
+        assert f"{out / name}.src/.tgt" in printed
+    first = (out / "train.src").read_text().splitlines()[0].split()
+    assert (out / "train.tgt").read_text().splitlines()[0].split() == first * 2
