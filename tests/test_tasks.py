@@ -101,3 +101,66 @@ def test_the_command_writes_the_files_it_lists(tmp_path, capsys):
         assert f"{out / name}.src/.tgt" in printed
     first = (out / "train.src").read_text().splitlines()[0].split()
     assert (out / "train.tgt").read_text().splitlines()[0].split() == first * 2
+
+
+def test_accuracy_counts_whole_outputs_and_positions_over_the_longer():
+    from rosetta.tasks import accuracy
+
+    score = accuracy(["a b c", "a b", "a x c d", ""], ["a b c", "a b c", "a b c", "a"])
+    assert score.exact == 0.25
+    # 3 of 3, 2 of 3, 2 of 4, 0 of 1
+    assert score.per_token == pytest.approx(7 / 11)
+    with pytest.raises(RosettaError, match="2 outputs for 1"):
+        accuracy(["a", "b"], ["a"])
+
+
+@pytest.mark.slow
+def test_a_tiny_transformer_trained_on_the_written_files_learns_to_copy(tmp_path):
+    """The files go through the ordinary training run and translator; a model
+    that cannot attend or decode cannot copy 8 random symbols exactly."""
+    import yaml
+
+    from rosetta import Translator
+    from rosetta.config import load_config
+    from rosetta.tasks import accuracy
+    from rosetta.train.run import run_training
+
+    spec = TaskSpec("copy", lengths=(1, 8), count=3000, valid=50, test=100, bands=())
+    write_task(spec, tmp_path / "data")
+
+    def files(name):
+        return {"src": f"data/{name}.src", "tgt": f"data/{name}.tgt"}
+
+    config = {
+        "data": {"train": files("train"), "valid": files("valid")},
+        "tokenizer": {"kind": "word", "joint": True},
+        "model": {
+            "encoder_layers": 1,
+            "decoder_layers": 1,
+            "d_model": 64,
+            "heads": 4,
+            "d_ff": 128,
+            "dropout": 0.0,
+            "norm": "pre",
+            "max_positions": 32,
+        },
+        "train": {
+            "batch_tokens": 1000,
+            "lr": 3e-3,
+            "warmup_steps": 40,
+            "label_smoothing": 0.0,
+            "max_epochs": None,
+            "max_steps": 300,
+            "validate_every": 300,
+            "threads": 2,
+        },
+    }
+    (tmp_path / "copy.yaml").write_text(yaml.safe_dump(config))
+    run_training(load_config(tmp_path / "copy.yaml"), tmp_path / "run")
+    pairs = read_corpus(
+        CorpusFiles(src=tmp_path / "data/test.src", tgt=tmp_path / "data/test.tgt")
+    )
+    translator = Translator.load(tmp_path / "run", device="cpu")
+    outputs = translator.translate([source for source, _ in pairs])
+    score = accuracy(outputs, [target for _, target in pairs])
+    assert score.exact >= 0.95, score

@@ -7,7 +7,7 @@ from rosetta.models import (
     TransformerEncoderLayer,
     build_transformer,
 )
-from rosetta.models.transformer import causal_mask
+from rosetta.models.transformer import POSITIONS, causal_mask, draw_positions
 from rosetta.nn.relative_attention import RelativeMultiHeadAttention
 from rosetta.train import label_smoothed_cross_entropy
 from tests.test_attention import copy_into_torch
@@ -110,9 +110,9 @@ def random_batch(seed=4):
 
 @pytest.mark.reference
 @pytest.mark.parametrize("norm_first", [False, True])
-@pytest.mark.parametrize("relative", [False, True], ids=["sinusoidal", "relative"])
-def test_cached_steps_equal_teacher_forcing(norm_first, relative):
-    model = tiny_model(norm_first=norm_first, relative=relative)
+@pytest.mark.parametrize("positions", POSITIONS)
+def test_cached_steps_equal_teacher_forcing(norm_first, positions):
+    model = tiny_model(norm_first=norm_first, positions=positions)
     src, src_mask, tgt = random_batch()
     with torch.no_grad():
         logits = model.output_proj(model(src, src_mask, tgt))  # (n, T, V)
@@ -136,7 +136,7 @@ def test_reorder_selects_rows_of_the_cache():
         assert torch.allclose(expected, direct[index], atol=1e-6)
 
 
-@pytest.mark.parametrize("relative", [False, True], ids=["sinusoidal", "relative"])
+@pytest.mark.parametrize("positions", POSITIONS)
 @pytest.mark.parametrize(
     ("index", "group", "memory_copied"),
     [
@@ -146,9 +146,9 @@ def test_reorder_selects_rows_of_the_cache():
     ],
 )
 def test_beams_share_their_sentences_memory_and_step_as_if_copied(
-    index, group, memory_copied, relative
+    index, group, memory_copied, positions
 ):
-    model = tiny_model(relative=relative)
+    model = tiny_model(positions=positions)
     src, src_mask, tgt = random_batch()
     index = torch.tensor(index)
     with torch.no_grad():
@@ -173,9 +173,9 @@ def test_beams_share_their_sentences_memory_and_step_as_if_copied(
             prev = tgt[index, t][parents]
 
 
-@pytest.mark.parametrize("relative", [False, True], ids=["sinusoidal", "relative"])
-def test_padding_content_never_changes_real_outputs_or_the_loss(relative):
-    model = tiny_model(relative=relative)
+@pytest.mark.parametrize("positions", POSITIONS)
+def test_padding_content_never_changes_real_outputs_or_the_loss(positions):
+    model = tiny_model(positions=positions)
     src, src_mask, tgt = random_batch()
     tgt_mask = torch.arange(6)[None] < torch.tensor([6, 4, 2])[:, None]
     with torch.no_grad():
@@ -205,3 +205,58 @@ def test_too_long_input_is_a_clear_error():
     src = torch.ones(1, 65, dtype=torch.long)
     with pytest.raises(ValueError, match="max_positions"):
         model.encode(src, src > 0)
+
+
+def test_drawn_positions_are_distinct_sorted_and_cover_the_table():
+    torch.manual_seed(0)
+    drawn = draw_positions(500, 7, 64, torch.device("cpu"))
+    assert drawn.shape == (500, 7)
+    assert bool((drawn[:, 1:] > drawn[:, :-1]).all())  # sorted, hence distinct
+    assert int(drawn.min()) == 0 and int(drawn.max()) == 63
+    # far positions are drawn as often as in a uniform 7-subset of 0..63
+    assert abs(float((drawn >= 40).float().mean()) - 24 / 64) < 0.03
+    assert (
+        draw_positions(3, 5, 5, torch.device("cpu")).tolist() == [[0, 1, 2, 3, 4]] * 3
+    )
+    with pytest.raises(ValueError, match="max_positions"):
+        draw_positions(1, 9, 8, torch.device("cpu"))
+
+
+def test_randomized_training_places_source_and_target_tokens_on_one_position():
+    model = tiny_model(positions="randomized")
+    sinusoidal = tiny_model()  # the same weights: one seed, no new parameters
+    sinusoidal.load_state_dict(model.state_dict())
+    src, src_mask, tgt = random_batch()
+    with torch.no_grad():
+        assert torch.equal(model(src, src_mask, tgt), sinusoidal(src, src_mask, tgt))
+        torch.manual_seed(5)
+        trained = model.train()(src, src_mask, tgt)
+        torch.manual_seed(5)
+        positions = draw_positions(3, 8, 64, torch.device("cpu"))
+        memory = sinusoidal.encoder(src, src_mask, positions)
+        state = sinusoidal.init_state(memory, src_mask)
+        expected, _ = sinusoidal.decoder(tgt, state, positions=positions[:, :6])
+        assert torch.allclose(trained, expected, atol=1e-6)
+        assert not torch.allclose(trained, sinusoidal(src, src_mask, tgt), atol=1e-3)
+
+
+def test_randomized_training_with_a_table_as_long_as_the_batch_is_sinusoidal():
+    model = tiny_model(positions="randomized", max_positions=8)
+    src, src_mask, tgt = random_batch()
+    with torch.no_grad():
+        assert torch.equal(
+            model.train()(src, src_mask, tgt), model.eval()(src, src_mask, tgt)
+        )
+
+
+def test_nope_adds_positions_in_the_encoder_only_and_shares_the_tokens():
+    model = build_transformer(
+        20, 20, d_model=16, heads=2, d_ff=32, share_embeddings=True, positions="nope"
+    ).eval()
+    tokens = torch.tensor([[5, 5, 5]])
+    decoded = model.decoder.embedding(tokens, offset=4)
+    assert torch.equal(decoded[0, 0], decoded[0, 2])
+    encoded = model.encoder.embedding(tokens)
+    assert not torch.equal(encoded[0, 0], encoded[0, 2])
+    assert model.decoder.embedding.token is model.encoder.embedding.token
+    assert model.output_proj.weight is model.encoder.embedding.token.weight

@@ -173,3 +173,35 @@ def write_task(spec: TaskSpec, folder: Path) -> dict[str, int]:
         json.dumps({**asdict(spec), "pairs": counts}, indent=1)
     )
     return counts
+
+
+@dataclass(frozen=True)
+class Accuracy:
+    """How many outputs equal their reference (``exact``), and how many
+    positions do (``per_token``: symbol ``i`` of the output against symbol
+    ``i`` of the reference, over the longer of the two, so that a symbol too
+    many or too few counts as one wrong)."""
+
+    exact: float
+    per_token: float
+    sentences: int
+
+
+def accuracy(hypotheses: list[str], references: list[str]) -> Accuracy:
+    """Exact-sequence and per-token accuracy of space-separated outputs."""
+    if len(hypotheses) != len(references):
+        raise RosettaError(
+            f"{len(hypotheses)} outputs for {len(references)} references"
+        )
+    exact = right = positions = 0
+    for hypothesis, reference in zip(hypotheses, references, strict=True):
+        output, wanted = hypothesis.split(), reference.split()
+        exact += output == wanted
+        right += sum(a == b for a, b in zip(output, wanted, strict=False))
+        positions += max(len(output), len(wanted))
+    count = len(references)
+    return Accuracy(
+        exact=exact / count if count else 0.0,
+        per_token=right / positions if positions else 0.0,
+        sentences=count,
+    )

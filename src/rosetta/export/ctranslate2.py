@@ -58,10 +58,16 @@ def export_ctranslate2(
         raise RosettaError(
             f"{folder}: a recurrent model; CTranslate2 runs Transformers only"
         )
-    if translator.config.model.positions != "sinusoidal":
+    positions = translator.config.model.positions
+    if positions == "relative":
         raise RosettaError(
             f"{folder}: relative positions; CTranslate2 has no Transformer-XL "
             "attention, only absolute sinusoidal positions"
+        )
+    if positions == "nope":
+        raise RosettaError(
+            f"{folder}: no positions in the decoder; CTranslate2 adds "
+            "sinusoidal positions to both sides"
         )
     spec = _transformer_spec(translator)
     _convert(spec, Path(output), quantization)

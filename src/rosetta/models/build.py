@@ -32,7 +32,7 @@ def build_model(config: ModelConfig, src_vocab: int, tgt_vocab: int) -> EncoderD
             share_embeddings=config.share_embeddings,
             tie_output=config.tie_output,
             max_positions=config.max_positions,
-            relative=config.positions == "relative",
+            positions=config.positions,
         )
     if isinstance(config, RNNConfig):
         return build_rnn_seq2seq(

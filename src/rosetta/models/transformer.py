@@ -24,7 +24,9 @@ class TransformerEmbedding(nn.Module):
     """Token embedding scaled by sqrt(d), plus sinusoidal positions, then dropout.
 
     With ``absolute=False`` no positions are added: relative attention scores
-    the distances between positions instead."""
+    the distances between positions instead, and a decoder without positions
+    learns where it is from its causal self-attention alone. ``token`` shares
+    an existing token embedding (one vocabulary, two position schemes)."""
 
     def __init__(
         self,
@@ -33,19 +35,28 @@ class TransformerEmbedding(nn.Module):
         max_positions: int,
         dropout: float,
         absolute: bool = True,
+        token: nn.Embedding | None = None,
     ):
         super().__init__()
         self.absolute = absolute
-        self.token = nn.Embedding(vocab_size, d_model)
-        nn.init.normal_(self.token.weight, std=d_model**-0.5)
+        if token is None:
+            token = nn.Embedding(vocab_size, d_model)
+            nn.init.normal_(token.weight, std=d_model**-0.5)
+        self.token = token
         self.scale = math.sqrt(d_model)
         self.register_buffer(
             "positions", positional_encoding(max_positions, d_model), persistent=False
         )
         self.dropout = Dropout(dropout)
 
-    def forward(self, tokens: torch.Tensor, offset: int = 0) -> torch.Tensor:
-        """(n, L) ids -> (n, L, d); ``offset`` is the position of the first token."""
+    def forward(
+        self,
+        tokens: torch.Tensor,
+        offset: int = 0,
+        positions: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """(n, L) ids -> (n, L, d); ``offset`` is the position of the first
+        token, or ``positions`` (n, L) gives every token's own."""
         length = tokens.size(1)
         if offset + length > self.positions.size(0):
             raise ValueError(
@@ -54,8 +65,22 @@ class TransformerEmbedding(nn.Module):
             )
         x = self.token(tokens) * self.scale
         if self.absolute:
-            x = x + self.positions[offset : offset + length]
+            if positions is None:
+                x = x + self.positions[offset : offset + length]
+            else:
+                x = x + self.positions[positions]
         return self.dropout(x)
+
+
+def draw_positions(
+    rows: int, length: int, span: int, device: torch.device
+) -> torch.Tensor:
+    """(rows, length): for every row, ``length`` distinct positions drawn
+    uniformly from ``0 .. span-1`` and sorted (randomized positions)."""
+    if length > span:
+        raise ValueError(f"sequence of {length} tokens exceeds max_positions ({span})")
+    chosen = torch.rand(rows, span, device=device).topk(length, dim=1).indices
+    return chosen.sort(dim=1).values
 
 
 def self_attention(
@@ -225,8 +250,14 @@ class TransformerEncoder(Encoder):
         self.layers = nn.ModuleList(layers)
         self.final_norm = final_norm  # LayerNorm in pre-norm, Identity in post-norm
 
-    def forward(self, src: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
-        x = self.embedding(src)  # (n, S, d)
+    def forward(
+        self,
+        src: torch.Tensor,
+        src_mask: torch.Tensor,
+        positions: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """``positions`` (n, S): the tokens' positions, if not 0, 1, 2, ..."""
+        x = self.embedding(src, positions=positions)  # (n, S, d)
         mask = src_mask[:, None, None, :]  # (n, 1, 1, S): every query sees real keys
         for layer in self.layers:
             x = layer(x, mask)
@@ -265,7 +296,10 @@ class TransformerDecoder(Decoder):
         state: TransformerState,
         tgt_mask: torch.Tensor | None = None,
         need_attention: bool = False,
+        positions: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, TransformerState]:
+        """As ``Decoder.forward``; ``positions`` (n, T) are the tokens'
+        positions (teacher forcing), if not ``state.length``, +1, +2, ..."""
         new = tgt_in.size(1)
         total = state.length + new
         self_mask: torch.Tensor | None = None
@@ -274,7 +308,7 @@ class TransformerDecoder(Decoder):
             if tgt_mask is not None:  # AND the padding mask over target keys
                 assert state.length == 0, "padding masks are for teacher forcing"
                 self_mask = self_mask & tgt_mask[:, None, None, :]
-        x = self.embedding(tgt_in, offset=state.length)
+        x = self.embedding(tgt_in, offset=state.length, positions=positions)
         caches, weights = [], []
         for i, layer in enumerate(self.layers):
             cache = None if state.self_kv is None else state.self_kv[i]
@@ -296,6 +330,40 @@ class TransformerDecoder(Decoder):
         return x, replace(state, self_kv=caches, length=total, attention=attention)
 
 
+class RandomizedPositionsTransformer(EncoderDecoder):
+    """A Transformer that, in training, places every sentence pair at random
+    positions: ``max(S, T)`` distinct positions are drawn from the whole
+    table, ``0 .. max_positions-1``, and sorted; the source takes the first
+    ``S`` of them and the target the first ``T``. Source token ``i`` and
+    target token ``i`` keep one position, as they do with ``0, 1, 2, ...``,
+    while every position of the table is trained, so that a sentence longer
+    than any seen in training finds no position new. Outside training
+    (validation, search) positions are ``0, 1, 2, ...``, so decoding is that
+    of the sinusoidal Transformer."""
+
+    def forward(
+        self,
+        src: torch.Tensor,
+        src_mask: torch.Tensor,
+        tgt_in: torch.Tensor,
+        tgt_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        if not self.training:
+            return super().forward(src, src_mask, tgt_in, tgt_mask)
+        span = self.encoder.embedding.positions.size(0)
+        longest = max(src.size(1), tgt_in.size(1))
+        positions = draw_positions(src.size(0), longest, span, src.device)
+        memory = self.encoder(src, src_mask, positions[:, : src.size(1)])
+        state = self.init_state(memory, src_mask)
+        features, _ = self.decoder(
+            tgt_in, state, tgt_mask, positions=positions[:, : tgt_in.size(1)]
+        )
+        return features
+
+
+POSITIONS = ("sinusoidal", "relative", "randomized", "nope")
+
+
 def build_transformer(
     src_vocab: int,
     tgt_vocab: int,
@@ -311,11 +379,19 @@ def build_transformer(
     share_embeddings: bool = False,
     tie_output: bool = True,
     max_positions: int = 1024,
-    relative: bool = False,
+    positions: str = "sinusoidal",
 ) -> EncoderDecoder:
-    """Assemble a Transformer; the sizes are those of ``ModelConfig``."""
+    """Assemble a Transformer; the sizes are those of ``ModelConfig``.
+
+    ``positions``: ``sinusoidal`` (added to both embeddings), ``relative``
+    (self-attention scores distances), ``randomized`` (sinusoids at random
+    sorted positions in training) or ``nope`` (sinusoids in the encoder,
+    none in the decoder)."""
     if share_embeddings and src_vocab != tgt_vocab:
         raise ValueError("shared embeddings need one vocabulary for source and target")
+    if positions not in POSITIONS:
+        raise ValueError(f"positions {positions!r}: use one of {', '.join(POSITIONS)}")
+    relative = positions == "relative"
 
     def embedding(vocab: int) -> TransformerEmbedding:
         return TransformerEmbedding(
@@ -336,6 +412,10 @@ def build_transformer(
     )
     src_embedding = embedding(src_vocab)
     tgt_embedding = src_embedding if share_embeddings else embedding(tgt_vocab)
+    if positions == "nope":  # the same tokens, no positions added
+        tgt_embedding = TransformerEmbedding(
+            tgt_vocab, d_model, max_positions, dropout, False, tgt_embedding.token
+        )
     output_proj = nn.Linear(d_model, tgt_vocab, bias=False)
     encoder = TransformerEncoder(
         src_embedding,
@@ -356,4 +436,6 @@ def build_transformer(
         output_proj.weight = tgt_embedding.token.weight
     else:
         nn.init.normal_(output_proj.weight, std=d_model**-0.5)
+    if positions == "randomized":
+        return RandomizedPositionsTransformer(encoder, decoder, output_proj)
     return EncoderDecoder(encoder, decoder, output_proj)
