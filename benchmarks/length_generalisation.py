@@ -52,6 +52,7 @@ MODELS = {
     "transformer": TRANSFORMER,
     "transformer-relative": {**TRANSFORMER, "positions": "relative"},
     "transformer-randomized": {**TRANSFORMER, "positions": "randomized"},
+    "transformer-shifted": {**TRANSFORMER, "positions": "shifted"},
     "transformer-nope": {**TRANSFORMER, "positions": "nope"},
     "gru-attention": {
         "arch": "rnn",

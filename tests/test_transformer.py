@@ -7,7 +7,12 @@ from rosetta.models import (
     TransformerEncoderLayer,
     build_transformer,
 )
-from rosetta.models.transformer import POSITIONS, causal_mask, draw_positions
+from rosetta.models.transformer import (
+    POSITIONS,
+    causal_mask,
+    draw_offsets,
+    draw_positions,
+)
 from rosetta.nn.relative_attention import RelativeMultiHeadAttention
 from rosetta.train import label_smoothed_cross_entropy
 from tests.test_attention import copy_into_torch
@@ -222,8 +227,14 @@ def test_drawn_positions_are_distinct_sorted_and_cover_the_table():
         draw_positions(1, 9, 8, torch.device("cpu"))
 
 
-def test_randomized_training_places_source_and_target_tokens_on_one_position():
-    model = tiny_model(positions="randomized")
+@pytest.mark.parametrize(
+    ("positions", "draw"),
+    [("randomized", draw_positions), ("shifted", draw_offsets)],
+)
+def test_random_positions_place_source_and_target_tokens_on_one_position(
+    positions, draw
+):
+    model = tiny_model(positions=positions)
     sinusoidal = tiny_model()  # the same weights: one seed, no new parameters
     sinusoidal.load_state_dict(model.state_dict())
     src, src_mask, tgt = random_batch()
@@ -232,21 +243,33 @@ def test_randomized_training_places_source_and_target_tokens_on_one_position():
         torch.manual_seed(5)
         trained = model.train()(src, src_mask, tgt)
         torch.manual_seed(5)
-        positions = draw_positions(3, 8, 64, torch.device("cpu"))
-        memory = sinusoidal.encoder(src, src_mask, positions)
+        drawn = draw(3, 8, 64, torch.device("cpu"))
+        memory = sinusoidal.encoder(src, src_mask, drawn)
         state = sinusoidal.init_state(memory, src_mask)
-        expected, _ = sinusoidal.decoder(tgt, state, positions=positions[:, :6])
+        expected, _ = sinusoidal.decoder(tgt, state, positions=drawn[:, :6])
         assert torch.allclose(trained, expected, atol=1e-6)
         assert not torch.allclose(trained, sinusoidal(src, src_mask, tgt), atol=1e-3)
 
 
-def test_randomized_training_with_a_table_as_long_as_the_batch_is_sinusoidal():
-    model = tiny_model(positions="randomized", max_positions=8)
+@pytest.mark.parametrize("positions", ["randomized", "shifted"])
+def test_random_positions_with_a_table_as_long_as_the_batch_are_sinusoidal(
+    positions,
+):
+    model = tiny_model(positions=positions, max_positions=8)
     src, src_mask, tgt = random_batch()
     with torch.no_grad():
         assert torch.equal(
             model.train()(src, src_mask, tgt), model.eval()(src, src_mask, tgt)
         )
+
+
+def test_shifted_positions_are_consecutive_from_every_start():
+    torch.manual_seed(0)
+    drawn = draw_offsets(2000, 5, 16, torch.device("cpu"))
+    assert bool((drawn[:, 1:] - drawn[:, :-1] == 1).all())
+    assert sorted(set(drawn[:, 0].tolist())) == list(range(12))
+    with pytest.raises(ValueError, match="max_positions"):
+        draw_offsets(1, 9, 8, torch.device("cpu"))
 
 
 def test_nope_adds_positions_in_the_encoder_only_and_shares_the_tokens():

@@ -83,6 +83,17 @@ def draw_positions(
     return chosen.sort(dim=1).values
 
 
+def draw_offsets(
+    rows: int, length: int, span: int, device: torch.device
+) -> torch.Tensor:
+    """(rows, length): for every row, ``k, k+1, ..., k+length-1`` with ``k``
+    drawn uniformly from ``0 .. span-length`` (shifted positions)."""
+    if length > span:
+        raise ValueError(f"sequence of {length} tokens exceeds max_positions ({span})")
+    start = torch.randint(0, span - length + 1, (rows, 1), device=device)
+    return start + torch.arange(length, device=device)
+
+
 def self_attention(
     d_model: int, heads: int, dropout: float, relative: bool
 ) -> MultiHeadAttention | RelativeMultiHeadAttention:
@@ -330,16 +341,30 @@ class TransformerDecoder(Decoder):
         return x, replace(state, self_kv=caches, length=total, attention=attention)
 
 
-class RandomizedPositionsTransformer(EncoderDecoder):
+class RandomPositionsTransformer(EncoderDecoder):
     """A Transformer that, in training, places every sentence pair at random
-    positions: ``max(S, T)`` distinct positions are drawn from the whole
-    table, ``0 .. max_positions-1``, and sorted; the source takes the first
-    ``S`` of them and the target the first ``T``. Source token ``i`` and
-    target token ``i`` keep one position, as they do with ``0, 1, 2, ...``,
-    while every position of the table is trained, so that a sentence longer
-    than any seen in training finds no position new. Outside training
-    (validation, search) positions are ``0, 1, 2, ...``, so decoding is that
-    of the sinusoidal Transformer."""
+    positions of its table, ``0 .. max_positions-1``, so that every position
+    is trained and a sentence longer than any seen in training finds none
+    new. For a pair of ``S`` source and ``T`` target tokens, ``max(S, T)``
+    positions are drawn; the source takes the first ``S`` and the target the
+    first ``T``, so that source token ``i`` and target token ``i`` keep one
+    position, as they do with ``0, 1, 2, ...``.
+
+    ``draw``: ``randomized`` draws distinct positions anywhere in the table
+    and sorts them (``draw_positions``); ``shifted`` draws one start and
+    keeps the positions consecutive (``draw_offsets``). Outside training
+    (validation, search) positions are ``0, 1, 2, ...``: decoding is that of
+    the sinusoidal Transformer."""
+
+    def __init__(
+        self,
+        encoder: Encoder,
+        decoder: Decoder,
+        output_proj: nn.Module,
+        draw: str,
+    ):
+        super().__init__(encoder, decoder, output_proj)
+        self.draw = draw_positions if draw == "randomized" else draw_offsets
 
     def forward(
         self,
@@ -352,7 +377,7 @@ class RandomizedPositionsTransformer(EncoderDecoder):
             return super().forward(src, src_mask, tgt_in, tgt_mask)
         span = self.encoder.embedding.positions.size(0)
         longest = max(src.size(1), tgt_in.size(1))
-        positions = draw_positions(src.size(0), longest, span, src.device)
+        positions = self.draw(src.size(0), longest, span, src.device)
         memory = self.encoder(src, src_mask, positions[:, : src.size(1)])
         state = self.init_state(memory, src_mask)
         features, _ = self.decoder(
@@ -361,7 +386,7 @@ class RandomizedPositionsTransformer(EncoderDecoder):
         return features
 
 
-POSITIONS = ("sinusoidal", "relative", "randomized", "nope")
+POSITIONS = ("sinusoidal", "relative", "randomized", "shifted", "nope")
 
 
 def build_transformer(
@@ -384,8 +409,9 @@ def build_transformer(
     """Assemble a Transformer; the sizes are those of ``ModelConfig``.
 
     ``positions``: ``sinusoidal`` (added to both embeddings), ``relative``
-    (self-attention scores distances), ``randomized`` (sinusoids at random
-    sorted positions in training) or ``nope`` (sinusoids in the encoder,
+    (self-attention scores distances), ``randomized`` / ``shifted``
+    (sinusoids at random sorted / consecutive positions in training; see
+    ``RandomPositionsTransformer``) or ``nope`` (sinusoids in the encoder,
     none in the decoder)."""
     if share_embeddings and src_vocab != tgt_vocab:
         raise ValueError("shared embeddings need one vocabulary for source and target")
@@ -436,6 +462,6 @@ def build_transformer(
         output_proj.weight = tgt_embedding.token.weight
     else:
         nn.init.normal_(output_proj.weight, std=d_model**-0.5)
-    if positions == "randomized":
-        return RandomizedPositionsTransformer(encoder, decoder, output_proj)
+    if positions in ("randomized", "shifted"):
+        return RandomPositionsTransformer(encoder, decoder, output_proj, positions)
     return EncoderDecoder(encoder, decoder, output_proj)
