@@ -11,6 +11,7 @@ from rosetta import checkpoint as ckpt
 from rosetta.config import Config, LanguageModelConfig, config_from_dict
 from rosetta.data.text import decode_text, encode_text
 from rosetta.data.tokenizer import CharacterTokenizer, Tokenizer, TokenizerPair
+from rosetta.devices import pick_device
 from rosetta.errors import RosettaError
 from rosetta.evaluate.perplexity import TextScore, score_text
 from rosetta.models.build import build_language_model
@@ -57,9 +58,7 @@ class LanguageModel:
             )
         tokenizer = TokenizerPair.from_dict(meta["tokenizers"]).tgt
         model = build_language_model(config.model, len(tokenizer))
-        if device is None:
-            device = "cuda" if torch.cuda.is_available() else "cpu"
-        device = torch.device(device)
+        device = pick_device(device)
         ckpt.load_weights(folder, model, device)
         return cls(model, tokenizer, config, device)
 

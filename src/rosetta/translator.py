@@ -12,6 +12,7 @@ from rosetta.data.tokenizer import TokenizerPair
 from rosetta.data.vocab import EOS
 from rosetta.decode.batched import Workers, decode_in_batches
 from rosetta.decode.options import SearchOptions
+from rosetta.devices import pick_device
 from rosetta.errors import RosettaError
 from rosetta.models.build import build_model
 from rosetta.models.interface import EncoderDecoder
@@ -94,9 +95,7 @@ class Translator(TextTranslator):
             )
         tokenizers = TokenizerPair.from_dict(meta["tokenizers"])
         model = build_model(config.model, len(tokenizers.src), len(tokenizers.tgt))
-        if device is None:
-            device = "cuda" if torch.cuda.is_available() else "cpu"
-        device = torch.device(device)
+        device = pick_device(device)
         check_precision(device, precision)
         ckpt.load_weights(folder, model, device)
         return cls(model, tokenizers, config, device, precision, packed)

@@ -18,6 +18,13 @@ def load(args: argparse.Namespace) -> LanguageModel:
     return LanguageModel.load(folder, device=args.device)
 
 
+def add_model_flags(verb: argparse.ArgumentParser) -> None:
+    verb.add_argument(
+        "-m", "--model", required=True, help="run folder (its best) or checkpoint"
+    )
+    verb.add_argument("--device", default=None, help="cpu, cuda (default: auto)")
+
+
 def cmd_perplexity(args: argparse.Namespace) -> None:
     model = load(args)
     text = read_text(Path(args.text))
@@ -44,9 +51,7 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
     perplexity = verbs.add_parser(
         "perplexity", help="a language model's loss, perplexity and bpc on a text"
     )
-    perplexity.add_argument(
-        "-m", "--model", required=True, help="run folder (its best) or checkpoint"
-    )
+    add_model_flags(perplexity)
     perplexity.add_argument(
         "--text", required=True, help="the text to score (gzip if .gz)"
     )
@@ -64,15 +69,12 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
         help="read the text as this many parallel rows: faster, but each row "
         "starts without context",
     )
-    perplexity.add_argument("--device", default=None, help="cpu, cuda (default: auto)")
     perplexity.set_defaults(run=cmd_perplexity)
 
     generate = verbs.add_parser(
         "generate", help="continue a prompt with a language model"
     )
-    generate.add_argument(
-        "-m", "--model", required=True, help="run folder (its best) or checkpoint"
-    )
+    add_model_flags(generate)
     generate.add_argument(
         "--prompt", required=True, help="the text to continue (\\n: a line break)"
     )
@@ -92,5 +94,4 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
     generate.add_argument(
         "--seed", type=int, default=None, help="seed of the sampling (default: random)"
     )
-    generate.add_argument("--device", default=None, help="cpu, cuda (default: auto)")
     generate.set_defaults(run=cmd_generate)

@@ -7,6 +7,7 @@ from pathlib import Path
 import torch
 
 from rosetta.config import Config
+from rosetta.devices import pick_device
 from rosetta.errors import RosettaError
 from rosetta.models.build import build_language_model, build_model
 from rosetta.train import distributed
@@ -15,14 +16,6 @@ from rosetta.train.lm_task import LanguageModelTask
 from rosetta.train.prepare import prepare_data, prepare_text
 from rosetta.train.trainer import Task, Trainer, TrainerState
 from rosetta.train.translation_task import TranslationTask
-
-
-def pick_device(name: str) -> torch.device:
-    if name == "cuda" and not torch.cuda.is_available():
-        raise RosettaError("device 'cuda' asked for, but no CUDA GPU is available")
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(name)
 
 
 def configure_torch(config: Config) -> None:
