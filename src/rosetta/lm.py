@@ -58,7 +58,7 @@ class LanguageModel:
             )
         tokenizer = TokenizerPair.from_dict(meta["tokenizers"]).tgt
         model = build_language_model(config.model, len(tokenizer))
-        device = pick_device(device)
+        device = pick_device() if device is None else torch.device(device)
         ckpt.load_weights(folder, model, device)
         return cls(model, tokenizer, config, device)
 
