@@ -23,7 +23,6 @@ import shutil
 import time
 from pathlib import Path
 
-import torch
 import yaml
 
 from rosetta import Translator
@@ -127,7 +126,7 @@ def source_length(task: str, source: str) -> int:
 
 
 def evaluate(run_dir: Path, data: Path, task: str) -> dict:
-    translator = Translator.load(resolve_checkpoint(run_dir, "best"), device="cpu")
+    translator = Translator.load(run_dir, device="cpu")
     bands, per_length = {}, {}
     started = time.perf_counter()
     for name in split_names():
@@ -267,7 +266,6 @@ def main() -> None:
     args = parser.parse_args()
     if args.fresh and Path(args.out).exists():
         shutil.rmtree(args.out)
-    torch.manual_seed(args.seed)
     results = [
         run_one(task, model, args) for task in args.tasks for model in args.models
     ]

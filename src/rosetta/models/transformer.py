@@ -72,13 +72,17 @@ class TransformerEmbedding(nn.Module):
         return self.dropout(x)
 
 
+def _check_fits(length: int, span: int) -> None:
+    if length > span:
+        raise ValueError(f"sequence of {length} tokens exceeds max_positions ({span})")
+
+
 def draw_positions(
     rows: int, length: int, span: int, device: torch.device
 ) -> torch.Tensor:
     """(rows, length): for every row, ``length`` distinct positions drawn
     uniformly from ``0 .. span-1`` and sorted (randomized positions)."""
-    if length > span:
-        raise ValueError(f"sequence of {length} tokens exceeds max_positions ({span})")
+    _check_fits(length, span)
     chosen = torch.rand(rows, span, device=device).topk(length, dim=1).indices
     return chosen.sort(dim=1).values
 
@@ -88,8 +92,7 @@ def draw_offsets(
 ) -> torch.Tensor:
     """(rows, length): for every row, ``k, k+1, ..., k+length-1`` with ``k``
     drawn uniformly from ``0 .. span-length`` (shifted positions)."""
-    if length > span:
-        raise ValueError(f"sequence of {length} tokens exceeds max_positions ({span})")
+    _check_fits(length, span)
     start = torch.randint(0, span - length + 1, (rows, 1), device=device)
     return start + torch.arange(length, device=device)
 
