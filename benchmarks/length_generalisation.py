@@ -53,6 +53,7 @@ MODELS = {
     "transformer-randomized": {**TRANSFORMER, "positions": "randomized"},
     "transformer-shifted": {**TRANSFORMER, "positions": "shifted"},
     "transformer-nope": {**TRANSFORMER, "positions": "nope"},
+    "transformer-alibi": {**TRANSFORMER, "positions": "alibi"},
     "gru-attention": {
         "arch": "rnn",
         "cell": "gru",

@@ -99,8 +99,12 @@ def test_an_int8_export_is_written_and_decodes(toy_run, tmp_path):
     [
         (RNN_ATTENTION, "a recurrent model; CTranslate2 runs Transformers only"),
         (TRANSFORMER_RELATIVE, "relative positions; CTranslate2 has no Transformer-XL"),
+        (
+            TRANSFORMER_RELATIVE.replace("relative", "alibi"),
+            "alibi positions; CTranslate2's encoder-decoder has no distance",
+        ),
     ],
-    ids=["recurrent", "relative"],
+    ids=["recurrent", "relative", "alibi"],
 )
 def test_a_model_ctranslate2_cannot_run_is_a_clear_error(
     tmp_path, capsys, model, message

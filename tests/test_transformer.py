@@ -7,12 +7,14 @@ from rosetta.models import (
     TransformerEncoderLayer,
     build_transformer,
 )
+from rosetta.models.packed import pack_for_inference
 from rosetta.models.transformer import (
     POSITIONS,
     causal_mask,
     draw_offsets,
     draw_positions,
 )
+from rosetta.nn.linear_bias import LinearBiases, cross_distances, self_distances
 from rosetta.nn.relative_attention import RelativeMultiHeadAttention
 from rosetta.train import label_smoothed_cross_entropy
 from tests.test_attention import copy_into_torch
@@ -99,6 +101,8 @@ def tiny_model(**overrides):
             if isinstance(module, RelativeMultiHeadAttention):
                 module.u.normal_()
                 module.v.normal_()
+            if isinstance(module, LinearBiases):  # slopes from ~0.1 to ~10
+                module.log_slopes.normal_()
     return model
 
 
@@ -283,3 +287,53 @@ def test_nope_adds_positions_in_the_encoder_only_and_shares_the_tokens():
     assert not torch.equal(encoded[0, 0], encoded[0, 2])
     assert model.decoder.embedding.token is model.encoder.embedding.token
     assert model.output_proj.weight is model.encoder.embedding.token.weight
+
+
+def test_cross_distances_count_from_the_first_word_and_from_the_last():
+    # two sources: "a b c <eos>" and "a <eos> <pad> <pad>"; 4 heads, 2 per end
+    src_mask = torch.tensor([[True] * 4, [True, True, False, False]])
+    found = cross_distances(1, 2, src_mask, heads=4)  # target positions 1 and 2
+    assert found.shape == (2, 4, 2, 4)
+    assert torch.equal(found[0, 0], torch.tensor([[1, 0, -1, -2], [2, 1, 0, -1]]))
+    assert torch.equal(found[0, 1], found[0, 0])
+    # from the end, the last word ("c", column 2) is position 0, <eos> is -1
+    assert torch.equal(found[0, 2], torch.tensor([[-1, 0, 1, 2], [0, 1, 2, 3]]))
+    assert torch.equal(found[0, 3], found[0, 2])
+    # a one-word source: its word is position 0 from either end
+    assert torch.equal(found[1, 2, 0, :2], torch.tensor([1, 2]))
+    assert torch.equal(found[1, 0, 0, :2], torch.tensor([1, 0]))
+    # the last 2 of 4 decoder positions against all 4
+    back = self_distances(2, 4, torch.device("cpu"))
+    assert torch.equal(back, torch.tensor([[2, 1, 0, -1], [3, 2, 1, 0]]))
+
+
+@pytest.mark.reference
+def test_alibi_scores_are_the_formula_and_hold_no_positions():
+    model = tiny_model(positions="alibi")
+    src, src_mask, _ = random_batch()
+    encoder = model.encoder
+    layer = encoder.layers[0]
+    slopes = encoder.biases.log_slopes[0].exp()
+    x = encoder.embedding(src)
+    assert torch.allclose(x, encoder.embedding.token(src) * encoder.embedding.scale)
+    with torch.no_grad():
+        h = layer.attn_res.before(x)
+        q = layer.self_attn.project_query(h)
+        k, v = layer.self_attn.project_key_value(h, h)
+        i = torch.arange(src.size(1))
+        scores = q @ k.transpose(-2, -1) / q.size(-1) ** 0.5
+        scores = scores - slopes[:, None, None] * (i[:, None] - i[None, :]).abs()
+        scores = scores.masked_fill(~src_mask[:, None, None, :], float("-inf"))
+        heads = (torch.softmax(scores, -1) @ v).transpose(1, 2).flatten(2)
+        by_hand = layer.attn_res.after(x, layer.self_attn.out_proj(heads))
+        by_hand = layer.ffn_res.after(by_hand, layer.ffn(layer.ffn_res.before(by_hand)))
+        mask = encoder.biases.bias(
+            0, self_distances(8, 8, src.device), src_mask[:, None, None, :]
+        )
+        assert (layer(x, mask) - by_hand)[src_mask].abs().max() <= 1e-5
+
+
+def test_alibi_is_never_packed():
+    model = tiny_model(positions="alibi")
+    assert pack_for_inference(model) is model  # the packed step adds no biases
+    assert pack_for_inference(tiny_model()) is not tiny_model()

@@ -136,16 +136,17 @@ class TransformerConfig(_ModelSection):
     max_positions: int = Field(
         1024, gt=0, description="longest sequence the position table covers"
     )
-    positions: Literal["sinusoidal", "relative", "randomized", "shifted", "nope"] = (
-        Field(
-            "sinusoidal",
-            description="sinusoidal: absolute positions added to the embeddings; "
-            "relative: self-attention scores distances (Transformer-XL); "
-            "randomized: in training, sinusoids at random sorted positions up "
-            "to max_positions; shifted: in training, at consecutive positions "
-            "from a random start; nope: sinusoids in the encoder, none in the "
-            "decoder",
-        )
+    positions: Literal[
+        "sinusoidal", "relative", "randomized", "shifted", "nope", "alibi"
+    ] = Field(
+        "sinusoidal",
+        description="sinusoidal: absolute positions added to the embeddings; "
+        "relative: self-attention scores distances (Transformer-XL); "
+        "randomized: in training, sinusoids at random sorted positions up "
+        "to max_positions; shifted: in training, at consecutive positions "
+        "from a random start; nope: sinusoids in the encoder, none in the "
+        "decoder; alibi: no sinusoids, every attention subtracts a learned "
+        "slope times the distance (cross-attention from both ends of the source)",
     )
 
     @model_validator(mode="after")

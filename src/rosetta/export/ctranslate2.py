@@ -69,6 +69,11 @@ def export_ctranslate2(
             f"{folder}: no positions in the decoder; CTranslate2 adds "
             "sinusoidal positions to both sides"
         )
+    if positions == "alibi":
+        raise RosettaError(
+            f"{folder}: alibi positions; CTranslate2's encoder-decoder has no "
+            "distance penalties, only absolute sinusoidal positions"
+        )
     spec = _transformer_spec(translator)
     _convert(spec, Path(output), quantization)
     meta = ckpt.read_meta(folder)

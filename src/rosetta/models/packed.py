@@ -138,10 +138,14 @@ class PackedOutputProjection(Snapshot):
 
 def can_pack(model: EncoderDecoder) -> bool:
     """A Transformer decoder with fused attention and plain ``nn.Linear`` layers
-    (not int8-quantized ones, which have their own fast path)."""
+    (not int8-quantized ones, which have their own fast path), without
+    distance penalties (the packed step adds none)."""
     decoder = model.decoder
-    return isinstance(decoder, TransformerDecoder) and all(
-        is_packable(layer) for layer in decoder.layers
+    return (
+        isinstance(decoder, TransformerDecoder)
+        and decoder.self_biases is None
+        and decoder.cross_biases is None
+        and all(is_packable(layer) for layer in decoder.layers)
     )
 
 
@@ -161,7 +165,8 @@ def pack_for_inference(
     Returns:
         The snapshot (see the module docstring), or ``model`` itself where
         there is nothing to pack: a recurrent model, an int8-quantized one,
-        or one with the reference attention or relative positions.
+        or one with the reference attention, relative positions or distance
+        penalties (``alibi``).
     """
     if not can_pack(model):
         return model

@@ -17,6 +17,7 @@ from rosetta.nn import (
     positional_encoding,
 )
 from rosetta.nn.dropout import Dropout
+from rosetta.nn.linear_bias import LinearBiases, cross_distances, self_distances
 from rosetta.nn.relative_attention import RelativeMultiHeadAttention
 
 
@@ -253,16 +254,21 @@ class TransformerState:
 
 
 class TransformerEncoder(Encoder):
+    """``biases``: distance penalties of the self-attention (``alibi``
+    positions, ``rosetta.nn.linear_bias``), or None."""
+
     def __init__(
         self,
         embedding: TransformerEmbedding,
         layers: list[TransformerEncoderLayer],
         final_norm: nn.Module,
+        biases: LinearBiases | None = None,
     ):
         super().__init__()
         self.embedding = embedding
         self.layers = nn.ModuleList(layers)
         self.final_norm = final_norm  # LayerNorm in pre-norm, Identity in post-norm
+        self.biases = biases
 
     def forward(
         self,
@@ -273,8 +279,14 @@ class TransformerEncoder(Encoder):
         """``positions`` (n, S): the tokens' positions, if not 0, 1, 2, ..."""
         x = self.embedding(src, positions=positions)  # (n, S, d)
         mask = src_mask[:, None, None, :]  # (n, 1, 1, S): every query sees real keys
-        for layer in self.layers:
-            x = layer(x, mask)
+        if self.biases is not None:
+            length = src.size(1)
+            distance = self_distances(length, length, src.device)
+        for index, layer in enumerate(self.layers):
+            if self.biases is not None:
+                x = layer(x, self.biases.bias(index, distance, mask))
+            else:
+                x = layer(x, mask)
         return self.final_norm(x)
 
 
@@ -285,16 +297,23 @@ def causal_mask(new: int, total: int, device: torch.device) -> torch.Tensor:
 
 
 class TransformerDecoder(Decoder):
+    """``self_biases`` / ``cross_biases``: distance penalties of the self- and
+    cross-attention (``alibi`` positions, ``rosetta.nn.linear_bias``), or None."""
+
     def __init__(
         self,
         embedding: TransformerEmbedding,
         layers: list[TransformerDecoderLayer],
         final_norm: nn.Module,
+        self_biases: LinearBiases | None = None,
+        cross_biases: LinearBiases | None = None,
     ):
         super().__init__()
         self.embedding = embedding
         self.layers = nn.ModuleList(layers)
         self.final_norm = final_norm
+        self.self_biases = self_biases
+        self.cross_biases = cross_biases
 
     def init_state(
         self, memory: torch.Tensor, src_mask: torch.Tensor
@@ -323,14 +342,15 @@ class TransformerDecoder(Decoder):
                 assert state.length == 0, "padding masks are for teacher forcing"
                 self_mask = self_mask & tgt_mask[:, None, None, :]
         x = self.embedding(tgt_in, offset=state.length, positions=positions)
+        self_masks, cross_masks = self.layer_masks(state, new, self_mask)
         caches, weights = [], []
         for i, layer in enumerate(self.layers):
             cache = None if state.self_kv is None else state.self_kv[i]
             x, kv, w = layer(
                 x,
                 state.memory_kv[i],
-                state.src_mask,
-                self_mask,
+                cross_masks[i],
+                self_masks[i],
                 cache,
                 need_attention,
                 state.group,
@@ -342,6 +362,30 @@ class TransformerDecoder(Decoder):
         if need_attention:  # per layer (n, heads, t, S) -> (n, t, layers, heads, S)
             attention = torch.stack(weights, dim=1).permute(0, 3, 1, 2, 4)
         return x, replace(state, self_kv=caches, length=total, attention=attention)
+
+    def layer_masks(
+        self, state: TransformerState, new: int, self_mask: torch.Tensor | None
+    ) -> tuple[list[torch.Tensor | None], list[torch.Tensor]]:
+        """Every layer's self- and cross-attention masks for ``new`` positions
+        after ``state.length``: the shared boolean ones, or with distance
+        penalties, each layer's own bias."""
+        layers = len(self.layers)
+        if self.self_biases is None or self.cross_biases is None:
+            return [self_mask] * layers, [state.src_mask] * layers
+        total = state.length + new
+        device = state.src_mask.device
+        allowed = torch.ones((), dtype=torch.bool, device=device)
+        if self_mask is not None:
+            allowed = self_mask
+        back = self_distances(new, total, device)
+        heads = self.layers[0].cross_attn.num_heads
+        across = cross_distances(state.length, new, state.src_mask[:, 0, 0], heads)
+        if state.group > 1 and new > 1:  # queries of a sentence's beams, one run each
+            across = across.repeat(1, 1, state.group, 1)
+        return (
+            [self.self_biases.bias(i, back, allowed) for i in range(layers)],
+            [self.cross_biases.bias(i, across, state.src_mask) for i in range(layers)],
+        )
 
 
 class RandomPositionsTransformer(EncoderDecoder):
@@ -389,7 +433,7 @@ class RandomPositionsTransformer(EncoderDecoder):
         return features
 
 
-POSITIONS = ("sinusoidal", "relative", "randomized", "shifted", "nope")
+POSITIONS = ("sinusoidal", "relative", "randomized", "shifted", "nope", "alibi")
 
 
 def build_transformer(
@@ -414,18 +458,23 @@ def build_transformer(
     ``positions``: ``sinusoidal`` (added to both embeddings), ``relative``
     (self-attention scores distances), ``randomized`` / ``shifted``
     (sinusoids at random sorted / consecutive positions in training; see
-    ``RandomPositionsTransformer``) or ``nope`` (sinusoids in the encoder,
-    none in the decoder)."""
+    ``RandomPositionsTransformer``), ``nope`` (sinusoids in the encoder,
+    none in the decoder) or ``alibi`` (no sinusoids; every attention
+    penalises distance, ``rosetta.nn.linear_bias``)."""
     if share_embeddings and src_vocab != tgt_vocab:
         raise ValueError("shared embeddings need one vocabulary for source and target")
     if positions not in POSITIONS:
         raise ValueError(f"positions {positions!r}: use one of {', '.join(POSITIONS)}")
     relative = positions == "relative"
+    alibi = positions == "alibi"
 
     def embedding(vocab: int) -> TransformerEmbedding:
         return TransformerEmbedding(
-            vocab, d_model, max_positions, dropout, absolute=not relative
+            vocab, d_model, max_positions, dropout, absolute=not (relative or alibi)
         )
+
+    def biases(layers: int) -> LinearBiases | None:
+        return LinearBiases(layers, heads) if alibi else None
 
     def final_norm() -> nn.Module:
         return nn.LayerNorm(d_model) if norm_first else nn.Identity()
@@ -450,11 +499,14 @@ def build_transformer(
         src_embedding,
         [TransformerEncoderLayer(*layer_args) for _ in range(encoder_layers)],
         final_norm(),
+        biases(encoder_layers),
     )
     decoder = TransformerDecoder(
         tgt_embedding,
         [TransformerDecoderLayer(*layer_args) for _ in range(decoder_layers)],
         final_norm(),
+        biases(decoder_layers),
+        biases(decoder_layers),
     )
     for module in [*encoder.layers.modules(), *decoder.layers.modules()]:
         if isinstance(module, nn.Linear):

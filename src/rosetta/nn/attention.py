@@ -3,7 +3,8 @@
 Mask polarity, for the whole code base: a boolean mask is **True where a query
 may attend** to a key (the polarity of ``torch.nn.functional.
 scaled_dot_product_attention``), and it broadcasts to
-(batch, heads, query_len, key_len).
+(batch, heads, query_len, key_len). A float mask is added to the scores
+(a bias; ``-inf`` where a query may not attend).
 """
 
 from __future__ import annotations
@@ -29,15 +30,18 @@ def scaled_dot_product_attention(
 
     Args:
         query: (..., Lq, d_k); key: (..., Lk, d_k); value: (..., Lk, d_v).
-        mask: bool, broadcastable to (..., Lq, Lk), True = may attend.
+        mask: broadcastable to (..., Lq, Lk): bool, True = may attend, or
+            float, added to the scores.
         dropout_p: dropout on the attention weights (pass 0 at inference).
     Returns:
         (output (..., Lq, d_v), weights (..., Lq, Lk)).
     """
     d_k = query.size(-1)
     scores = query @ key.transpose(-2, -1) / math.sqrt(d_k)  # (..., Lq, Lk)
-    if mask is not None:
+    if mask is not None and mask.dtype == torch.bool:
         scores = scores.masked_fill(~mask, float("-inf"))
+    elif mask is not None:
+        scores = scores + mask
     weights = torch.softmax(scores, dim=-1)
     if dropout_p > 0.0:
         weights = F.dropout(weights, p=dropout_p)
@@ -108,6 +112,8 @@ class MultiHeadAttention(nn.Module):
         with outside_autocast:
             if in_float32:
                 q, k, v = q.float(), k.float(), v.float()
+            if mask is not None and mask.is_floating_point():  # a bias
+                mask = mask.to(q.dtype)
             if self.fused and not need_weights:
                 heads = F.scaled_dot_product_attention(
                     q, k, v, attn_mask=mask, dropout_p=dropout_p

@@ -1,0 +1,87 @@
+"""Attention with linear biases: positions as distance penalties.
+
+No position vectors are added to the embeddings. Instead, every head ``h``
+lowers the score of query ``i`` against key ``j`` in proportion to their
+distance:
+
+    score_h(i, j) = q_i · k_j / √d_k  −  m_h · |d(i, j)|
+
+so a head with a large slope ``m_h`` looks at its nearest keys and one with
+a slope near 0 at all of them, by content. The penalty is a straight line in
+the distance: a key twice as far as any seen in training is penalised twice
+as much, never by a value the model has not learned to read. The slopes
+start at the geometric series ``2^(−8/H), 2^(−16/H), ..., 2^(−8)`` of ``H``
+heads and are learned, one per head and layer.
+
+The distance depends on the attention:
+
+- encoder self-attention: ``d = i − j``, both sides;
+- decoder self-attention: ``d = i − j`` over the tokens produced so far;
+- cross-attention: target position ``i`` against source position ``j``. The
+  first half of the heads count source positions from the first word
+  (``d = i − j``), the second half from the last word (``d = i − j'`` with
+  ``j' = S − 2 − j`` for ``S`` source tokens, the closing ``<eos>`` being one
+  past the last word). Target word ``i`` can so be placed at source word
+  ``i`` from either end: the alignment of copying a sentence and that of
+  reversing it are both at distance 0.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+def geometric_slopes(heads: int) -> torch.Tensor:
+    """``2^(−8k/H)`` for ``k = 1 .. H``: (heads,)."""
+    return torch.pow(2.0, -8.0 * torch.arange(1, heads + 1) / heads)
+
+
+class LinearBiases(nn.Module):
+    """Learned slopes of one kind of attention: one per head and layer.
+
+    ``bias(layer, distance, allowed)`` turns distances (..., heads or 1, L, K)
+    into the additive mask of that layer's attention: ``−m_h·|d|`` where
+    ``allowed`` (bool, broadcastable) and ``−inf`` elsewhere."""
+
+    def __init__(self, layers: int, heads: int):
+        super().__init__()
+        # log-slopes: every update scales a slope, whatever its size
+        self.log_slopes = nn.Parameter(geometric_slopes(heads).log().repeat(layers, 1))
+
+    def bias(
+        self, layer: int, distance: torch.Tensor, allowed: torch.Tensor
+    ) -> torch.Tensor:
+        slopes = self.log_slopes[layer].exp()[:, None, None]  # (heads, 1, 1)
+        penalty = -slopes * distance.abs().to(slopes.dtype)
+        return torch.where(allowed, penalty, float("-inf"))
+
+
+def self_distances(queries: int, keys: int, device: torch.device) -> torch.Tensor:
+    """(queries, keys): ``i − j`` for the last ``queries`` of ``keys`` positions
+    (the queries follow ``keys − queries`` cached ones)."""
+    rows = torch.arange(keys - queries, keys, device=device)
+    return rows[:, None] - torch.arange(keys, device=device)[None, :]
+
+
+def cross_distances(
+    first: int, queries: int, src_mask: torch.Tensor, heads: int
+) -> torch.Tensor:
+    """(m, heads, queries, S): target positions ``first ..`` against the
+    source positions of ``src_mask`` (m, S), True for real tokens, counted
+    from the first word by the first ``heads − heads//2`` heads and from the
+    last word by the rest (module docstring)."""
+    device = src_mask.device
+    rows = torch.arange(first, first + queries, device=device)[None, :, None]
+    columns = torch.arange(src_mask.size(-1), device=device)[None, None, :]
+    lengths = src_mask.sum(-1)[:, None, None]  # (m, 1, 1), <eos> included
+    from_start = (rows - columns).expand(src_mask.size(0), -1, -1)
+    from_end = rows - (lengths - 2 - columns)
+    backward = heads // 2
+    return torch.cat(
+        [
+            from_start[:, None].expand(-1, heads - backward, -1, -1),
+            from_end[:, None].expand(-1, backward, -1, -1),
+        ],
+        dim=1,
+    )
