@@ -337,3 +337,11 @@ def test_alibi_is_never_packed():
     model = tiny_model(positions="alibi")
     assert pack_for_inference(model) is model  # the packed step adds no biases
     assert pack_for_inference(tiny_model()) is not tiny_model()
+
+
+def test_each_end_of_the_cross_attention_starts_with_the_whole_slope_series():
+    model = build_transformer(20, 20, d_model=32, heads=4, positions="alibi")
+    cross = model.decoder.cross_biases.log_slopes.exp()
+    assert torch.allclose(cross[0], torch.tensor([2**-4, 2**-8, 2**-4, 2**-8]))
+    encoder = model.encoder.biases.log_slopes.exp()
+    assert torch.allclose(encoder[1], torch.tensor([2**-2, 2**-4, 2**-6, 2**-8]))

@@ -473,8 +473,8 @@ def build_transformer(
             vocab, d_model, max_positions, dropout, absolute=not (relative or alibi)
         )
 
-    def biases(layers: int) -> LinearBiases | None:
-        return LinearBiases(layers, heads) if alibi else None
+    def biases(layers: int, both_ends: bool = False) -> LinearBiases | None:
+        return LinearBiases(layers, heads, both_ends) if alibi else None
 
     def final_norm() -> nn.Module:
         return nn.LayerNorm(d_model) if norm_first else nn.Identity()
@@ -506,7 +506,7 @@ def build_transformer(
         [TransformerDecoderLayer(*layer_args) for _ in range(decoder_layers)],
         final_norm(),
         biases(decoder_layers),
-        biases(decoder_layers),
+        biases(decoder_layers, both_ends=True),
     )
     for module in [*encoder.layers.modules(), *decoder.layers.modules()]:
         if isinstance(module, nn.Linear):

@@ -11,7 +11,8 @@ a slope near 0 at all of them, by content. The penalty is a straight line in
 the distance: a key twice as far as any seen in training is penalised twice
 as much, never by a value the model has not learned to read. The slopes
 start at the geometric series ``2^(−8/H), 2^(−16/H), ..., 2^(−8)`` of ``H``
-heads and are learned, one per head and layer.
+heads (in the cross-attention, of each half of the heads) and are learned,
+one per head and layer.
 
 The distance depends on the attention:
 
@@ -38,16 +39,24 @@ def geometric_slopes(heads: int) -> torch.Tensor:
 
 
 class LinearBiases(nn.Module):
-    """Learned slopes of one kind of attention: one per head and layer.
+    """Learned slopes of one kind of attention: one per head and layer;
+    ``both_ends`` for the cross-attention, whose two halves of the heads
+    count the source from either end (``cross_distances``).
 
     ``bias(layer, distance, allowed)`` turns distances (..., heads or 1, L, K)
     into the additive mask of that layer's attention: ``−m_h·|d|`` where
     ``allowed`` (bool, broadcastable) and ``−inf`` elsewhere."""
 
-    def __init__(self, layers: int, heads: int):
+    def __init__(self, layers: int, heads: int, both_ends: bool = False):
         super().__init__()
+        slopes = geometric_slopes(heads)
+        if both_ends:  # each half of the heads gets the whole series
+            backward = heads // 2
+            slopes = torch.cat(
+                [geometric_slopes(heads - backward), geometric_slopes(backward)]
+            )
         # log-slopes: every update scales a slope, whatever its size
-        self.log_slopes = nn.Parameter(geometric_slopes(heads).log().repeat(layers, 1))
+        self.log_slopes = nn.Parameter(slopes.log().repeat(layers, 1))
 
     def bias(
         self, layer: int, distance: torch.Tensor, allowed: torch.Tensor
