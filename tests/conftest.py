@@ -29,12 +29,19 @@ def toy_run(tmp_path_factory):
     task of ``tests/toy.py``, 60 steps, enough for sensible attention.
     """
     from rosetta.train.run import run_training
-    from tests.toy import RNN_ATTENTION, TRANSFORMER, TRANSFORMER_RELATIVE, toy_config
+    from tests.toy import (
+        NAT,
+        RNN_ATTENTION,
+        TRANSFORMER,
+        TRANSFORMER_RELATIVE,
+        toy_config,
+    )
 
     models = {
         "transformer": TRANSFORMER,
         "transformer-relative": TRANSFORMER_RELATIVE,
         "rnn-attention": RNN_ATTENTION,
+        "nat": NAT,
     }
     runs: dict[str, Path] = {}
 

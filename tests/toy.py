@@ -37,6 +37,9 @@ def write_corpus(folder: Path, count: int, seed: int) -> tuple[Path, Path]:
 TRANSFORMER = """{encoder_layers: 1, decoder_layers: 1, d_model: 32, heads: 2, d_ff: 64,
    dropout: 0.1, share_embeddings: false, max_positions: 64}"""
 TRANSFORMER_RELATIVE = TRANSFORMER.replace("}", ", positions: relative}")
+NAT = """{arch: nat, encoder_layers: 1, decoder_layers: 1, d_model: 32, heads: 2,
+   d_ff: 64, dropout: 0.1, share_embeddings: false, max_positions: 64,
+   max_fertility: 3}"""
 RNN_ATTENTION = """{arch: rnn, cell: gru, encoder_layers: 1, decoder_layers: 1,
    d_model: 32, hidden_size: 32, bidirectional: true, attention: bahdanau,
    dropout: 0.1, share_embeddings: false}"""

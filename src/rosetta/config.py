@@ -117,13 +117,10 @@ class _ModelSection(_Section):
     )
 
 
-class TransformerConfig(_ModelSection):
-    """``arch: transformer`` (the default)."""
+class _AttentionSection(_ModelSection):
+    """What the attention-based encoder-decoders (``transformer``, ``nat``)
+    read besides the common keys."""
 
-    arch: Literal["transformer"] = Field(
-        "transformer",
-        description="the model family: transformer, rnn or transformer-xl",
-    )
     heads: int = Field(4, gt=0, description="attention heads; they divide d_model")
     d_ff: int = Field(1024, gt=0, description="inner width of the feed-forward layers")
     attention_dropout: float = Field(
@@ -135,6 +132,23 @@ class TransformerConfig(_ModelSection):
     )
     max_positions: int = Field(
         1024, gt=0, description="longest sequence the position table covers"
+    )
+
+    @model_validator(mode="after")
+    def _heads_divide_width(self) -> _AttentionSection:
+        if self.d_model % self.heads:
+            raise ValueError(
+                f"heads ({self.heads}) must divide d_model ({self.d_model})"
+            )
+        return self
+
+
+class TransformerConfig(_AttentionSection):
+    """``arch: transformer`` (the default)."""
+
+    arch: Literal["transformer"] = Field(
+        "transformer",
+        description="the model family: transformer, rnn, nat or transformer-xl",
     )
     positions: Literal[
         "sinusoidal", "relative", "randomized", "shifted", "nope", "alibi"
@@ -149,20 +163,33 @@ class TransformerConfig(_ModelSection):
         "slope times the distance (cross-attention from both ends of the source)",
     )
 
-    @model_validator(mode="after")
-    def _heads_divide_width(self) -> TransformerConfig:
-        if self.d_model % self.heads:
-            raise ValueError(
-                f"heads ({self.heads}) must divide d_model ({self.d_model})"
-            )
-        return self
+
+class NATConfig(_AttentionSection):
+    """``arch: nat``: the non-autoregressive Transformer, which predicts a
+    fertility for every source token and then all target tokens at once."""
+
+    arch: Literal["nat"] = Field(
+        description="the model family: transformer, rnn, nat or transformer-xl"
+    )
+    max_fertility: int = Field(
+        8, gt=0, description="largest fertility (target tokens per source token)"
+    )
+    decoder_input: Literal["fertility", "uniform"] = Field(
+        "fertility",
+        description="decoder input: each source embedding copied as often as its "
+        "fertility, or spread evenly over the target length (the fertilities "
+        "then only give the length)",
+    )
+    fertility_weight: float = Field(
+        1.0, ge=0.0, description="weight of the fertility loss beside the target's"
+    )
 
 
 class RNNConfig(_ModelSection):
     """``arch: rnn``: recurrent encoder-decoders."""
 
     arch: Literal["rnn"] = Field(
-        description="the model family: transformer, rnn or transformer-xl"
+        description="the model family: transformer, rnn, nat or transformer-xl"
     )
     cell: Literal["gru", "lstm", "rnn"] = Field(
         "gru", description="recurrent cell: GRU, LSTM or tanh RNN"
@@ -203,7 +230,7 @@ class LanguageModelConfig(_Section):
     hidden states the previous segments left in its memory."""
 
     arch: Literal["transformer-xl"] = Field(
-        description="the model family: transformer, rnn or transformer-xl"
+        description="the model family: transformer, rnn, nat or transformer-xl"
     )
     layers: int = Field(6, gt=0, description="stacked decoder layers")
     d_model: int = Field(384, gt=0, description="model width")
@@ -254,7 +281,7 @@ class LanguageModelConfig(_Section):
         return self.eval_memory_length
 
 
-ARCHS = ("transformer", "rnn", "transformer-xl")
+ARCHS = ("transformer", "rnn", "nat", "transformer-xl")
 
 
 def _arch_of(section: Any) -> str | None:
@@ -270,6 +297,7 @@ def _arch_of(section: Any) -> str | None:
 ModelConfig = Annotated[
     Annotated[TransformerConfig, Tag("transformer")]
     | Annotated[RNNConfig, Tag("rnn")]
+    | Annotated[NATConfig, Tag("nat")]
     | Annotated[LanguageModelConfig, Tag("transformer-xl")],
     Discriminator(
         _arch_of,
@@ -438,6 +466,7 @@ def _resolve_paths(raw: dict[str, Any], base: Path) -> None:
 _FAMILIES: dict[str, type[BaseModel]] = {
     "transformer": TransformerConfig,
     "rnn": RNNConfig,
+    "nat": NATConfig,
     "transformer-xl": LanguageModelConfig,
 }
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from rosetta.config import Config, TransformerConfig
+from rosetta.config import Config, NATConfig, TransformerConfig
 from rosetta.data.tokenizer import TokenizerPair
 from rosetta.decode.batched import Workers
 from rosetta.decode.beam import normalized_score
@@ -47,7 +47,8 @@ class TextTranslator(ABC):
     def position_limit(self) -> int | None:
         """The longest sequence the model can encode or decode (Transformer)."""
         model = self.config.model
-        return model.max_positions if isinstance(model, TransformerConfig) else None
+        attention = (TransformerConfig, NATConfig)
+        return model.max_positions if isinstance(model, attention) else None
 
     def encode(self, sentence: str) -> list[int]:
         """Source token ids of ``sentence`` (without ``<eos>``), cut to what the
@@ -144,7 +145,9 @@ class Translation:
 
     ``attention`` (when asked for) has one row per scored output token (the
     tokens, then ``<eos>`` if it was produced), per layer and head, over
-    ``source_tokens``: shape (L, layers, heads, S).
+    ``source_tokens``: shape (L, layers, heads, S). A non-autoregressive
+    model adds its ``fertilities``: how many target tokens each source token
+    (``<eos>`` included) gave.
     """
 
     text: str
@@ -154,6 +157,7 @@ class Translation:
     tokens: list[str]
     source_tokens: list[str]
     attention: torch.Tensor | None = None
+    fertilities: list[int] | None = None  # a NAT's, one per source token
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: attention as nested lists rounded to 4 decimals."""
@@ -165,6 +169,8 @@ class Translation:
             "tokens": self.tokens,
             "source_tokens": self.source_tokens,
         }
+        if self.fertilities is not None:
+            record["fertilities"] = self.fertilities
         if self.attention is not None:
             record["attention"] = torch.round(self.attention, decimals=4).tolist()
         return record

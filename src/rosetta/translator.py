@@ -17,6 +17,7 @@ from rosetta.errors import RosettaError
 from rosetta.models.build import build_model
 from rosetta.models.interface import EncoderDecoder
 from rosetta.models.packed import pack_for_inference
+from rosetta.nat_translator import NATTranslator
 from rosetta.precision import (
     AUTOCAST_DTYPES,
     Precision,
@@ -78,8 +79,9 @@ class Translator(TextTranslator):
         which: str = "best",
         precision: Precision = "fp32",
         packed: bool = True,
-    ) -> Translator:
-        """Load a run folder (its best checkpoint) or one checkpoint folder.
+    ) -> Translator | NATTranslator:
+        """Load a run folder (its best checkpoint) or one checkpoint folder;
+        a non-autoregressive model's gives a ``NATTranslator``.
 
         ``precision="bf16"`` decodes with bfloat16 matrix products, ``"int8"``
         with int8 linear layers on the CPU (``rosetta.precision``); the
@@ -93,6 +95,8 @@ class Translator(TextTranslator):
                 f"{folder}: a language model, not a translation model; use "
                 "rosetta perplexity or rosetta generate (rosetta.LanguageModel)"
             )
+        if config.model.arch == "nat":
+            return NATTranslator.load(folder, device, precision=precision)
         tokenizers = TokenizerPair.from_dict(meta["tokenizers"])
         model = build_model(config.model, len(tokenizers.src), len(tokenizers.tgt))
         device = pick_device() if device is None else torch.device(device)

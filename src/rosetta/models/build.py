@@ -5,18 +5,40 @@ from __future__ import annotations
 from rosetta.config import (
     LanguageModelConfig,
     ModelConfig,
+    NATConfig,
     RNNConfig,
     TransformerConfig,
 )
 from rosetta.models.interface import EncoderDecoder
 from rosetta.models.language_model import MemoryTransformerLM
+from rosetta.models.nat import NonAutoregressiveTransformer, build_nat
 from rosetta.models.rnn import build_rnn_seq2seq
 from rosetta.models.transformer import build_transformer
 
 
-def build_model(config: ModelConfig, src_vocab: int, tgt_vocab: int) -> EncoderDecoder:
+def build_model(
+    config: ModelConfig, src_vocab: int, tgt_vocab: int
+) -> EncoderDecoder | NonAutoregressiveTransformer:
     if isinstance(config, LanguageModelConfig):
         raise TypeError("a language model: build it with build_language_model")
+    if isinstance(config, NATConfig):
+        return build_nat(
+            src_vocab,
+            tgt_vocab,
+            encoder_layers=config.encoder_layers,
+            decoder_layers=config.decoder_layers,
+            d_model=config.d_model,
+            heads=config.heads,
+            d_ff=config.d_ff,
+            dropout=config.dropout,
+            attention_dropout=config.attention_dropout,
+            norm_first=config.norm == "pre",
+            share_embeddings=config.share_embeddings,
+            tie_output=config.tie_output,
+            max_positions=config.max_positions,
+            max_fertility=config.max_fertility,
+            copy=config.decoder_input,
+        )
     if isinstance(config, TransformerConfig):
         return build_transformer(
             src_vocab,

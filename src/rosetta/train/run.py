@@ -10,9 +10,11 @@ from rosetta.config import Config
 from rosetta.devices import pick_device
 from rosetta.errors import RosettaError
 from rosetta.models.build import build_language_model, build_model
+from rosetta.models.nat import NonAutoregressiveTransformer
 from rosetta.train import distributed
 from rosetta.train.distributed import SINGLE_PROCESS, Group, local_device
 from rosetta.train.lm_task import LanguageModelTask
+from rosetta.train.nat_task import NATTask
 from rosetta.train.prepare import prepare_data, prepare_text
 from rosetta.train.trainer import Task, Trainer, TrainerState
 from rosetta.train.translation_task import TranslationTask
@@ -100,6 +102,18 @@ def make_task(
             group.world_size,
         )
     model = build_model(config.model, len(tokenizers.src), len(tokenizers.tgt))
+    if isinstance(model, NonAutoregressiveTransformer):
+        return model, NATTask(
+            config,
+            model,
+            tokenizers,
+            data.train,
+            data.valid,
+            data.valid_pairs,
+            device,
+            run_dir,
+            log=print if group.is_main else quiet,
+        )
     return model, TranslationTask(
         config, model, tokenizers, data.train, data.valid, data.valid_pairs, device
     )

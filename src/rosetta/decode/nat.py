@@ -1,0 +1,127 @@
+"""Search for the non-autoregressive Transformer: fertilities, then every
+target token at once.
+
+- **Argmax.** Each source token takes its most likely fertility; the
+  decoder then predicts all ``T = Σ f_i`` target tokens in one pass, each
+  its most likely token.
+- **Noisy parallel decoding (NPD).** The argmax fertilities and ``s − 1``
+  fertility sequences drawn from the predicted distributions give ``s``
+  candidate translations, decoded together in one batch. An autoregressive
+  teacher scores every candidate in one teacher-forced pass
+  (``teacher_log_probabilities``) and the best one is kept: the parallel
+  decoder proposes, the sequential model only checks, which costs one
+  pass, not one step per token.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from rosetta.data.batching import pad
+from rosetta.data.vocab import BOS_ID, EOS_ID, PAD_ID
+from rosetta.models.interface import EncoderDecoder
+from rosetta.models.nat import NonAutoregressiveTransformer
+
+
+@dataclass
+class NATCandidate:
+    """One decoded target for one source, with what made it.
+
+    ``score`` is the model's own ``log P(y, f | x)``: the chosen tokens'
+    log-probabilities plus those of the fertilities."""
+
+    tokens: list[int]
+    fertilities: list[int]  # one per source token, <eos> included
+    score: float
+    attention: torch.Tensor | None = None  # (T, layers, heads, S) when asked for
+
+
+def draw_fertilities(
+    logits: torch.Tensor, samples: int, generator: torch.Generator | None = None
+) -> torch.Tensor:
+    """(n, S, F+1) fertility logits -> (n, samples, S) fertility sequences:
+    the argmax one first, then ``samples − 1`` drawn from the distributions."""
+    best = logits.argmax(-1)[:, None, :]
+    if samples == 1:
+        return best
+    n, length, choices = logits.shape
+    probabilities = logits.float().softmax(-1).reshape(n * length, choices)
+    drawn = torch.multinomial(probabilities, samples - 1, True, generator=generator)
+    drawn = drawn.reshape(n, length, samples - 1).permute(0, 2, 1)
+    return torch.cat([best, drawn], dim=1)
+
+
+@torch.no_grad()
+def nat_candidates(
+    model: NonAutoregressiveTransformer,
+    src: torch.Tensor,
+    src_mask: torch.Tensor,
+    samples: int = 1,
+    *,
+    generator: torch.Generator | None = None,
+    need_attention: bool = False,
+) -> list[list[NATCandidate]]:
+    """Per source, ``samples`` candidates (the argmax fertilities first),
+    all decoded in one batch of ``n × samples`` rows."""
+    if samples < 1:
+        raise ValueError(f"samples must be at least 1, got {samples}")
+    model.eval()
+    memory, fertility_logits = model.encode(src, src_mask)
+    fertilities = draw_fertilities(fertility_logits, samples, generator)
+    n, length = src.shape
+    fertilities = fertilities.reshape(n * samples, length)
+    repeat = lambda x: x.repeat_interleave(samples, dim=0)  # noqa: E731
+    src_rows, mask_rows = repeat(src), repeat(src_mask)
+    features, tgt_mask, attention = model.decode(
+        src_rows, mask_rows, repeat(memory), fertilities, need_attention
+    )
+    log_probs = model.output_proj(features).float().log_softmax(-1)
+    token_log_probs, tokens = log_probs.max(-1)
+    fertility_log_probs = repeat(fertility_logits.log_softmax(-1)).gather(
+        -1, fertilities.clamp(max=model.max_fertility)[..., None]
+    )[..., 0]
+    scores = (token_log_probs * tgt_mask).sum(1) + (
+        fertility_log_probs * mask_rows
+    ).sum(1)
+    # the decoder used the capped fertilities: report those
+    fertilities = fertilities.clamp(max=model.max_fertility) * mask_rows
+    lengths = tgt_mask.sum(1).tolist()
+    source_lengths = src_mask.sum(1).tolist()
+    rows: list[NATCandidate] = []
+    for row, (target_length, score) in enumerate(
+        zip(lengths, scores.tolist(), strict=True)
+    ):
+        source_length = source_lengths[row // samples]
+        weights = None
+        if attention is not None:
+            weights = attention[row, :target_length, :, :, :source_length].float()
+        rows.append(
+            NATCandidate(
+                tokens=tokens[row, :target_length].tolist(),
+                fertilities=fertilities[row, :source_length].tolist(),
+                score=score,
+                attention=weights,
+            )
+        )
+    return [rows[i * samples : (i + 1) * samples] for i in range(n)]
+
+
+@torch.no_grad()
+def teacher_log_probabilities(
+    teacher: EncoderDecoder,
+    sources: list[list[int]],
+    targets: list[list[int]],
+    device: torch.device,
+) -> torch.Tensor:
+    """``log P(y + <eos> | x)`` under an autoregressive model, for every
+    (source, target) pair of token ids in one teacher-forced pass: (n,)."""
+    src = pad([[*s, EOS_ID] for s in sources]).to(device)
+    tgt_in = pad([[BOS_ID, *t] for t in targets]).to(device)
+    tgt_out = pad([[*t, EOS_ID] for t in targets]).to(device)
+    teacher.eval()
+    features = teacher(src, src != PAD_ID, tgt_in, tgt_in != PAD_ID)
+    log_probs = teacher.output_proj(features).float().log_softmax(-1)
+    picked = log_probs.gather(-1, tgt_out[..., None])[..., 0]
+    return (picked * (tgt_out != PAD_ID)).sum(1)

@@ -1,0 +1,205 @@
+"""Translating with a non-autoregressive model (``model.arch: nat``).
+
+``NATTranslator`` is what ``Translator.load`` returns for such a run: the
+same text-in, text-out interface, decoding every sentence in one pass
+(``rosetta.decode.nat``). With ``npd`` samples and an autoregressive
+``teacher`` it decodes that many fertility sequences per sentence and keeps
+the candidate the teacher scores best (noisy parallel decoding).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from rosetta import checkpoint as ckpt
+from rosetta.config import Config, config_from_dict
+from rosetta.data.batching import pad
+from rosetta.data.tokenizer import TokenizerPair
+from rosetta.data.vocab import EOS, EOS_ID, PAD_ID
+from rosetta.decode.batched import Workers
+from rosetta.decode.beam import normalized_score
+from rosetta.decode.nat import NATCandidate, nat_candidates, teacher_log_probabilities
+from rosetta.decode.options import SearchOptions
+from rosetta.devices import pick_device
+from rosetta.errors import RosettaError
+from rosetta.models.build import build_model
+from rosetta.models.nat import NonAutoregressiveTransformer
+from rosetta.precision import Precision, autocast, check_precision
+from rosetta.translation import TextTranslator, Translation
+
+
+class NATTranslator(TextTranslator):
+    """A trained NAT with its tokenizers; ``teacher`` (a ``Translator`` of an
+    autoregressive model) and ``npd`` (fertility samples per sentence, 0 for
+    the argmax ones alone) set up noisy parallel decoding.
+
+    Candidates are ranked by the teacher's ``log P(y | x)`` normalised by
+    length as beam search does (``SearchOptions.alpha`` and ``penalty``).
+    """
+
+    engine = "rosetta"
+
+    def __init__(
+        self,
+        model: NonAutoregressiveTransformer,
+        tokenizers: TokenizerPair,
+        config: Config,
+        device: torch.device,
+        precision: Precision = "fp32",
+        *,
+        teacher: TextTranslator | None = None,
+        npd: int = 0,
+    ):
+        check_precision(device, precision)
+        if precision == "int8":
+            raise RosettaError("a NAT model decodes in fp32 or bf16, not int8")
+        if npd < 0:
+            raise RosettaError(f"npd must be >= 0 samples, got {npd}")
+        if npd and teacher is None:
+            raise RosettaError(
+                "noisy parallel decoding needs an autoregressive teacher to "
+                "rescore the candidates (--teacher)"
+            )
+        if teacher is not None and not hasattr(teacher, "model"):
+            raise RosettaError("the teacher must be a Rosetta (PyTorch) model")
+        self.model = model.to(device).eval()
+        self.tokenizers = tokenizers
+        self.config = config
+        self.device = device
+        self.precision = precision
+        self.teacher = teacher
+        self.npd = npd
+
+    @property
+    def parameter_count(self) -> int:
+        return sum(p.numel() for p in self.model.parameters())
+
+    @classmethod
+    def load(
+        cls,
+        path: str | Path,
+        device: str | torch.device | None = None,
+        which: str = "best",
+        precision: Precision = "fp32",
+        *,
+        teacher: TextTranslator | None = None,
+        npd: int = 0,
+    ) -> NATTranslator:
+        """Load a NAT run folder (its best checkpoint) or checkpoint folder."""
+        folder = ckpt.resolve_checkpoint(Path(path), which)
+        meta = ckpt.read_meta(folder)
+        config = config_from_dict(meta["config"], str(folder / ckpt.META_FILE))
+        if config.model.arch != "nat":
+            raise RosettaError(f"{folder}: not a NAT model ({config.model.arch})")
+        tokenizers = TokenizerPair.from_dict(meta["tokenizers"])
+        model = build_model(config.model, len(tokenizers.src), len(tokenizers.tgt))
+        assert isinstance(model, NonAutoregressiveTransformer)
+        device = pick_device() if device is None else torch.device(device)
+        check_precision(device, precision)
+        ckpt.load_weights(folder, model, device)
+        return cls(
+            model, tokenizers, config, device, precision, teacher=teacher, npd=npd
+        )
+
+    @torch.no_grad()
+    def translate_ids(
+        self,
+        sources: list[list[int]],
+        options: SearchOptions | None = None,
+        *,
+        batch_size: int | None = None,
+        workers: Workers = 1,
+    ) -> list[list[Translation]]:
+        """One translation per non-empty source (module docstring); ``options``
+        gives the attention switch, the seed of the fertility draws and the
+        length normalisation of the teacher's scores."""
+        options = self.complete(options)
+        if options.beam_size > 1 or options.sample or options.nbest > 1:
+            raise RosettaError(
+                "a NAT model decodes in one pass: no beam search, sampling or "
+                "n-best lists (noisy parallel decoding is its search: npd)"
+            )
+        samples = max(self.npd, 1)
+        generator = torch.Generator(device=self.device)
+        generator.manual_seed(options.seed if options.seed is not None else 0)
+        size = batch_size or self.config.decode.batch_size
+        nonempty = [i for i, ids in enumerate(sources) if ids]
+        order = sorted(nonempty, key=lambda i: len(sources[i]))
+        results: list[list[Translation]] = [[] for _ in sources]
+        for start in range(0, len(order), size):
+            chunk = order[start : start + size]
+            src = pad([[*sources[i], EOS_ID] for i in chunk]).to(self.device)
+            with autocast(self.device, self.precision):
+                candidates = nat_candidates(
+                    self.model,
+                    src,
+                    src != PAD_ID,
+                    samples,
+                    generator=generator,
+                    need_attention=options.need_attention,
+                )
+                chosen = self._choose([sources[i] for i in chunk], candidates, options)
+            for i, (candidate, rank_score) in zip(chunk, chosen, strict=True):
+                results[i] = [self._nat_translation(sources[i], candidate, rank_score)]
+        return results
+
+    def _choose(
+        self,
+        sources: list[list[int]],
+        candidates: list[list[NATCandidate]],
+        options: SearchOptions,
+    ) -> list[tuple[NATCandidate, float]]:
+        """Each source's candidate and the score it was ranked by: the model's
+        own without NPD, else the teacher's, all candidates in one pass."""
+        if self.teacher is None or self.npd == 0:
+            return [
+                (found[0], found[0].score / max(len(found[0].tokens), 1))
+                for found in candidates
+            ]
+        teacher = self.teacher
+        source_texts = [self.tokenizers.src.decode(ids) for ids in sources]
+        pairs = [
+            (
+                teacher.encode(source),
+                teacher.tokenizers.tgt.encode(self.tokenizers.tgt.decode(c.tokens)),
+            )
+            for source, found in zip(source_texts, candidates, strict=True)
+            for c in found
+        ]
+        scores = teacher_log_probabilities(
+            teacher.model,  # type: ignore[attr-defined]
+            [s for s, _ in pairs],
+            [t for _, t in pairs],
+            teacher.device,
+        ).tolist()
+        chosen = []
+        for i, found in enumerate(candidates):
+            ranked = [
+                normalized_score(
+                    scores[i * len(found) + k],
+                    len(pairs[i * len(found) + k][1]) + 1,
+                    options.alpha,
+                    options.penalty,
+                )
+                for k in range(len(found))
+            ]
+            best = max(range(len(found)), key=lambda k: (ranked[k], -k))
+            chosen.append((found[best], ranked[best]))
+        return chosen
+
+    def _nat_translation(
+        self, source: list[int], candidate: NATCandidate, rank_score: float
+    ) -> Translation:
+        text = self.tokenizers.tgt.decode(candidate.tokens)
+        return Translation(
+            text=" ".join(text.split()),
+            score=candidate.score,
+            normalized_score=rank_score,
+            token_ids=candidate.tokens,
+            tokens=self.tokenizers.tgt.id_pieces(candidate.tokens),
+            source_tokens=[*self.tokenizers.src.id_pieces(source), EOS],
+            attention=candidate.attention,
+            fertilities=candidate.fertilities,
+        )

@@ -1,0 +1,274 @@
+"""What training a non-autoregressive model (``model.arch: nat``) needs: the
+reference fertilities of every pair, batches that carry them, the loss, and
+validation.
+
+The reference fertilities come from word alignments of the training pairs
+on the model's own tokens (``rosetta.align``), found once and kept in the
+run folder (``alignments.txt``). The loss of a batch is the label-smoothed
+cross-entropy of the target tokens, decoded from the reference fertilities,
+plus ``fertility_weight`` times the cross-entropy of those fertilities.
+Validation reports both, and BLEU of translations decoded from the
+predicted (argmax) fertilities, as ``rosetta translate`` would.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from rosetta.align import align, fertilities_from_links, parse_links
+from rosetta.checkpoint import write_text_atomic
+from rosetta.config import Config, NATConfig
+from rosetta.data.batching import Example, make_batches, pad, rank_share
+from rosetta.data.tokenizer import TokenizerPair
+from rosetta.data.vocab import EOS_ID, PAD_ID
+from rosetta.errors import RosettaError
+from rosetta.evaluate.corpus import sacrebleu_score
+from rosetta.models.nat import NonAutoregressiveTransformer
+from rosetta.nat_translator import NATTranslator
+from rosetta.precision import autocast
+from rosetta.train.loss import (
+    label_smoothed_cross_entropy,
+    projected_label_smoothed_cross_entropy,
+)
+
+ALIGNMENTS_FILE = "alignments.txt"
+
+
+@dataclass
+class FertilityBatch:
+    """Padded tensors of one step, batch-first."""
+
+    src: torch.Tensor  # (n, S) source + <eos>
+    fertilities: torch.Tensor  # (n, S) 0 at <eos> and padding
+    tgt: torch.Tensor  # (n, T) target, no <bos> or <eos>; T = Σ fertilities
+
+    @property
+    def num_tgt_tokens(self) -> int:
+        return int((self.tgt != PAD_ID).sum())
+
+    def to(self, device: torch.device) -> FertilityBatch:
+        return FertilityBatch(*(t.to(device) for t in self.__dict__.values()))
+
+
+def collate_fertilities(
+    examples: list[Example], fertilities: list[list[int]]
+) -> FertilityBatch:
+    return FertilityBatch(
+        src=pad([[*e.src, EOS_ID] for e in examples]),
+        fertilities=pad([[*f, 0] for f in fertilities]),
+        tgt=pad([e.tgt for e in examples]),
+    )
+
+
+def token_lines(examples: list[Example]) -> tuple[list[str], list[str]]:
+    """The pairs as the aligner reads them: token ids separated by spaces."""
+    return (
+        [" ".join(map(str, e.src)) for e in examples],
+        [" ".join(map(str, e.tgt)) for e in examples],
+    )
+
+
+def reference_fertilities(
+    examples: list[Example],
+    max_fertility: int,
+    run_dir: Path,
+    log: Callable[[str], None] = print,
+) -> list[list[int]]:
+    """Each pair's source-token fertilities, from alignments kept in
+    ``run_dir`` (made with eflomal when missing or made for other pairs)."""
+    sources, targets = token_lines(examples)
+    digest = hashlib.sha256(
+        "\n".join(f"{s}\t{t}" for s, t in zip(sources, targets, strict=True)).encode()
+    ).hexdigest()
+    path = run_dir / ALIGNMENTS_FILE
+    lines: list[str] | None = None
+    if path.is_file():
+        header, *rest = path.read_text(encoding="utf-8").splitlines()
+        if json.loads(header).get("pairs_sha256") == digest and len(rest) == len(
+            examples
+        ):
+            lines = rest
+            log(f"alignments: loaded from {path}")
+    if lines is None:
+        log(f"alignments: aligning {len(examples):,} pairs with eflomal")
+        links = align(sources, targets)
+        lines = [" ".join(f"{i}-{j}" for i, j in pair) for pair in links]
+        header = json.dumps({"pairs_sha256": digest, "aligner": "eflomal"})
+        write_text_atomic(path, "\n".join([header, *lines]) + "\n")
+    return [
+        fertilities_from_links(
+            parse_links(line, f"{path}, line {number}"),
+            len(example.src),
+            len(example.tgt),
+            max_fertility,
+        )
+        for number, (line, example) in enumerate(
+            zip(lines, examples, strict=True), start=2
+        )
+    ]
+
+
+def fits(example: Example, max_fertility: int) -> bool:
+    """Whether the source's tokens can account for the whole target."""
+    return len(example.tgt) <= len(example.src) * max_fertility
+
+
+class NATTask:
+    """Parallel sentences with reference fertilities, for a NAT.
+
+    Args:
+        train, valid: the encoded pairs; those whose target is longer than
+            ``max_fertility`` times the source are left out (counted).
+        valid_pairs: the validation pairs as text, for BLEU.
+    """
+
+    def __init__(
+        self,
+        config: Config,
+        model: NonAutoregressiveTransformer,
+        tokenizers: TokenizerPair,
+        train: list[Example],
+        valid: list[Example],
+        valid_pairs: list[tuple[str, str]],
+        device: torch.device,
+        run_dir: Path,
+        log: Callable[[str], None] = print,
+    ):
+        assert isinstance(config.model, NATConfig)
+        self.config, self.cfg, self.model_cfg = config, config.train, config.model
+        self.model, self.tokenizers, self.device = model, tokenizers, device
+        limit = self.model_cfg.max_fertility
+        kept_train = [e for e in train if fits(e, limit)]
+        kept_valid = [e for e in valid if fits(e, limit)]
+        dropped = len(train) - len(kept_train) + len(valid) - len(kept_valid)
+        if dropped:
+            log(
+                f"fertilities: {dropped} pairs left out, their target longer "
+                f"than {limit} (max_fertility) tokens per source token"
+            )
+        if not kept_train:
+            raise RosettaError("no training pair fits model.max_fertility")
+        # one alignment of both splits: the aligner learns from all of it
+        fertilities = reference_fertilities(
+            kept_train + kept_valid, limit, run_dir, log
+        )
+        self.train_examples, self.valid_examples = kept_train, kept_valid
+        self.train_fertilities = fertilities[: len(kept_train)]
+        self.valid_fertilities = fertilities[len(kept_train) :]
+        self.valid_pairs = valid_pairs
+
+    @property
+    def has_validation(self) -> bool:
+        return bool(self.valid_examples)
+
+    @property
+    def best_metric(self) -> str:
+        metric = self.cfg.early_stopping.metric
+        return metric if metric == "loss" or self.cfg.valid_bleu else "loss"
+
+    def epoch_batches(self, epoch: int) -> list[list[int]]:
+        rng = np.random.default_rng([self.cfg.seed, epoch])
+        return make_batches(self.train_examples, self.cfg.batch_tokens, rng)
+
+    def batches_per_update(self, world_size: int) -> int:
+        return world_size * self.cfg.update_freq
+
+    def batch(self, indices: list[int], train: bool = True) -> FertilityBatch:
+        examples = self.train_examples if train else self.valid_examples
+        fertilities = self.train_fertilities if train else self.valid_fertilities
+        return collate_fertilities(
+            [examples[i] for i in indices], [fertilities[i] for i in indices]
+        )
+
+    def share(
+        self, group: list[list[int]], rank: int, world_size: int
+    ) -> list[tuple[FertilityBatch, int]]:
+        return [
+            (batch, batch.num_tgt_tokens if counts else 0)
+            for indices, counts in rank_share(group, rank, world_size)
+            for batch in [self.batch(indices)]
+        ]
+
+    def losses(
+        self, forward: torch.nn.Module, batch: FertilityBatch, projected: bool
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(target loss sum, its plain NLL sum, fertility NLL sum)."""
+        src_mask = batch.src != PAD_ID
+        features, _, fertility_logits = forward(batch.src, src_mask, batch.fertilities)
+        if features.shape[:2] != batch.tgt.shape:  # the fertilities sum to T
+            raise RuntimeError(
+                f"decoder gave {tuple(features.shape[:2])} positions for "
+                f"targets of {tuple(batch.tgt.shape)}"
+            )
+        if projected:
+            loss, nll, _ = projected_label_smoothed_cross_entropy(
+                features,
+                self.model.output_proj,
+                batch.tgt,
+                self.cfg.label_smoothing,
+                PAD_ID,
+            )
+        else:
+            loss, nll, _ = label_smoothed_cross_entropy(
+                self.model.output_proj(features),
+                batch.tgt,
+                self.cfg.label_smoothing,
+                PAD_ID,
+            )
+        fertility = F.cross_entropy(
+            fertility_logits[src_mask],
+            batch.fertilities[src_mask].clamp(max=self.model_cfg.max_fertility),
+            reduction="sum",
+        )
+        return loss, nll, fertility
+
+    def loss_sum(self, forward: torch.nn.Module, batch: FertilityBatch) -> torch.Tensor:
+        loss, _, fertility = self.losses(forward, batch.to(self.device), True)
+        return loss + self.model_cfg.fertility_weight * fertility
+
+    @torch.no_grad()
+    def validate(self) -> dict[str, float]:
+        self.model.eval()
+        loss_sum = nll_sum = fertility_sum = 0.0
+        tokens = 0
+        with autocast(self.device, self.cfg.precision):
+            for indices in make_batches(self.valid_examples, self.cfg.batch_tokens):
+                batch = self.batch(indices, train=False).to(self.device)
+                loss, nll, fertility = self.losses(self.model, batch, False)
+                loss_sum += float(loss)
+                nll_sum += float(nll)
+                fertility_sum += float(fertility)
+                tokens += batch.num_tgt_tokens
+        weight = self.model_cfg.fertility_weight
+        result = {
+            "loss": (loss_sum + weight * fertility_sum) / tokens,
+            "ppl": math.exp(min(nll_sum / tokens, 50.0)),
+            "fertility_nll": fertility_sum / tokens,
+        }
+        if self.cfg.valid_bleu:
+            translator = NATTranslator(
+                self.model,
+                self.tokenizers,
+                self.config,
+                self.device,
+                precision=self.cfg.precision,
+            )
+            hypotheses = translator.translate([s for s, _ in self.valid_pairs])
+            references = [t for _, t in self.valid_pairs]
+            result["bleu"] = sacrebleu_score(hypotheses, references).value
+        return result
+
+    def state_tensors(self) -> dict[str, torch.Tensor]:
+        return {}
+
+    def load_state_tensors(self, tensors: dict[str, torch.Tensor]) -> None:
+        pass

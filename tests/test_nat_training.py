@@ -1,0 +1,143 @@
+"""The NAT through the ordinary run: reference fertilities, loss, validation
+equal to a fresh load, exact resume, and noisy parallel decoding."""
+
+import json
+
+import pytest
+import torch
+
+from rosetta import Translator
+from rosetta.data.batching import Example, pad
+from rosetta.data.vocab import EOS_ID, PAD_ID
+from rosetta.decode.nat import (
+    draw_fertilities,
+    nat_candidates,
+    teacher_log_probabilities,
+)
+from rosetta.evaluate.corpus import sacrebleu_score
+from rosetta.nat_translator import NATTranslator
+from rosetta.train.nat_task import ALIGNMENTS_FILE, collate_fertilities
+from tests.toy import NAT, toy_config
+
+
+def test_a_batch_carries_the_fertilities_with_zero_at_eos_and_padding():
+    batch = collate_fertilities(
+        [Example([5, 6], [7, 7, 8]), Example([9], [10])], [[2, 1], [1]]
+    )
+    assert batch.src.tolist() == [[5, 6, EOS_ID], [9, EOS_ID, PAD_ID]]
+    assert batch.fertilities.tolist() == [[2, 1, 0], [1, 0, 0]]
+    assert batch.tgt.tolist() == [[7, 7, 8], [10, PAD_ID, PAD_ID]]
+    assert batch.num_tgt_tokens == 4
+
+
+def test_the_argmax_fertilities_come_first_and_draws_follow_the_distribution():
+    logits = torch.tensor([[[0.0, 5.0, 0.0], [9.0, 0.0, 0.0]]])
+    generator = torch.Generator().manual_seed(0)
+    drawn = draw_fertilities(logits, 2000, generator)
+    assert drawn.shape == (1, 2000, 2)
+    assert drawn[0, 0].tolist() == [1, 0]
+    share = (drawn[0, 1:, 0] == 1).float().mean().item()
+    expected = torch.tensor([0.0, 5.0, 0.0]).softmax(0)[1].item()
+    assert share == pytest.approx(expected, abs=0.03)
+
+
+@pytest.mark.slow
+def test_training_reports_the_bleu_a_fresh_load_gets(toy_run):
+    run = toy_run("nat")
+    records = [json.loads(line) for line in (run / "metrics.jsonl").open()]
+    last = [r for r in records if r["kind"] == "valid"][-1]
+    assert {"loss", "ppl", "fertility_nll", "bleu"} <= set(last)
+    translator = Translator.load(run, which="latest", device="cpu")
+    assert isinstance(translator, NATTranslator)
+    folder = run.parent
+    sources = (folder / "2.src").read_text().splitlines()
+    references = (folder / "2.tgt").read_text().splitlines()
+    bleu = sacrebleu_score(translator.translate(sources), references).value
+    assert bleu == pytest.approx(last["bleu"], abs=1e-9)
+    header = (run / ALIGNMENTS_FILE).read_text().splitlines()[0]
+    assert json.loads(header)["aligner"] == "eflomal"
+
+
+@pytest.mark.slow
+def test_a_resumed_nat_run_ends_with_the_uninterrupted_weights(tmp_path):
+    from safetensors.torch import load_file
+
+    from rosetta.checkpoint import resolve_checkpoint
+    from rosetta.train.run import run_training
+
+    steps = ("train.max_epochs=null", "train.validate_every=10")
+    whole, _ = toy_config(tmp_path, *steps, "train.max_steps=20", model=NAT)
+    run_training(whole, tmp_path / "whole")
+    half, _ = toy_config(tmp_path, *steps, "train.max_steps=10", model=NAT)
+    # eflomal seeds itself from the system: a run's alignments are its own,
+    # kept in its folder, and the resumed half must read them back
+    (tmp_path / "split").mkdir()
+    alignments = (tmp_path / "whole" / ALIGNMENTS_FILE).read_text()
+    (tmp_path / "split" / ALIGNMENTS_FILE).write_text(alignments)
+    run_training(half, tmp_path / "split")
+    run_training(whole, tmp_path / "split", resume=True)
+    weights = [
+        load_file(resolve_checkpoint(tmp_path / name, "latest") / "model.safetensors")
+        for name in ("whole", "split")
+    ]
+    for key, tensor in weights[0].items():
+        assert torch.equal(tensor, weights[1][key]), key
+
+
+@pytest.mark.slow
+@pytest.mark.reference
+def test_teacher_forced_scores_equal_the_scores_of_step_by_step_search(toy_run):
+    teacher = Translator.load(toy_run("transformer"), device="cpu", packed=False)
+    sources = [teacher.encode(s) for s in ["alpha beta gamma", "eta", "iota iota"]]
+    found = teacher.translate_ids(sources)
+    targets = [hypotheses[0].token_ids for hypotheses in found]
+    scores = teacher_log_probabilities(
+        teacher.model, sources, targets, torch.device("cpu")
+    )
+    expected = [hypotheses[0].score for hypotheses in found]
+    assert scores.tolist() == pytest.approx(expected, abs=1e-4)
+
+
+@pytest.mark.slow
+def test_noisy_parallel_decoding_keeps_the_candidate_the_teacher_scores_best(
+    toy_run,
+):
+    teacher = Translator.load(toy_run("transformer"), device="cpu")
+    nat = Translator.load(toy_run("nat"), device="cpu")
+    npd = NATTranslator(
+        nat.model, nat.tokenizers, nat.config, nat.device, teacher=teacher, npd=8
+    )
+    for sentence in ["alpha beta gamma delta", "eps zeta", "kappa iota theta eta"]:
+        ids = npd.encode(sentence)
+        generator = torch.Generator().manual_seed(0)
+        src = pad([[*ids, EOS_ID]])
+        candidates = nat_candidates(
+            nat.model, src, src != PAD_ID, 8, generator=generator
+        )[0]
+        assert len(candidates) == 8
+        # each candidate scored on its own, as text through the teacher's tokenizers
+        scored = []
+        for candidate in candidates:
+            text = nat.tokenizers.tgt.decode(candidate.tokens)
+            target = teacher.tokenizers.tgt.encode(text)
+            alone = teacher_log_probabilities(
+                teacher.model, [teacher.encode(sentence)], [target], teacher.device
+            )
+            scored.append(float(alone) / (len(target) + 1) ** 0.75)
+        best = max(range(8), key=lambda k: (scored[k], -k))
+        chosen = npd.translate_nbest([sentence])[0][0]
+        assert chosen.token_ids == candidates[best].tokens
+        assert chosen.fertilities == candidates[best].fertilities
+        assert chosen.normalized_score == pytest.approx(scored[best], abs=1e-4)
+
+
+def test_noisy_parallel_decoding_needs_a_teacher_and_nat_search_no_beam(toy_run):
+    from rosetta.decode.options import SearchOptions
+    from rosetta.errors import RosettaError
+
+    nat = Translator.load(toy_run("nat"), device="cpu")
+    with pytest.raises(RosettaError, match="teacher"):
+        NATTranslator(nat.model, nat.tokenizers, nat.config, nat.device, npd=4)
+    with pytest.raises(RosettaError, match="one pass"):
+        nat.translate(["alpha"], SearchOptions(beam_size=4))
+    assert nat.translate(["", "alpha beta"])[0] == ""
