@@ -141,3 +141,28 @@ def test_noisy_parallel_decoding_needs_a_teacher_and_nat_search_no_beam(toy_run)
     with pytest.raises(RosettaError, match="one pass"):
         nat.translate(["alpha"], SearchOptions(beam_size=4))
     assert nat.translate(["", "alpha beta"])[0] == ""
+
+
+@pytest.mark.slow
+def test_the_command_line_decodes_with_npd_and_shows_fertilities(
+    toy_run, tmp_path, capsys
+):
+    from rosetta.cli import main
+
+    source = tmp_path / "in.txt"
+    source.write_text("alpha beta gamma\n\neta\n", encoding="utf-8")
+    nat, teacher = str(toy_run("nat")), str(toy_run("transformer"))
+    capsys.readouterr()  # the runs' training logs
+    flags = ["-i", str(source), "--device", "cpu", "--format", "jsonl"]
+    assert (
+        main(["translate", "-m", nat, *flags, "--npd", "4", "--teacher", teacher]) == 0
+    )
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [len(r["hypotheses"]) for r in records] == [1, 0, 1]
+    best = records[0]["hypotheses"][0]
+    assert len(best["fertilities"]) == len(best["source_tokens"])
+    assert sum(best["fertilities"]) == len(best["tokens"])
+    assert main(["translate", "-m", nat, *flags, "--npd", "4"]) == 2
+    assert "both --npd and --teacher" in capsys.readouterr().err
+    assert main(["translate", "-m", teacher, *flags, "--npd", "4"]) == 2
+    assert "go with a NAT model" in capsys.readouterr().err

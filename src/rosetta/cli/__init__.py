@@ -1,5 +1,5 @@
-"""``rosetta prepare | train | translate | evaluate | average | export | serve |
-plot | perplexity | generate | task``.
+"""``rosetta prepare | train | translate | distill | evaluate | average | export |
+serve | plot | perplexity | generate | task``.
 
 Each verb lives in its own module: its ``cmd_*`` function and the parser that
 calls it.
@@ -14,6 +14,7 @@ from importlib.metadata import version
 
 from rosetta.cli import (
     average,
+    distill,
     evaluate,
     export,
     language_model,
@@ -54,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     verbs = parser.add_subparsers(dest="verb", required=True)
     train.add_parsers(verbs)
-    for verb in (translate, evaluate, average, export, serve, plot):
+    for verb in (translate, distill, evaluate, average, export, serve, plot):
         verb.add_parser(verbs)
     language_model.add_parsers(verbs)
     task.add_parser(verbs)

@@ -12,6 +12,7 @@ from rosetta.data.corpus import read_lines
 from rosetta.decode.options import SearchOptions
 from rosetta.errors import RosettaError
 from rosetta.export.ctranslate2 import ENGINE_FILE
+from rosetta.nat_translator import NATTranslator
 from rosetta.precision import PRECISIONS
 from rosetta.translation import TextTranslator
 from rosetta.translator import Translator
@@ -55,15 +56,18 @@ def search_options(
         raise RosettaError(f"{command}: {error}") from None
 
 
-def add_search_flags(verb: argparse.ArgumentParser) -> None:
-    """One flag per ``SearchOptions`` field, its default shown, not repeated."""
+def add_search_flags(
+    verb: argparse.ArgumentParser, beam: str = f"{DEFAULT.beam_size}: greedy"
+) -> None:
+    """One flag per ``SearchOptions`` field, its default shown, not repeated;
+    ``beam`` is the default beam size the verb uses when none is given."""
     group = verb.add_argument_group("search")
     group.add_argument(
         "--beam",
         dest="beam_size",
         metavar="K",
         type=int,
-        help=f"beam size (default {DEFAULT.beam_size}: greedy)",
+        help=f"beam size (default {beam})",
     )
     group.add_argument(
         "--alpha",
@@ -167,4 +171,36 @@ def load_translator(args: argparse.Namespace) -> TextTranslator:
         return CTranslate2Translator.load(
             model, device=args.device, precision=args.precision
         )
-    return Translator.load(model, device=args.device, precision=args.precision)
+    translator = Translator.load(model, device=args.device, precision=args.precision)
+    npd, teacher = getattr(args, "npd", 0), getattr(args, "teacher", None)
+    if not (npd or teacher):
+        return translator
+    if not isinstance(translator, NATTranslator):
+        raise RosettaError("--npd and --teacher go with a NAT model (arch nat)")
+    if not (npd and teacher):
+        raise RosettaError("noisy parallel decoding needs both --npd and --teacher")
+    teacher_folder, reason = ckpt.choose_checkpoint(Path(teacher))
+    print(f"teacher: {teacher_folder} ({reason})", file=sys.stderr)
+    translator.teacher = Translator.load(
+        teacher_folder, device=translator.device, precision=args.precision
+    )
+    if isinstance(translator.teacher, NATTranslator):
+        raise RosettaError(f"{teacher}: the teacher must be autoregressive")
+    translator.npd = npd
+    return translator
+
+
+def add_npd_flags(verb: argparse.ArgumentParser) -> None:
+    """``--npd`` and ``--teacher``: noisy parallel decoding of a NAT model."""
+    group = verb.add_argument_group("non-autoregressive models (arch nat)")
+    group.add_argument(
+        "--npd",
+        type=int,
+        default=0,
+        metavar="S",
+        help="noisy parallel decoding: S fertility sequences per sentence (the "
+        "most likely and S-1 drawn), the one the teacher scores best kept",
+    )
+    group.add_argument(
+        "--teacher", help="the autoregressive run that scores the --npd candidates"
+    )

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from rosetta.cli.common import (
     add_engine_flags,
+    add_npd_flags,
     add_search_flags,
     load_translator,
     read_input_lines,
@@ -96,5 +97,6 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
         help="CPU: decode this many batches at once, sharing the threads; "
         "auto (default): one per thread, one when sampling or on a GPU",
     )
+    add_npd_flags(translate)
     add_engine_flags(translate)
     translate.set_defaults(run=cmd_translate)

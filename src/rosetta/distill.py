@@ -1,0 +1,109 @@
+"""Sequence-level knowledge distillation: a training corpus translated by a
+trained model, for another model to learn from.
+
+A non-autoregressive student learns far better from a teacher's
+translations than from the human references: the teacher settles each
+source on one consistent translation, where references mix several, and a
+model that predicts every token at once cannot pick one of many (it
+blends them). ``distill`` writes the teacher's beam-search output, one line
+per source line, resumably: finished chunks are appended to
+``OUTPUT.partial`` and flushed to disk, so a run that is stopped carries on
+from the last finished chunk, and the output file appears, whole, only at
+the end.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from tqdm import tqdm
+
+from rosetta.checkpoint import write_json_atomic
+from rosetta.decode.batched import Workers
+from rosetta.decode.options import SearchOptions
+from rosetta.errors import RosettaError
+from rosetta.translation import TextTranslator
+
+
+def partial_paths(output: Path) -> tuple[Path, Path]:
+    """Where an unfinished run keeps its lines and what they were made from."""
+    return (
+        output.with_name(output.name + ".partial"),
+        output.with_name(output.name + ".partial.json"),
+    )
+
+
+def finished_lines(partial: Path) -> int:
+    """Lines a stopped run finished; a last line cut off mid-write is dropped
+    from the file."""
+    if not partial.is_file():
+        return 0
+    data = partial.read_bytes()
+    whole = data[: data.rfind(b"\n") + 1]
+    if len(whole) != len(data):
+        with open(partial, "r+b") as handle:
+            handle.truncate(len(whole))
+    return whole.count(b"\n")
+
+
+def distill(
+    translator: TextTranslator,
+    sources: Sequence[str],
+    output: Path,
+    options: SearchOptions,
+    *,
+    what: dict,
+    chunk_lines: int = 1000,
+    batch_size: int | None = None,
+    workers: Workers = 1,
+    progress: bool = True,
+) -> int:
+    """Translate ``sources`` into ``output`` (module docstring); returns how
+    many lines this call translated.
+
+    ``what`` names the run (teacher, search) in the record beside the
+    partial output: resuming with other sources or another ``what`` is an
+    error, not a mixed file."""
+    partial, record = partial_paths(output)
+    digest = hashlib.sha256("\n".join(sources).encode("utf-8")).hexdigest()
+    made_of = {"sources_sha256": digest, "lines": len(sources), **what}
+    if record.is_file():
+        earlier = json.loads(record.read_text(encoding="utf-8"))
+        if earlier != made_of:
+            raise RosettaError(
+                f"{partial} was started with other sources or settings "
+                f"({earlier}); delete it and {record.name} to start again"
+            )
+    else:
+        partial.unlink(missing_ok=True)
+        output.parent.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(record, made_of)
+    done = finished_lines(partial)
+    if done > len(sources):
+        raise RosettaError(f"{partial} has more lines than the sources")
+    bar = tqdm(
+        total=len(sources),
+        initial=done,
+        unit="line",
+        desc="distill",
+        disable=not progress,
+        dynamic_ncols=True,
+    )
+    with open(partial, "a", encoding="utf-8") as handle:
+        for start in range(done, len(sources), chunk_lines):
+            chunk = list(sources[start : start + chunk_lines])
+            found = translator.translate(
+                chunk, options, batch_size=batch_size, workers=workers
+            )
+            handle.write("".join(line + "\n" for line in found))
+            handle.flush()
+            os.fsync(handle.fileno())
+            bar.update(len(chunk))
+    bar.close()
+    os.replace(partial, output)
+    record.unlink()
+    return len(sources) - done
