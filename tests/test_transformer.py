@@ -342,6 +342,11 @@ def test_alibi_is_never_packed():
 def test_each_end_of_the_cross_attention_starts_with_the_whole_slope_series():
     model = build_transformer(20, 20, d_model=32, heads=4, positions="alibi")
     cross = model.decoder.cross_biases.log_slopes.exp()
-    assert torch.allclose(cross[0], torch.tensor([2**-4, 2**-8, 2**-4, 2**-8]))
+    assert torch.allclose(cross[0], torch.tensor([1, 2**-4, 1, 2**-4]))
+    six = build_transformer(20, 20, d_model=36, heads=6, positions="alibi")
+    cross = six.decoder.cross_biases.log_slopes.exp()
+    third = 2 ** (-8 / 3)
+    expected = torch.tensor([1, third, third**2] * 2)
+    assert torch.allclose(cross[1], expected)
     encoder = model.encoder.biases.log_slopes.exp()
     assert torch.allclose(encoder[1], torch.tensor([2**-2, 2**-4, 2**-6, 2**-8]))

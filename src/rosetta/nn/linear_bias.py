@@ -11,8 +11,11 @@ a slope near 0 at all of them, by content. The penalty is a straight line in
 the distance: a key twice as far as any seen in training is penalised twice
 as much, never by a value the model has not learned to read. The slopes
 start at the geometric series ``2^(−8/H), 2^(−16/H), ..., 2^(−8)`` of ``H``
-heads (in the cross-attention, of each half of the heads) and are learned,
-one per head and layer.
+heads and are learned, one per head and layer. In the cross-attention each
+half of the heads starts its own series at 1 (``1, 2^(−8/H'), ...`` for
+``H'`` heads in the half): a head there must be able to single out one
+source word, and a slope learned up from a fraction of 1 gets there too
+slowly.
 
 The distance depends on the attention:
 
@@ -33,9 +36,9 @@ import torch
 from torch import nn
 
 
-def geometric_slopes(heads: int) -> torch.Tensor:
-    """``2^(−8k/H)`` for ``k = 1 .. H``: (heads,)."""
-    return torch.pow(2.0, -8.0 * torch.arange(1, heads + 1) / heads)
+def geometric_slopes(heads: int, first: int = 1) -> torch.Tensor:
+    """``2^(−8k/H)`` for ``k = first .. first + H − 1``: (heads,)."""
+    return torch.pow(2.0, -8.0 * torch.arange(first, first + heads) / heads)
 
 
 class LinearBiases(nn.Module):
@@ -50,10 +53,10 @@ class LinearBiases(nn.Module):
     def __init__(self, layers: int, heads: int, both_ends: bool = False):
         super().__init__()
         slopes = geometric_slopes(heads)
-        if both_ends:  # each half of the heads gets the whole series
+        if both_ends:  # each half of the heads gets the whole series, from 1
             backward = heads // 2
             slopes = torch.cat(
-                [geometric_slopes(heads - backward), geometric_slopes(backward)]
+                [geometric_slopes(heads - backward, 0), geometric_slopes(backward, 0)]
             )
         # log-slopes: every update scales a slope, whatever its size
         self.log_slopes = nn.Parameter(slopes.log().repeat(layers, 1))
