@@ -141,3 +141,45 @@ def test_page_translates_lists_alternatives_and_draws_the_heatmap(server):
             assert "at most" in page.inner_text("#error")
         finally:
             browser.close()
+
+
+@pytest.mark.slow
+def test_page_shows_a_nat_models_fertilities_under_its_source_tokens(toy_run):
+    playwright = require_browser()
+    teacher = str(toy_run("transformer"))
+    process, address = start_server(toy_run("nat"), "--npd", "4", "--teacher", teacher)
+    try:
+        sentence = "alpha beta gamma"
+        request = {"sentences": [sentence], "attention": True}
+        expected = httpx.post(f"{address}/translate", json=request, timeout=30).json()
+        best = expected["translations"][0]["hypotheses"][0]
+        assert sum(best["fertilities"]) == len(best["tokens"])
+        with playwright.sync_playwright() as driver:
+            browser = driver.chromium.launch(
+                executable_path=CHROMIUM, args=CHROMIUM_FLAGS
+            )
+            try:
+                page = browser.new_page(viewport={"width": 1000, "height": 900})
+                page.goto(f"{address}/")
+                page.wait_for_function(
+                    "document.getElementById('model-info').textContent.includes('nat')"
+                )
+                assert not page.locator("#beam").is_visible()  # no beam to size
+                page.fill("#source", sentence)
+                page.click("#submit")
+                page.wait_for_selector("#fertilities .fertility")
+                assert page.inner_text("#translation").strip() == best["text"]
+                tokens = page.locator("#fertilities .token").all_text_contents()
+                counts = page.locator("#fertilities .count").all_text_contents()
+                assert tokens == best["source_tokens"]
+                assert [int(c) for c in counts] == best["fertilities"]
+                assert page.locator("#heatmap rect.cell").count() == len(
+                    best["attention"]
+                ) * len(best["source_tokens"])
+                SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+                page.screenshot(path=str(SCREENSHOTS / "page-nat.png"), full_page=True)
+            finally:
+                browser.close()
+    finally:
+        process.terminate()
+        process.wait(30)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import torch
 
-from rosetta.cli.common import add_engine_flags, load_translator
+from rosetta.cli.common import add_engine_flags, add_npd_flags, load_translator
 from rosetta.errors import RosettaError
 from rosetta.serve.schemas import ServerSettings
 
@@ -55,6 +55,7 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
     )
     serve.add_argument("--port", type=int, default=8000, help="TCP port")
     add_engine_flags(serve)
+    add_npd_flags(serve)
     serve.add_argument(
         "--threads", type=int, default=0, help="CPU threads (0: torch's default)"
     )

@@ -78,6 +78,10 @@ class Hypothesis(BaseModel):
     attention: list[list[list[list[float]]]] | None = Field(
         None, description="(target token, layer, head, source token)"
     )
+    fertilities: list[int] | None = Field(
+        None,
+        description="a non-autoregressive model's: target tokens per source token",
+    )
 
 
 class SentenceResult(BaseModel):

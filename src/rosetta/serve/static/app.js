@@ -9,6 +9,7 @@ const LEGEND_WIDTH = 14; // pixels
 let results = []; // one entry per input line: {source, hypotheses}
 let selected = { line: 0, hypothesis: 0 };
 let engine = "rosetta"; // the server's; CTranslate2 has only the refilling beam
+let oneShot = false; // a non-autoregressive model: no beam, fertilities instead
 
 async function loadInfo() {
   try {
@@ -24,6 +25,14 @@ async function loadInfo() {
       (engine === "rosetta" ? "" : `, ${engine} engine`);
     $("beam").max = info.limits.max_beam;
     $("nbest").max = info.limits.max_beam;
+    oneShot = info.arch === "nat";
+    if (oneShot) {
+      // one pass decodes every token: there is no beam to size
+      for (const id of ["beam", "nbest"]) {
+        $(id).value = 1;
+        $(id).closest("label").style.display = "none";
+      }
+    }
   } catch (error) {
     $("model-info").textContent = "model information unavailable";
   }
@@ -121,6 +130,7 @@ function render() {
   });
   $("results").hidden = false;
   const hypothesis = current.hypotheses[selected.hypothesis];
+  showFertilities(hypothesis);
   if (hypothesis && hypothesis.attention) {
     fillSelectors(hypothesis.attention);
     drawHeatmap();
@@ -166,6 +176,29 @@ function weightsFor(attention, layerChoice, headChoice) {
     }
     return row.map((w) => w / count);
   });
+}
+
+function showFertilities(hypothesis) {
+  // a non-autoregressive model's plan: how many target tokens each source token gave
+  const box = $("fertilities");
+  box.replaceChildren();
+  if (!hypothesis || !hypothesis.fertilities) {
+    $("fertility-section").hidden = true;
+    return;
+  }
+  hypothesis.source_tokens.forEach((token, s) => {
+    const cell = document.createElement("span");
+    cell.className = "fertility";
+    const word = document.createElement("span");
+    word.className = "token";
+    word.textContent = token;
+    const count = document.createElement("span");
+    count.className = "count";
+    count.textContent = hypothesis.fertilities[s];
+    cell.append(word, count);
+    box.appendChild(cell);
+  });
+  $("fertility-section").hidden = false;
 }
 
 function drawHeatmap() {

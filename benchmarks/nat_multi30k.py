@@ -1,0 +1,220 @@
+"""Non-autoregressive translation against its autoregressive teacher:
+quality and speed on Multi30k test_2016 (or any parallel test set), in one run.
+
+Systems: the teacher with greedy and beam search, the NAT with argmax
+fertilities, and the NAT with noisy parallel decoding (NPD) at each ``--npd``
+sample count, rescored by the teacher. For each: BLEU (sacreBLEU, and the
+tokenized lower-cased BLEU that published Multi30k results use); latency per
+sentence at batch 1 (every sentence decoded by every system in turn, so
+that the machine's noise falls on all of them alike; median and 90th
+percentile); and sentences per second at batch 32 (whole test set, rounds
+interleaved, median). Ratios are against the teacher's greedy search.
+
+Also plots decoding time at batch 1 against output length for the teacher
+and the argmax NAT: the autoregressive decoder's cost grows with every token
+it produces, the NAT's barely.
+
+    python benchmarks/nat_multi30k.py --teacher runs/multi30k-de-en-transformer \
+        --nat runs/multi30k-de-en-nat
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+
+import torch
+
+from rosetta import Translator
+from rosetta.data.corpus import read_parallel
+from rosetta.decode.options import SearchOptions
+from rosetta.evaluate import sacrebleu_score, tokenized_lowercase_bleu
+from rosetta.nat_translator import NATTranslator
+
+GREEDY = SearchOptions()
+
+
+def systems(teacher: Translator, nat: NATTranslator, npd: list[int], beam: int):
+    """(name, translate(sentences, batch_size) -> outputs) of every system."""
+
+    def autoregressive(options):
+        return lambda sentences, size: teacher.translate(
+            sentences, options, batch_size=size, workers=1
+        )
+
+    def parallel(samples):
+        def run(sentences, size):
+            nat.npd = samples
+            return nat.translate(sentences, batch_size=size)
+
+        return run
+
+    rows = [("teacher greedy", autoregressive(GREEDY))]
+    rows.append((f"teacher beam {beam}", autoregressive(SearchOptions(beam_size=beam))))
+    rows.append(("NAT argmax", parallel(0)))
+    rows += [(f"NAT + NPD s={s}", parallel(s)) for s in npd]
+    return rows
+
+
+def synchronise(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--teacher", required=True, help="autoregressive run folder")
+    parser.add_argument("--nat", required=True, help="NAT run folder")
+    parser.add_argument("--src", default="data/multi30k/test_2016_flickr.de.gz")
+    parser.add_argument("--ref", default="data/multi30k/test_2016_flickr.en.gz")
+    parser.add_argument("--npd", type=int, nargs="*", default=[10, 100])
+    parser.add_argument("--beam", type=int, default=5)
+    parser.add_argument(
+        "--latency-sentences",
+        type=int,
+        default=200,
+        help="sentences timed one at a time (the first ones of the test set)",
+    )
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--rounds", type=int, default=3, help="batch-32 repeats")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--json", default="benchmarks/results/nat_multi30k.json")
+    parser.add_argument("--plot", default="docs/images/nat-latency-by-length.png")
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
+
+    pairs = read_parallel(Path(args.src), Path(args.ref))
+    sources = [s for s, _ in pairs]
+    references = [t for _, t in pairs]
+    teacher = Translator.load(args.teacher, device=device)
+    nat = Translator.load(args.nat, device=device)
+    assert isinstance(nat, NATTranslator), f"{args.nat} is not a NAT run"
+    nat.teacher = teacher
+    rows = systems(teacher, nat, args.npd, args.beam)
+
+    results: dict[str, dict] = {name: {} for name, _ in rows}
+    print(f"quality: {len(sources)} sentences", flush=True)
+    for name, run in rows:
+        outputs = run(sources, args.batch)
+        results[name]["sacrebleu"] = round(
+            sacrebleu_score(outputs, references).value, 2
+        )
+        results[name]["bleu_tok_lc"] = round(
+            tokenized_lowercase_bleu(outputs, references).value, 2
+        )
+        results[name]["mean_length"] = round(
+            statistics.mean(len(o.split()) for o in outputs), 2
+        )
+
+    print(f"latency: {args.latency_sentences} sentences at batch 1", flush=True)
+    timed = sources[: args.latency_sentences]
+    for _, run in rows:  # warm-up
+        run(timed[:3], 1)
+    latencies: dict[str, list[float]] = {name: [] for name, _ in rows}
+    lengths: dict[str, list[int]] = {name: [] for name, _ in rows}
+    for sentence in timed:
+        for name, run in rows:
+            synchronise(device)
+            started = time.perf_counter()
+            output = run([sentence], 1)
+            synchronise(device)
+            latencies[name].append(time.perf_counter() - started)
+            lengths[name].append(len(output[0].split()))
+
+    print(f"throughput: batch {args.batch}, {args.rounds} rounds", flush=True)
+    speeds: dict[str, list[float]] = {name: [] for name, _ in rows}
+    for _ in range(args.rounds):
+        for name, run in rows:
+            synchronise(device)
+            started = time.perf_counter()
+            run(sources, args.batch)
+            synchronise(device)
+            speeds[name].append(len(sources) / (time.perf_counter() - started))
+
+    base = "teacher greedy"
+    base_latency = statistics.median(latencies[base])
+    base_speed = statistics.median(speeds[base])
+    for name, _ in rows:
+        times = sorted(latencies[name])
+        results[name].update(
+            latency_ms_median=round(1000 * statistics.median(times), 2),
+            latency_ms_p90=round(1000 * times[int(0.9 * (len(times) - 1))], 2),
+            latency_speedup=round(base_latency / statistics.median(times), 2),
+            sentences_per_s=round(statistics.median(speeds[name]), 1),
+            sentences_per_s_spread=[
+                round(min(speeds[name]), 1),
+                round(max(speeds[name]), 1),
+            ],
+            throughput_speedup=round(statistics.median(speeds[name]) / base_speed, 2),
+        )
+
+    threads = torch.get_num_threads()
+    print(f"\n{device.type}, {threads} threads; ratios against {base}\n")
+    print(
+        "| system | sacreBLEU | BLEU (tok, lc) | batch-1 ms (median / p90) "
+        f"| × | batch-{args.batch} sent/s | × |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for name, _ in rows:
+        r = results[name]
+        print(
+            f"| {name} | {r['sacrebleu']:.2f} | {r['bleu_tok_lc']:.2f} "
+            f"| {r['latency_ms_median']:.1f} / {r['latency_ms_p90']:.1f} "
+            f"| {r['latency_speedup']:.2f} | {r['sentences_per_s']:.0f} "
+            f"| {r['throughput_speedup']:.2f} |"
+        )
+    settings = {k: v for k, v in vars(args).items()}
+    settings.update(device_type=device.type, torch_threads=threads)
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(
+        json.dumps({"settings": settings, "results": results}, indent=1) + "\n"
+    )
+    plot(latencies, lengths, [base, "NAT argmax"], Path(args.plot))
+
+
+def plot(
+    latencies: dict[str, list[float]],
+    lengths: dict[str, list[int]],
+    names: list[str],
+    path: Path,
+) -> None:
+    """Batch-1 decoding time against output length (words), one colour per
+    system: each sentence a dot, the median per length a line."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(5.5, 3.6), layout="constrained")
+    for name in names:
+        points = list(zip(lengths[name], latencies[name], strict=True))
+        dots = axis.scatter(
+            [n for n, _ in points], [1000 * t for _, t in points], s=6, alpha=0.35
+        )
+        by_length: dict[int, list[float]] = {}
+        for n, t in points:
+            by_length.setdefault(n, []).append(1000 * t)
+        xs = sorted(by_length)
+        axis.plot(
+            xs,
+            [statistics.median(by_length[x]) for x in xs],
+            color=dots.get_facecolor()[0][:3],
+            label=name,
+        )
+    axis.set_xlabel("output length (words)")
+    axis.set_ylabel("decoding time at batch 1 (ms)")
+    axis.set_ylim(bottom=0)
+    axis.legend()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=110)
+    print(f"plot: {path}")
+
+
+if __name__ == "__main__":
+    main()
