@@ -18,6 +18,7 @@ SECTIONS: list[tuple[str, type[BaseModel]]] = [
     ("tokenizer", config.TokenizerConfig),
     ("model (arch: transformer)", config.TransformerConfig),
     ("model (arch: rnn)", config.RNNConfig),
+    ("model (arch: nat)", config.NATConfig),
     ("model (arch: transformer-xl, task: lm)", config.LanguageModelConfig),
     ("train", config.TrainConfig),
     ("train.early_stopping", config.EarlyStopping),
