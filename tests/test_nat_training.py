@@ -166,3 +166,41 @@ def test_the_command_line_decodes_with_npd_and_shows_fertilities(
     assert "both --npd and --teacher" in capsys.readouterr().err
     assert main(["translate", "-m", teacher, *flags, "--npd", "4"]) == 2
     assert "go with a NAT model" in capsys.readouterr().err
+
+
+def train_losses(run):
+    records = [json.loads(line) for line in (run / "metrics.jsonl").open()]
+    return [r["loss"] for r in records if r["kind"] == "train"]
+
+
+@pytest.mark.slow
+def test_a_nat_trains_and_decodes_in_bf16_as_in_fp32(toy_run, tmp_path):
+    from rosetta.train.run import run_training
+
+    fp32_run = toy_run("nat")
+    config, _ = toy_config(
+        tmp_path,
+        "train.max_epochs=null",
+        "train.max_steps=60",
+        "train.validate_every=30",
+        "train.precision=bf16",
+        model=NAT,
+    )
+    (tmp_path / "run").mkdir()
+    alignments = (fp32_run / ALIGNMENTS_FILE).read_text()
+    (tmp_path / "run" / ALIGNMENTS_FILE).write_text(alignments)  # same fertilities
+    run_training(config, tmp_path / "run")
+    losses, fp32_losses = train_losses(tmp_path / "run"), train_losses(fp32_run)
+    assert losses[-1] < 0.8 * losses[0]
+    assert losses[-1] == pytest.approx(fp32_losses[-1], rel=0.1)
+
+    exact = Translator.load(tmp_path / "run", device="cpu")
+    half = Translator.load(tmp_path / "run", device="cpu", precision="bf16")
+    src = pad([[*exact.encode("alpha beta gamma delta"), EOS_ID]])
+    mask = src != PAD_ID
+    found = nat_candidates(exact.model, src, mask)[0][0]
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        approximate = nat_candidates(half.model, src, mask)[0][0]
+    assert approximate.fertilities == found.fertilities
+    assert approximate.score == pytest.approx(found.score, abs=0.5)
+    assert len(half.translate(["alpha beta", "", "eta"])) == 3
