@@ -204,3 +204,15 @@ def test_a_nat_trains_and_decodes_in_bf16_as_in_fp32(toy_run, tmp_path):
     assert approximate.fertilities == found.fertilities
     assert approximate.score == pytest.approx(found.score, abs=0.5)
     assert len(half.translate(["alpha beta", "", "eta"])) == 3
+
+
+def test_a_length_limit_takes_the_fertilities_from_the_end_of_the_source():
+    from rosetta.decode.nat import cap_lengths
+
+    fertilities = torch.tensor([[2, 0, 3, 1], [1, 1, 0, 0]])
+    capped = cap_lengths(fertilities, torch.tensor([4, 5]))
+    assert capped.tolist() == [[2, 0, 2, 0], [1, 1, 0, 0]]
+    assert cap_lengths(fertilities, torch.tensor([0, 1])).tolist() == [
+        [0, 0, 0, 0],
+        [1, 0, 0, 0],
+    ]

@@ -20,6 +20,7 @@ from rosetta.data.tokenizer import TokenizerPair
 from rosetta.data.vocab import EOS, EOS_ID, PAD_ID
 from rosetta.decode.batched import Workers
 from rosetta.decode.beam import normalized_score
+from rosetta.decode.greedy import max_lengths
 from rosetta.decode.nat import NATCandidate, nat_candidates, teacher_log_probabilities
 from rosetta.decode.options import SearchOptions
 from rosetta.devices import pick_device
@@ -113,8 +114,9 @@ class NATTranslator(TextTranslator):
         workers: Workers = 1,
     ) -> list[list[Translation]]:
         """One translation per non-empty source (module docstring); ``options``
-        gives the attention switch, the seed of the fertility draws and the
-        length normalisation of the teacher's scores."""
+        gives the attention switch, the seed of the fertility draws, the
+        length normalisation of the teacher's scores and the length limit
+        ``a·S + b`` (the fertilities past it are dropped)."""
         options = self.complete(options)
         if options.beam_size > 1 or options.sample or options.nbest > 1:
             raise RosettaError(
@@ -132,11 +134,15 @@ class NATTranslator(TextTranslator):
             chunk = order[start : start + size]
             src = pad([[*sources[i], EOS_ID] for i in chunk]).to(self.device)
             with autocast(self.device, self.precision):
+                src_mask = src != PAD_ID
                 candidates = nat_candidates(
                     self.model,
                     src,
-                    src != PAD_ID,
+                    src_mask,
                     samples,
+                    max_lengths=max_lengths(
+                        src_mask.sum(1), options.max_len_a, options.max_len_b
+                    ),
                     generator=generator,
                     need_attention=options.need_attention,
                 )

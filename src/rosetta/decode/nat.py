@@ -53,6 +53,14 @@ def draw_fertilities(
     return torch.cat([best, drawn], dim=1)
 
 
+def cap_lengths(fertilities: torch.Tensor, limits: torch.Tensor) -> torch.Tensor:
+    """Fertilities (n, S) whose totals are at most ``limits`` (n,): the tokens
+    past a row's limit lose theirs, from the end of the source."""
+    ends = fertilities.cumsum(1)
+    limits = limits[:, None]
+    return ends.clamp(max=limits) - (ends - fertilities).clamp(max=limits)
+
+
 @torch.no_grad()
 def nat_candidates(
     model: NonAutoregressiveTransformer,
@@ -60,11 +68,14 @@ def nat_candidates(
     src_mask: torch.Tensor,
     samples: int = 1,
     *,
+    max_lengths: torch.Tensor | None = None,
     generator: torch.Generator | None = None,
     need_attention: bool = False,
 ) -> list[list[NATCandidate]]:
     """Per source, ``samples`` candidates (the argmax fertilities first),
-    all decoded in one batch of ``n × samples`` rows."""
+    all decoded in one batch of ``n × samples`` rows. A candidate is at most
+    ``max_lengths`` (n,) tokens long and never longer than the position
+    table (``cap_lengths``)."""
     if samples < 1:
         raise ValueError(f"samples must be at least 1, got {samples}")
     model.eval()
@@ -73,6 +84,11 @@ def nat_candidates(
     n, length = src.shape
     fertilities = fertilities.reshape(n * samples, length)
     repeat = lambda x: x.repeat_interleave(samples, dim=0)  # noqa: E731
+    table = model.encoder.embedding.positions.size(0)
+    limits = torch.full((n,), table, device=src.device)
+    if max_lengths is not None:
+        limits = max_lengths.to(src.device).clamp(max=table)
+    fertilities = cap_lengths(fertilities, repeat(limits))
     src_rows, mask_rows = repeat(src), repeat(src_mask)
     features, tgt_mask, attention = model.decode(
         src_rows, mask_rows, repeat(memory), fertilities, need_attention
