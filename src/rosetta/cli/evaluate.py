@@ -6,6 +6,7 @@ import argparse
 
 from rosetta.cli.common import (
     add_engine_flags,
+    add_npd_flags,
     add_search_flags,
     load_translator,
     read_input_lines,
@@ -44,5 +45,6 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
     evaluate.add_argument("-m", "--model", help="translate --src with this model first")
     evaluate.add_argument("--src", help="source sentences (with --model)")
     add_search_flags(evaluate)
+    add_npd_flags(evaluate)
     add_engine_flags(evaluate)
     evaluate.set_defaults(run=cmd_evaluate)
