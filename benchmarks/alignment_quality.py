@@ -12,8 +12,14 @@ aligns its pairs, in two ways:
   training aligns), each link mapped to the words the two tokens belong to.
 
 eflomal samples, so each is repeated; the table has the median and range.
+Beside it, the alternative of reading alignments off a trained
+autoregressive model (``--teacher``): each target token is linked to the
+source token its cross-attention weighs most (one layer, mean over the
+heads, ``<eos>`` left out) when the reference is teacher-forced; one row
+per layer.
 
-    python benchmarks/alignment_quality.py --run runs/multi30k-de-en-nat
+    python benchmarks/alignment_quality.py --run runs/multi30k-de-en-nat \
+        --teacher runs/multi30k-de-en-transformer
 """
 
 from __future__ import annotations
@@ -24,9 +30,13 @@ import re
 import statistics
 from pathlib import Path
 
+import torch
+
+from rosetta import Translator
 from rosetta.align import align, parse_links
 from rosetta.data.corpus import read_parallel
 from rosetta.data.tokenizer import TokenizerPair
+from rosetta.data.vocab import BOS_ID, EOS_ID, PAD_ID
 from rosetta.train.prepare import TOKENIZER_FILE
 
 WORD = re.compile(r"\w+(?:-\w+)*|[^\w\s]")
@@ -52,6 +62,30 @@ def piece_words(text: str, pieces: list[str]) -> list[int]:
     return words
 
 
+@torch.no_grad()
+def attention_links(
+    translator: Translator, source: str, target: str
+) -> list[list[tuple[int, int]]]:
+    """Per decoder layer, the word links of the teacher-forced reference's
+    strongest cross-attention (module docstring)."""
+    tokenizers, model = translator.tokenizers, translator.model
+    src_ids = tokenizers.src.encode(source)
+    tgt_ids = tokenizers.tgt.encode(target)
+    src = torch.tensor([[*src_ids, EOS_ID]])
+    tgt_in = torch.tensor([[BOS_ID, *tgt_ids]])
+    mask = src != PAD_ID
+    state = model.decoder.init_state(model.encode(src, mask), mask)
+    _, state = model.decoder(tgt_in, state, tgt_in != PAD_ID, need_attention=True)
+    weights = state.attention[0, : len(tgt_ids)]  # (T, layers, heads, S)
+    src_words = piece_words(source, tokenizers.src.id_pieces(src_ids))
+    tgt_words = piece_words(target, tokenizers.tgt.id_pieces(tgt_ids))
+    links = []
+    for layer in range(weights.size(1)):
+        strongest = weights[:, layer].mean(1)[:, :-1].argmax(-1).tolist()
+        links.append([(src_words[i], tgt_words[j]) for j, i in enumerate(strongest)])
+    return links
+
+
 def scores(found: list[set], gold: list[set]) -> dict[str, float]:
     right = sum(len(a & s) for a, s in zip(found, gold, strict=True))
     proposed = sum(len(a) for a in found)
@@ -70,6 +104,7 @@ def main() -> None:
     parser.add_argument("--train-tgt", default="data/multi30k/train.en.gz")
     parser.add_argument("--test-src", default="data/multi30k/test_2016_flickr.de.gz")
     parser.add_argument("--test-tgt", default="data/multi30k/test_2016_flickr.en.gz")
+    parser.add_argument("--teacher", help="an autoregressive Transformer run")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--json", default="benchmarks/results/alignment_quality.json")
     args = parser.parse_args()
@@ -121,8 +156,15 @@ def main() -> None:
         ]
         runs["subwords"].append(scores(mapped, gold))
 
+    if args.teacher:
+        teacher = Translator.load(args.teacher, device="cpu", packed=False)
+        per_pair = [attention_links(teacher, s, t) for s, t in pairs]
+        for layer in range(len(per_pair[0])):
+            found_sets = [set(layers[layer]) for layers in per_pair]
+            runs[f"teacher attention, layer {layer + 1}"] = [scores(found_sets, gold)]
+
     print(f"\n{len(gold)} hand-aligned pairs, {sum(map(len, gold))} sure links\n")
-    print("| eflomal on | precision % | recall % | AER % |")
+    print("| aligner | precision % | recall % | AER % |")
     print("|---|---|---|---|")
     summary = {}
     for name, found in runs.items():
@@ -133,7 +175,8 @@ def main() -> None:
             cells.append(
                 f"{statistics.median(values):.1f} ({min(values):.1f}–{max(values):.1f})"
             )
-        print(f"| {name} | {' | '.join(cells)} |")
+        label = name if name.startswith("teacher") else f"eflomal on {name}"
+        print(f"| {label} | {' | '.join(cells)} |")
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(
         json.dumps({"settings": vars(args), "results": summary}, indent=1) + "\n"
