@@ -114,7 +114,8 @@ def test_noisy_parallel_decoding_keeps_the_candidate_the_teacher_scores_best(
         candidates = nat_candidates(
             nat.model, src, src != PAD_ID, 8, generator=generator
         )[0]
-        assert len(candidates) == 8
+        sequences = [tuple(c.fertilities) for c in candidates]
+        assert 1 <= len(sequences) == len(set(sequences)) <= 8  # each drawn once
         # each candidate scored on its own, as text through the teacher's tokenizers
         scored = []
         for candidate in candidates:
@@ -124,7 +125,7 @@ def test_noisy_parallel_decoding_keeps_the_candidate_the_teacher_scores_best(
                 teacher.model, [teacher.encode(sentence)], [target], teacher.device
             )
             scored.append(float(alone) / (len(target) + 1) ** 0.75)
-        best = max(range(8), key=lambda k: (scored[k], -k))
+        best = max(range(len(scored)), key=lambda k: (scored[k], -k))
         chosen = npd.translate_nbest([sentence])[0][0]
         assert chosen.token_ids == candidates[best].tokens
         assert chosen.fertilities == candidates[best].fertilities
@@ -216,3 +217,10 @@ def test_a_length_limit_takes_the_fertilities_from_the_end_of_the_source():
         [0, 0, 0, 0],
         [1, 0, 0, 0],
     ]
+
+
+def test_distinct_rows_keep_the_order_of_their_first_draw():
+    from rosetta.decode.nat import unique_rows
+
+    rows = torch.tensor([[2, 1], [1, 1], [2, 1], [0, 3], [1, 1]])
+    assert unique_rows(rows).tolist() == [[2, 1], [1, 1], [0, 3]]

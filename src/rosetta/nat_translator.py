@@ -165,27 +165,26 @@ class NATTranslator(TextTranslator):
                 for found in candidates
             ]
         teacher = self.teacher
-        source_texts = [self.tokenizers.src.decode(ids) for ids in sources]
-        pairs = [
-            (
-                teacher.encode(source),
-                teacher.tokenizers.tgt.encode(self.tokenizers.tgt.decode(c.tokens)),
-            )
-            for source, found in zip(source_texts, candidates, strict=True)
+        sources_text = [self.tokenizers.src.decode(ids) for ids in sources]
+        targets = [
+            teacher.tokenizers.tgt.encode(self.tokenizers.tgt.decode(c.tokens))
+            for found in candidates
             for c in found
         ]
+        source_of = [i for i, found in enumerate(candidates) for _ in found]
         scores = teacher_log_probabilities(
             teacher.model,  # type: ignore[attr-defined]
-            [s for s, _ in pairs],
-            [t for _, t in pairs],
+            [teacher.encode(text) for text in sources_text],
+            targets,
             teacher.device,
+            source_of,
         ).tolist()
-        chosen = []
-        for i, found in enumerate(candidates):
+        chosen, start = [], 0
+        for found in candidates:
             ranked = [
                 normalized_score(
-                    scores[i * len(found) + k],
-                    len(pairs[i * len(found) + k][1]) + 1,
+                    scores[start + k],
+                    len(targets[start + k]) + 1,
                     options.alpha,
                     options.penalty,
                 )
@@ -193,6 +192,7 @@ class NATTranslator(TextTranslator):
             ]
             best = max(range(len(found)), key=lambda k: (ranked[k], -k))
             chosen.append((found[best], ranked[best]))
+            start += len(found)
         return chosen
 
     def _nat_translation(

@@ -72,10 +72,10 @@ def nat_candidates(
     generator: torch.Generator | None = None,
     need_attention: bool = False,
 ) -> list[list[NATCandidate]]:
-    """Per source, ``samples`` candidates (the argmax fertilities first),
-    all decoded in one batch of ``n × samples`` rows. A candidate is at most
-    ``max_lengths`` (n,) tokens long and never longer than the position
-    table (``cap_lengths``)."""
+    """Per source, its candidates from ``samples`` fertility sequences (the
+    argmax one first), each distinct sequence decoded once, all of them in
+    one batch. A candidate is at most ``max_lengths`` (n,) tokens long and
+    never longer than the position table (``cap_lengths``)."""
     if samples < 1:
         raise ValueError(f"samples must be at least 1, got {samples}")
     model.eval()
@@ -83,19 +83,26 @@ def nat_candidates(
     fertilities = draw_fertilities(fertility_logits, samples, generator)
     n, length = src.shape
     fertilities = fertilities.reshape(n * samples, length)
-    repeat = lambda x: x.repeat_interleave(samples, dim=0)  # noqa: E731
     table = model.encoder.embedding.positions.size(0)
     limits = torch.full((n,), table, device=src.device)
     if max_lengths is not None:
         limits = max_lengths.to(src.device).clamp(max=table)
-    fertilities = cap_lengths(fertilities, repeat(limits))
-    src_rows, mask_rows = repeat(src), repeat(src_mask)
+    every = limits.repeat_interleave(samples)
+    fertilities = cap_lengths(fertilities, every).reshape(n, samples, -1)
+    # a peaked distribution draws the same sequence again and again
+    distinct = [unique_rows(rows) for rows in fertilities]
+    counts = [len(rows) for rows in distinct]
+    fertilities = torch.cat(distinct)
+    rows = torch.repeat_interleave(
+        torch.arange(n, device=src.device), torch.tensor(counts, device=src.device)
+    )
+    src_rows, mask_rows = src[rows], src_mask[rows]
     features, tgt_mask, attention = model.decode(
-        src_rows, mask_rows, repeat(memory), fertilities, need_attention
+        src_rows, mask_rows, memory[rows], fertilities, need_attention
     )
     log_probs = model.output_proj(features).float().log_softmax(-1)
     token_log_probs, tokens = log_probs.max(-1)
-    fertility_log_probs = repeat(fertility_logits.log_softmax(-1)).gather(
+    fertility_log_probs = fertility_logits.log_softmax(-1)[rows].gather(
         -1, fertilities.clamp(max=model.max_fertility)[..., None]
     )[..., 0]
     scores = (token_log_probs * tgt_mask).sum(1) + (
@@ -105,15 +112,15 @@ def nat_candidates(
     fertilities = fertilities.clamp(max=model.max_fertility) * mask_rows
     lengths = tgt_mask.sum(1).tolist()
     source_lengths = src_mask.sum(1).tolist()
-    rows: list[NATCandidate] = []
-    for row, (target_length, score) in enumerate(
-        zip(lengths, scores.tolist(), strict=True)
+    found: list[list[NATCandidate]] = [[] for _ in range(n)]
+    for row, (sentence, target_length, score) in enumerate(
+        zip(rows.tolist(), lengths, scores.tolist(), strict=True)
     ):
-        source_length = source_lengths[row // samples]
+        source_length = source_lengths[sentence]
         weights = None
         if attention is not None:
             weights = attention[row, :target_length, :, :, :source_length].float()
-        rows.append(
+        found[sentence].append(
             NATCandidate(
                 tokens=tokens[row, :target_length].tolist(),
                 fertilities=fertilities[row, :source_length].tolist(),
@@ -121,7 +128,16 @@ def nat_candidates(
                 attention=weights,
             )
         )
-    return [rows[i * samples : (i + 1) * samples] for i in range(n)]
+    return found
+
+
+def unique_rows(rows: torch.Tensor) -> torch.Tensor:
+    """The distinct rows of (s, S), each where it first occurs, in order."""
+    _, inverse = torch.unique(rows, dim=0, return_inverse=True)
+    first = {}
+    for position, label in enumerate(inverse.tolist()):
+        first.setdefault(label, position)
+    return rows[sorted(first.values())]
 
 
 @torch.no_grad()
@@ -130,14 +146,23 @@ def teacher_log_probabilities(
     sources: list[list[int]],
     targets: list[list[int]],
     device: torch.device,
+    source_of: list[int] | None = None,
 ) -> torch.Tensor:
-    """``log P(y + <eos> | x)`` under an autoregressive model, for every
-    (source, target) pair of token ids in one teacher-forced pass: (n,)."""
+    """``log P(y + <eos> | x)`` under an autoregressive model for every target
+    of token ids, all in one teacher-forced pass: (len(targets),).
+
+    Target ``k`` is scored against source ``source_of[k]`` (default: source
+    ``k``); each source is encoded once, however many targets it has."""
+    if source_of is None:
+        source_of = list(range(len(targets)))
     src = pad([[*s, EOS_ID] for s in sources]).to(device)
+    src_mask = src != PAD_ID
     tgt_in = pad([[BOS_ID, *t] for t in targets]).to(device)
     tgt_out = pad([[*t, EOS_ID] for t in targets]).to(device)
     teacher.eval()
-    features = teacher(src, src != PAD_ID, tgt_in, tgt_in != PAD_ID)
+    state = teacher.init_state(teacher.encode(src, src_mask), src_mask)
+    state = state.reorder(torch.tensor(source_of, device=device))
+    features, _ = teacher.decoder(tgt_in, state, tgt_in != PAD_ID)
     log_probs = teacher.output_proj(features).float().log_softmax(-1)
     picked = log_probs.gather(-1, tgt_out[..., None])[..., 0]
     return (picked * (tgt_out != PAD_ID)).sum(1)
