@@ -19,7 +19,7 @@ heads, ``<eos>`` left out) when the reference is teacher-forced; one row
 per layer.
 
     python benchmarks/alignment_quality.py --run runs/multi30k-de-en-nat \
-        --teacher runs/multi30k-de-en-transformer
+        --teacher runs/quality-multi30k-de-en-transformer
 """
 
 from __future__ import annotations
@@ -104,7 +104,11 @@ def main() -> None:
     parser.add_argument("--train-tgt", default="data/multi30k/train.en.gz")
     parser.add_argument("--test-src", default="data/multi30k/test_2016_flickr.de.gz")
     parser.add_argument("--test-tgt", default="data/multi30k/test_2016_flickr.en.gz")
-    parser.add_argument("--teacher", help="an autoregressive Transformer run")
+    parser.add_argument(
+        "--teacher",
+        default="runs/quality-multi30k-de-en-transformer",
+        help="an autoregressive Transformer run ('' to leave it out)",
+    )
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--json", default="benchmarks/results/alignment_quality.json")
     args = parser.parse_args()

@@ -13,8 +13,7 @@ from pathlib import Path
 
 import torch
 
-from rosetta import checkpoint as ckpt
-from rosetta.config import Config, config_from_dict
+from rosetta.config import Config
 from rosetta.data.batching import pad
 from rosetta.data.tokenizer import TokenizerPair
 from rosetta.data.vocab import EOS, EOS_ID, PAD_ID
@@ -23,9 +22,7 @@ from rosetta.decode.beam import normalized_score
 from rosetta.decode.greedy import max_lengths
 from rosetta.decode.nat import NATCandidate, nat_candidates, teacher_log_probabilities
 from rosetta.decode.options import SearchOptions
-from rosetta.devices import pick_device
 from rosetta.errors import RosettaError
-from rosetta.models.build import build_model
 from rosetta.models.nat import NonAutoregressiveTransformer
 from rosetta.precision import Precision, autocast, check_precision
 from rosetta.translation import TextTranslator, Translation
@@ -88,20 +85,25 @@ class NATTranslator(TextTranslator):
         teacher: TextTranslator | None = None,
         npd: int = 0,
     ) -> NATTranslator:
-        """Load a NAT run folder (its best checkpoint) or checkpoint folder."""
-        folder = ckpt.resolve_checkpoint(Path(path), which)
-        meta = ckpt.read_meta(folder)
-        config = config_from_dict(meta["config"], str(folder / ckpt.META_FILE))
-        if config.model.arch != "nat":
-            raise RosettaError(f"{folder}: not a NAT model ({config.model.arch})")
-        tokenizers = TokenizerPair.from_dict(meta["tokenizers"])
-        model = build_model(config.model, len(tokenizers.src), len(tokenizers.tgt))
-        assert isinstance(model, NonAutoregressiveTransformer)
-        device = pick_device() if device is None else torch.device(device)
-        check_precision(device, precision)
-        ckpt.load_weights(folder, model, device)
-        return cls(
-            model, tokenizers, config, device, precision, teacher=teacher, npd=npd
+        """Load a NAT run folder (its best checkpoint) or checkpoint folder,
+        as ``Translator.load`` does, with a teacher for ``npd``."""
+        from rosetta.translator import Translator  # it returns this class
+
+        loaded = Translator.load(path, device, which, precision)
+        if not isinstance(loaded, NATTranslator):
+            raise RosettaError(f"{path}: not a NAT model ({loaded.config.model.arch})")
+        return loaded.with_teacher(teacher, npd)
+
+    def with_teacher(self, teacher: TextTranslator | None, npd: int) -> NATTranslator:
+        """This model decoding with ``npd`` samples rescored by ``teacher``."""
+        return NATTranslator(
+            self.model,
+            self.tokenizers,
+            self.config,
+            self.device,
+            self.precision,
+            teacher=teacher,
+            npd=npd,
         )
 
     @torch.no_grad()

@@ -16,6 +16,7 @@ from rosetta.devices import pick_device
 from rosetta.errors import RosettaError
 from rosetta.models.build import build_model
 from rosetta.models.interface import EncoderDecoder
+from rosetta.models.nat import NonAutoregressiveTransformer
 from rosetta.models.packed import pack_for_inference
 from rosetta.nat_translator import NATTranslator
 from rosetta.precision import (
@@ -95,13 +96,13 @@ class Translator(TextTranslator):
                 f"{folder}: a language model, not a translation model; use "
                 "rosetta perplexity or rosetta generate (rosetta.LanguageModel)"
             )
-        if config.model.arch == "nat":
-            return NATTranslator.load(folder, device, precision=precision)
         tokenizers = TokenizerPair.from_dict(meta["tokenizers"])
         model = build_model(config.model, len(tokenizers.src), len(tokenizers.tgt))
         device = pick_device() if device is None else torch.device(device)
         check_precision(device, precision)
         ckpt.load_weights(folder, model, device)
+        if isinstance(model, NonAutoregressiveTransformer):
+            return NATTranslator(model, tokenizers, config, device, precision)
         return cls(model, tokenizers, config, device, precision, packed)
 
     @torch.no_grad()

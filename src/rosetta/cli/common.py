@@ -181,13 +181,12 @@ def load_translator(args: argparse.Namespace) -> TextTranslator:
         raise RosettaError("noisy parallel decoding needs both --npd and --teacher")
     teacher_folder, reason = ckpt.choose_checkpoint(Path(teacher))
     print(f"teacher: {teacher_folder} ({reason})", file=sys.stderr)
-    translator.teacher = Translator.load(
+    scorer = Translator.load(
         teacher_folder, device=translator.device, precision=args.precision
     )
-    if isinstance(translator.teacher, NATTranslator):
+    if isinstance(scorer, NATTranslator):
         raise RosettaError(f"{teacher}: the teacher must be autoregressive")
-    translator.npd = npd
-    return translator
+    return translator.with_teacher(scorer, npd)
 
 
 def add_npd_flags(verb: argparse.ArgumentParser) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rosetta.config import (
     LanguageModelConfig,
     ModelConfig,
@@ -16,6 +18,23 @@ from rosetta.models.rnn import build_rnn_seq2seq
 from rosetta.models.transformer import build_transformer
 
 
+def attention_sizes(config: TransformerConfig | NATConfig) -> dict[str, Any]:
+    """The keyword arguments the Transformer and the NAT builders share."""
+    return dict(
+        encoder_layers=config.encoder_layers,
+        decoder_layers=config.decoder_layers,
+        d_model=config.d_model,
+        heads=config.heads,
+        d_ff=config.d_ff,
+        dropout=config.dropout,
+        attention_dropout=config.attention_dropout,
+        norm_first=config.norm == "pre",
+        share_embeddings=config.share_embeddings,
+        tie_output=config.tie_output,
+        max_positions=config.max_positions,
+    )
+
+
 def build_model(
     config: ModelConfig, src_vocab: int, tgt_vocab: int
 ) -> EncoderDecoder | NonAutoregressiveTransformer:
@@ -25,36 +44,13 @@ def build_model(
         return build_nat(
             src_vocab,
             tgt_vocab,
-            encoder_layers=config.encoder_layers,
-            decoder_layers=config.decoder_layers,
-            d_model=config.d_model,
-            heads=config.heads,
-            d_ff=config.d_ff,
-            dropout=config.dropout,
-            attention_dropout=config.attention_dropout,
-            norm_first=config.norm == "pre",
-            share_embeddings=config.share_embeddings,
-            tie_output=config.tie_output,
-            max_positions=config.max_positions,
+            **attention_sizes(config),
             max_fertility=config.max_fertility,
             copy=config.decoder_input,
         )
     if isinstance(config, TransformerConfig):
         return build_transformer(
-            src_vocab,
-            tgt_vocab,
-            encoder_layers=config.encoder_layers,
-            decoder_layers=config.decoder_layers,
-            d_model=config.d_model,
-            heads=config.heads,
-            d_ff=config.d_ff,
-            dropout=config.dropout,
-            attention_dropout=config.attention_dropout,
-            norm_first=config.norm == "pre",
-            share_embeddings=config.share_embeddings,
-            tie_output=config.tie_output,
-            max_positions=config.max_positions,
-            positions=config.positions,
+            src_vocab, tgt_vocab, **attention_sizes(config), positions=config.positions
         )
     if isinstance(config, RNNConfig):
         return build_rnn_seq2seq(

@@ -20,7 +20,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -39,6 +38,7 @@ from rosetta.train.loss import (
     label_smoothed_cross_entropy,
     projected_label_smoothed_cross_entropy,
 )
+from rosetta.train.translation_task import TranslationTask
 
 ALIGNMENTS_FILE = "alignments.txt"
 
@@ -122,8 +122,10 @@ def fits(example: Example, max_fertility: int) -> bool:
     return len(example.tgt) <= len(example.src) * max_fertility
 
 
-class NATTask:
-    """Parallel sentences with reference fertilities, for a NAT.
+class NATTask(TranslationTask):
+    """Parallel sentences with reference fertilities, for a NAT: the
+    translation task's epochs, batching and checkpoint selection, with its
+    own batches, loss and validation.
 
     Args:
         train, valid: the encoded pairs; those whose target is longer than
@@ -144,8 +146,7 @@ class NATTask:
         log: Callable[[str], None] = print,
     ):
         assert isinstance(config.model, NATConfig)
-        self.config, self.cfg, self.model_cfg = config, config.train, config.model
-        self.model, self.tokenizers, self.device = model, tokenizers, device
+        self.model_cfg = config.model
         limit = self.model_cfg.max_fertility
         kept_train = [e for e in train if fits(e, limit)]
         kept_valid = [e for e in valid if fits(e, limit)]
@@ -161,26 +162,11 @@ class NATTask:
         fertilities = reference_fertilities(
             kept_train + kept_valid, limit, run_dir, log
         )
-        self.train_examples, self.valid_examples = kept_train, kept_valid
+        super().__init__(
+            config, model, tokenizers, kept_train, kept_valid, valid_pairs, device
+        )
         self.train_fertilities = fertilities[: len(kept_train)]
         self.valid_fertilities = fertilities[len(kept_train) :]
-        self.valid_pairs = valid_pairs
-
-    @property
-    def has_validation(self) -> bool:
-        return bool(self.valid_examples)
-
-    @property
-    def best_metric(self) -> str:
-        metric = self.cfg.early_stopping.metric
-        return metric if metric == "loss" or self.cfg.valid_bleu else "loss"
-
-    def epoch_batches(self, epoch: int) -> list[list[int]]:
-        rng = np.random.default_rng([self.cfg.seed, epoch])
-        return make_batches(self.train_examples, self.cfg.batch_tokens, rng)
-
-    def batches_per_update(self, world_size: int) -> int:
-        return world_size * self.cfg.update_freq
 
     def batch(self, indices: list[int], train: bool = True) -> FertilityBatch:
         examples = self.train_examples if train else self.valid_examples
@@ -266,9 +252,3 @@ class NATTask:
             references = [t for _, t in self.valid_pairs]
             result["bleu"] = sacrebleu_score(hypotheses, references).value
         return result
-
-    def state_tensors(self) -> dict[str, torch.Tensor]:
-        return {}
-
-    def load_state_tensors(self, tensors: dict[str, torch.Tensor]) -> None:
-        pass
