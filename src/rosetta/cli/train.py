@@ -58,7 +58,10 @@ def launch_processes(args: argparse.Namespace, run_dir: Path) -> None:
         *overrides,
         *(["--resume"] if args.resume else []),
     ]
-    status = subprocess.run(command).returncode
+    # A process killed by a signal (an abort in native code) then prints the
+    # Python stack it was in; torchrun alone would report only the signal.
+    env = {**os.environ, "PYTHONFAULTHANDLER": "1"}
+    status = subprocess.run(command, env=env).returncode
     if status:
         raise RosettaError(
             f"training in {args.nproc} processes stopped (exit status {status}); "
