@@ -11,7 +11,7 @@ CONFIG ?= configs/multi30k-de-en-transformer.yaml
 # The browser test drives Debian's Chromium (no browser download).
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup browser demo docs test test-gpu lint bench bench-quality bench-quality-rnn bench-decode bench-serve bench-lm clean
+.PHONY: setup browser demo docs test test-gpu lint bench bench-gpu bench-quality bench-quality-rnn bench-decode bench-serve bench-lm clean
 
 setup: $(STAMP)
 
@@ -100,6 +100,28 @@ bench: $(STAMP)
 		--run-dir $(DECODE_RUN) --precision $$p || exit 1; done
 	$(BIN)/python benchmarks/components.py --threads 1
 	$(BIN)/python benchmarks/cold_cache.py
+
+# The speed suite on a CUDA GPU, in the GPU environment: training throughput of
+# the bundled shape (2,500 and 12,000 tokens) and Transformer-base (25,000),
+# fp32 and bf16, then decoding at batch 32 and 128. Without the bundled model
+# it first trains one on the GPU (GPU_TRAIN_MINUTES).
+GPU_RUN ?= runs/quality-multi30k-de-en-transformer-cuda
+GPU_TRAIN_MINUTES ?= 20
+bench-gpu: $(GPU_STAMP)
+	$(GPU_VENV)/bin/pip install -q -e .[bench]
+	for p in fp32 bf16; do \
+		for t in 2500 12000; do $(GPU_VENV)/bin/python benchmarks/train_speed.py \
+			--device cuda --precision $$p --batch-tokens $$t \
+			--json benchmarks/results/train_speed-cuda-bundled-$$t-$$p.json || exit 1; done; \
+		$(GPU_VENV)/bin/python benchmarks/train_speed.py --device cuda --shape base \
+			--precision $$p --batch-tokens 25000 \
+			--json benchmarks/results/train_speed-cuda-base-25000-$$p.json || exit 1; \
+	done
+	test -d $(GPU_RUN) || $(GPU_VENV)/bin/rosetta train $(CONFIG) -o $(GPU_RUN) \
+		--set train.device=cuda --set train.max_minutes=$(GPU_TRAIN_MINUTES)
+	for p in fp32 bf16; do $(GPU_VENV)/bin/python benchmarks/decode_speed.py \
+		--device cuda --run-dir $(GPU_RUN) --precision $$p --batch-sizes 32 128 \
+		|| exit 1; done
 
 # The server under load: dynamic batching on and off, then one worker and two.
 bench-serve: $(STAMP)

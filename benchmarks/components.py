@@ -17,6 +17,12 @@ and gives the medians and their ratio:
   denormal floats flushed to zero and without.
 
     python benchmarks/components.py --threads 1
+    python benchmarks/components.py --device cuda
+
+With ``--device cuda`` every piece runs on the GPU (Rosetta's dropout as its
+16-bit draw, which ``rosetta.nn.dropout`` leaves to torch there), the clocks are
+read after ``torch.cuda.synchronize()``, and the LSTM row, a CPU matter, is
+left out: which of the pieces pays on the GPU.
 """
 
 from __future__ import annotations
@@ -31,11 +37,11 @@ import torch
 import torch.nn.functional as F
 
 from length_scaling import VOCAB, training_step
-from quality_multi30k import cpu_name
+from quality_multi30k import device_name
 from rosetta.config import load_config
 from rosetta.decode.topk import argmax_rows, top_k_rows
 from rosetta.models.build import build_model
-from rosetta.nn.dropout import dropout
+from rosetta.nn.dropout import dropout, dropout_mask
 from rosetta.train.loss import (
     label_smoothed_cross_entropy,
     projected_label_smoothed_cross_entropy,
@@ -44,33 +50,50 @@ from rosetta.train.loss import (
 ROOT = Path(__file__).resolve().parent.parent
 
 
+DEVICE = torch.device("cpu")  # --device
+
+
+def synchronize() -> None:
+    if DEVICE.type == "cuda":
+        torch.cuda.synchronize(DEVICE)
+
+
 def compare(ours: Callable, theirs: Callable, repeats: int) -> tuple[float, float]:
     """Median seconds of each, interleaved, after one warm-up call each."""
     ours(), theirs()
     times: tuple[list[float], list[float]] = ([], [])
     for _ in range(repeats):
         for function, record in zip((ours, theirs), times, strict=True):
+            synchronize()
             began = time.perf_counter()
             function()
+            synchronize()
             record.append(time.perf_counter() - began)
     return statistics.median(times[0]), statistics.median(times[1])
 
 
+def sixteen_bit_dropout(x: torch.Tensor, p: float) -> torch.Tensor:
+    """Rosetta's dropout draw on any device (``dropout`` takes it on the CPU)."""
+    if DEVICE.type == "cpu":
+        return dropout(x, p)
+    return x * dropout_mask(x.shape, p, x.dtype, x.device)
+
+
 def dropout_rows(repeats: int):
     for shape in [(2500, 256), (2500, 1024)]:
-        x = torch.randn(shape, requires_grad=True)
-        grad = torch.randn(shape)
+        x = torch.randn(shape, device=DEVICE, requires_grad=True)
+        grad = torch.randn(shape, device=DEVICE)
         yield (
             f"dropout {shape[0]}×{shape[1]}, fwd+bwd",
-            lambda x=x, grad=grad: dropout(x, 0.1).backward(grad),
+            lambda x=x, grad=grad: sixteen_bit_dropout(x, 0.1).backward(grad),
             lambda x=x, grad=grad: F.dropout(x, 0.1).backward(grad),
             repeats,
         )
 
 
 def loss_rows(repeats: int):
-    logits = torch.randn(100, 25, 8000, requires_grad=True)
-    target = torch.randint(4, 8000, (100, 25))
+    logits = torch.randn(100, 25, 8000, device=DEVICE, requires_grad=True)
+    target = torch.randint(4, 8000, (100, 25), device=DEVICE)
     target[:, 20:] = 0
 
     def autograd_formula():
@@ -93,9 +116,9 @@ def projected_loss_rows(repeats: int):
     (both Rosetta's one-pass gradient), 2,500 positions, none of them padding
     (as in training batches, bucketed by target length; padding would not be
     projected at all)."""
-    features = torch.randn(100, 25, 256, requires_grad=True)
-    projection = torch.nn.Linear(256, 8000, bias=False)
-    target = torch.randint(4, 8000, (100, 25))
+    features = torch.randn(100, 25, 256, device=DEVICE, requires_grad=True)
+    projection = torch.nn.Linear(256, 8000, bias=False, device=DEVICE)
+    target = torch.randint(4, 8000, (100, 25), device=DEVICE)
 
     def apart():
         logits = projection(features)
@@ -113,7 +136,7 @@ def projected_loss_rows(repeats: int):
 
 
 def search_rows(repeats: int):
-    log_probs = torch.randn(160, 8000).log_softmax(-1)
+    log_probs = torch.randn(160, 8000, device=DEVICE).log_softmax(-1)
     yield (
         "top-5 of 160×8000",
         lambda: top_k_rows(log_probs, 5),
@@ -145,7 +168,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--device", default="cpu", help="cpu or cuda")
     args = parser.parse_args()
+    global DEVICE
+    DEVICE = torch.device(args.device)
+    if DEVICE.type == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("--device cuda: this PyTorch sees no CUDA GPU")
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
 
@@ -158,10 +186,11 @@ def main() -> None:
     ]:
         rows.append((name, *compare(ours, theirs, repeats)))
         print(f"{name}: {rows[-1][1] * 1e3:.2f} against {rows[-1][2] * 1e3:.2f} ms")
-    flushed, unflushed = timed_lstm_step(True), timed_lstm_step(False)
-    rows.append(("LSTM training step, L = 256 (flushed / not)", flushed, unflushed))
+    if DEVICE.type == "cpu":
+        flushed, unflushed = timed_lstm_step(True), timed_lstm_step(False)
+        rows.append(("LSTM training step, L = 256 (flushed / not)", flushed, unflushed))
 
-    print(f"\n{cpu_name()}, {args.threads} thread(s), medians\n")
+    print(f"\n{device_name(DEVICE)}, {args.threads} thread(s), medians\n")
     print("| piece | Rosetta, ms | torch, ms | torch ÷ Rosetta |")
     print("|---|---|---|---|")
     for name, ours, theirs in rows:

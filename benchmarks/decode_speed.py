@@ -11,9 +11,13 @@ Tokenization is not timed.
 
 Runs are interleaved (Rosetta, HF, CT2, Rosetta, ...) and repeated; the table
 gives the median sentences/s and generated tokens/s with the spread (min-max),
-the BLEU of each engine's output, and Rosetta's speed ratio to each peer.
+the BLEU of each engine's output, the share of its translations identical to
+Rosetta's, and Rosetta's speed ratio to each peer. With ``--device cuda`` every
+engine decodes on the GPU (CT2 where its build has CUDA) and the clocks are
+read after ``torch.cuda.synchronize()``.
 
     python benchmarks/decode_speed.py --run-dir runs/quality-de-en
+    python benchmarks/decode_speed.py --device cuda --batch-sizes 32 128
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from pathlib import Path
 import torch
 
 from peers import check_copy, to_marian
-from quality_multi30k import cpu_name
+from quality_multi30k import device_name
 from rosetta import Translator
 from rosetta.config import load_config
 from rosetta.data.corpus import read_corpus
@@ -57,6 +61,18 @@ def threads_label(row: dict) -> str:
     return f"{row['threads']} = {row['workers']} × {row['threads'] // row['workers']}"
 
 
+def synchronize(device: torch.device) -> None:
+    """A GPU runs asynchronously: wait for its queued work before a clock."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def identical(outputs: list[list[int]], reference: list[list[int]]) -> float:
+    """The share of outputs equal token for token to the reference's."""
+    same = sum(a == b for a, b in zip(outputs, reference, strict=True))
+    return same / max(len(reference), 1)
+
+
 def limit(batch_ids: list[list[int]]) -> int:
     return int(1.5 * max(len(s) for s in batch_ids) + 10)
 
@@ -67,7 +83,7 @@ def run_rosetta(translator, batches, beam, workers=1):
     found = decode_in_batches(
         translator.model,
         [s[:-1] for ids in batches for s in ids],  # without <eos>: collate adds it
-        torch.device("cpu"),
+        translator.device,
         batch_size=len(batches[0]),
         options=SearchOptions(beam_size=beam, **SEARCH),
         workers=workers,
@@ -77,9 +93,11 @@ def run_rosetta(translator, batches, beam, workers=1):
 
 def run_marian(marian, batches, beam):
     outputs = []
+    device = marian.device
     for ids in batches:
         width = max(len(s) for s in ids)
         src = torch.tensor([s + [PAD_ID] * (width - len(s)) for s in ids])
+        src = src.to(device)
         generated = marian.generate(
             input_ids=src,
             attention_mask=(src != PAD_ID).long(),
@@ -146,10 +164,22 @@ def main() -> None:
         "one search on T threads runs too, as rosetta-one-search",
     )
     parser.add_argument(
-        "--json", default=None, help="default: results/decode_speed-P.json"
+        "--device", default="cpu", help="cpu or cuda: every engine decodes there"
+    )
+    parser.add_argument(
+        "--json", default=None, help="default: results/decode_speed-[D-]P.json"
     )
     args = parser.parse_args()
-    args.json = args.json or f"benchmarks/results/decode_speed-{args.precision}.json"
+    device = torch.device(args.device)
+    on_gpu = device.type == "cuda"
+    if on_gpu and not torch.cuda.is_available():
+        raise SystemExit("--device cuda: this PyTorch sees no CUDA GPU")
+    if on_gpu and args.workers:
+        raise SystemExit("--workers is for the CPU; a GPU runs one search")
+    if on_gpu:
+        args.threads = args.threads[:1]  # host threads: one row, not a sweep
+    stem = f"{device.type}-{args.precision}" if on_gpu else args.precision
+    args.json = args.json or f"benchmarks/results/decode_speed-{stem}.json"
 
     # float32, through the layers: the model the peers' copies are made from
     translator = Translator.load(args.run_dir, device="cpu", packed=False)
@@ -165,10 +195,13 @@ def main() -> None:
     quantization = "int8" if args.precision == "int8" else None
     export_ctranslate2(Path(args.run_dir), workdir, quantization)  # its best
     ctranslate2 = import_ctranslate2()
+    ct2_device = "cpu"
+    if on_gpu:
+        ct2_device = "cuda" if ctranslate2.get_cuda_device_count() > 0 else None
     if args.precision == "int8":
         marian = quantize_int8(marian)
-    ours = Translator.load(args.run_dir, device="cpu", precision=args.precision)
-    cpu = torch.device("cpu")
+    marian = marian.to(device)
+    ours = Translator.load(args.run_dir, device=device, precision=args.precision)
     src_vocab = translator.tokenizers.src
 
     def pieces_of(ids):
@@ -184,23 +217,22 @@ def main() -> None:
     for threads in args.threads:
         torch.set_num_threads(threads)
         inter = threads if args.workers else 1
-        ct2 = ctranslate2.Translator(
-            str(workdir),
-            device="cpu",
-            inter_threads=inter,
-            intra_threads=threads // inter,
-        )
         engines = {
             "rosetta": lambda b, k, inter=inter: run_rosetta(ours, b, k, inter),
         }
         if inter > 1:  # Rosetta's own workers against its one search, same run
             engines[ONE_SEARCH] = lambda b, k: run_rosetta(ours, b, k, 1)
-        engines |= {
-            "hf": lambda b, k: run_marian(marian, b, k),
-            "ct2": lambda b, k, ct2=ct2: [
+        engines["hf"] = lambda b, k: run_marian(marian, b, k)
+        if ct2_device:  # a CT2 build without CUDA sits out on a GPU
+            ct2 = ctranslate2.Translator(
+                str(workdir),
+                device=ct2_device,
+                inter_threads=inter,
+                intra_threads=threads // inter,
+            )
+            engines["ct2"] = lambda b, k, ct2=ct2: [
                 ct2_ids(o) for o in run_ctranslate2(ct2, pieces_of, b, k)
-            ],
-        }
+            ]
         for batch_size in args.batch_sizes:
             count = args.batch_1_sentences if batch_size == 1 else len(sources)
             order = sorted(range(count), key=lambda i: len(sources[i]))
@@ -213,9 +245,11 @@ def main() -> None:
                 outputs: dict[str, list[list[int]]] = {}
                 for _ in range(args.repeats):
                     for name, engine in engines.items():  # interleaved
+                        synchronize(device)
                         started = time.perf_counter()
-                        with autocast(cpu, args.precision):
+                        with autocast(device, args.precision):
                             outputs[name] = engine(batches, beam)
+                        synchronize(device)
                         times[name].append(time.perf_counter() - started)
                 for name in engines:
                     ordered = [None] * count
@@ -242,19 +276,23 @@ def main() -> None:
                             "bleu": round(
                                 sacrebleu_score(hyps, references[:count]).value, 2
                             ),
+                            "same_as_rosetta": round(
+                                identical(outputs[name], outputs["rosetta"]), 4
+                            ),
+                            "device": device_name(device),
                         }
                     )
                     print(rows[-1], flush=True)
 
     print(
-        f"\nMachine: {cpu_name()}, torch {torch.__version__}, "
+        f"\nMachine: {device_name(device)}, torch {torch.__version__}, "
         f"precision {args.precision}"
     )
     print(
         "| threads | batch | beam | engine | sent/s (median) | spread (s) "
-        "| tokens/s | BLEU | Rosetta ÷ engine |"
+        "| tokens/s | BLEU | same as Rosetta | Rosetta ÷ engine |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for row in rows:
         ours = next(
             r
@@ -268,7 +306,8 @@ def main() -> None:
             f"| {threads_label(row)} | {row['batch']} | {row['beam']} "
             f"| {row['engine']} "
             f"| {row['sentences_per_s']} | {row['seconds_min']}–{row['seconds_max']} "
-            f"| {row['tokens_per_s']} | {row['bleu']} | {ratio:.2f} |"
+            f"| {row['tokens_per_s']} | {row['bleu']} "
+            f"| {row['same_as_rosetta']:.1%} | {ratio:.2f} |"
         )
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")

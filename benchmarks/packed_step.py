@@ -13,6 +13,10 @@ differently instead.
 
     python benchmarks/packed_step.py --run-dir runs/quality-de-en --threads 1 2
     python benchmarks/packed_step.py --run-dir runs/quality-de-en --precision bf16
+    python benchmarks/packed_step.py --device cuda --threads 1
+
+With ``--device cuda`` both paths decode on the GPU and the clocks are read
+after ``torch.cuda.synchronize()``: whether the packed step pays there.
 """
 
 from __future__ import annotations
@@ -25,8 +29,8 @@ from pathlib import Path
 
 import torch
 
-from decode_speed import SEARCH
-from quality_multi30k import cpu_name
+from decode_speed import SEARCH, synchronize
+from quality_multi30k import device_name
 from rosetta import Translator
 from rosetta.config import load_config
 from rosetta.data.corpus import read_corpus
@@ -45,14 +49,18 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--sentences", type=int, default=320, help="first N")
     parser.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda")
     parser.add_argument("--json", default=None, help="default: results/packed_step-P")
     args = parser.parse_args()
-    args.json = args.json or f"benchmarks/results/packed_step-{args.precision}.json"
+    stem = args.precision if args.device == "cpu" else f"{args.device}-{args.precision}"
+    args.json = args.json or f"benchmarks/results/packed_step-{stem}.json"
 
-    translator = Translator.load(args.run_dir, device="cpu", packed=False)
+    device = torch.device(args.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("--device cuda: this PyTorch sees no CUDA GPU")
+    translator = Translator.load(args.run_dir, device=device, packed=False)
     pairs = read_corpus(load_config(args.config).data.test)[: args.sentences]
     sources = [translator.tokenizers.src.encode(s) for s, _ in pairs]
-    cpu = torch.device("cpu")
     dtype = torch.bfloat16 if args.precision == "bf16" else None
     models = {
         True: pack_for_inference(translator.model, dtype),
@@ -61,9 +69,9 @@ def main() -> None:
 
     def decode(packed: bool, beam: int) -> list[list[int]]:
         options = SearchOptions(beam_size=beam, **SEARCH)
-        with autocast(cpu, args.precision):
+        with autocast(device, args.precision):
             found = decode_in_batches(
-                models[packed], sources, cpu, batch_size=32, options=options
+                models[packed], sources, device, batch_size=32, options=options
             )
         return [hypotheses[0].tokens for hypotheses in found]
 
@@ -78,8 +86,10 @@ def main() -> None:
                 raise SystemExit(f"beam {beam}: the two paths translate differently")
             for _ in range(args.rounds):
                 for packed in (True, False):
+                    synchronize(device)
                     began = time.perf_counter()
                     decode(packed, beam)
+                    synchronize(device)
                     seconds[packed].append(time.perf_counter() - began)
             row = {
                 "precision": args.precision,
@@ -99,8 +109,8 @@ def main() -> None:
             print(row, flush=True)
 
     print(
-        f"\n{cpu_name()}, torch {torch.__version__}, {args.precision}, batch 32, "
-        f"{args.rounds} rounds"
+        f"\n{device_name(device)}, torch {torch.__version__}, {args.precision}, "
+        f"batch 32, {args.rounds} rounds"
     )
     print(
         "| threads | beam | packed, sent/s (spread, s) "

@@ -41,6 +41,13 @@ def cpu_name() -> str:
     return platform.processor() or "unknown CPU"
 
 
+def device_name(device: torch.device) -> str:
+    """The processor a benchmark ran on, as its tables name it."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return cpu_name()
+
+
 def beam_rows(
     translator: Translator, sources: list[str], references: list[str], beam: int
 ) -> dict[str, float]:

@@ -1,8 +1,10 @@
 """Training throughput: Rosetta's trainer step against Hugging Face Marian.
 
-Both engines train the same shape (the bundled Transformer config: d=256, 3+3
-layers, 4 heads, FFN 1024, 8k shared SentencePiece vocabulary, tied output,
-fp32) on the same Multi30k batches (2,500-token budget, one shuffled order),
+Both engines train the same shape (``--shape bundled``: the bundled Transformer
+config, d=256, 3+3 layers, 4 heads, FFN 1024; ``--shape base``: Transformer-base,
+d=512, 6+6 layers, 8 heads, FFN 2048; both with the 8k shared SentencePiece
+vocabulary and tied output) on the same Multi30k batches (the config's
+2,500-token budget unless ``--batch-tokens``, one shuffled order),
 with the same loss (Rosetta's label-smoothed cross-entropy on the logits),
 gradient clipping at 1.0 and fused Adam. Rosetta runs its real
 ``Trainer.train_step``; Hugging Face a ``MarianMTModel`` built from a
@@ -11,11 +13,15 @@ gradient clipping at 1.0 and fused Adam. Rosetta runs its real
 Each measurement is its own process, so its peak memory is its own; engines are
 interleaved (Rosetta, HF, Rosetta, HF, ...), each thread count in turn. The
 table gives median target tokens/s and source+target tokens/s with the spread,
-peak resident memory, and the fraction of the measured fp32 matrix-product
-ceiling the step reaches (model FLOPs from the padded batch shapes, 3× the
-forward pass).
+peak memory (resident on the CPU, allocated on a GPU), and the model FLOPs
+utilisation: the fraction of the device's matrix-product rate, measured in the
+same run and precision, that the step reaches (model FLOPs from the padded
+batch shapes, 3× the forward pass). On a GPU the clocks are read after
+``torch.cuda.synchronize()``.
 
     python benchmarks/train_speed.py --threads 1 2 --repeats 3
+    python benchmarks/train_speed.py --device cuda --shape base --precision bf16 \
+        --batch-tokens 25000
 """
 
 from __future__ import annotations
@@ -37,6 +43,16 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = ROOT / "configs/multi30k-de-en-transformer.yaml"
 CACHE = ROOT / "runs/bench-train-speed"  # the tokenizers, trained once
+SHAPES = {
+    "bundled": [],
+    "base": [
+        "model.encoder_layers=6",
+        "model.decoder_layers=6",
+        "model.d_model=512",
+        "model.heads=8",
+        "model.d_ff=2048",
+    ],
+}
 
 
 def load_batches(
@@ -76,7 +92,19 @@ def step_flops(batch, d: int, ffn: int, layers: int, vocab: int) -> float:
     return 3.0 * (layers * (encoder + decoder) + output)
 
 
-def rosetta_step(config, data):
+def synchronize(device: torch.device) -> None:
+    """Wait for the device's queued work, so that a clock read after it counts
+    that work (a GPU runs asynchronously to the host)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def settings(shape: str, batch_tokens: int | None, device: torch.device) -> list[str]:
+    budget = [f"train.batch_tokens={batch_tokens}"] if batch_tokens else []
+    return [*SHAPES[shape], *budget, f"train.device={device.type}"]
+
+
+def rosetta_step(config, data, device: torch.device):
     from rosetta.models.build import build_model
     from rosetta.train.trainer import Trainer
     from rosetta.train.translation_task import TranslationTask
@@ -84,14 +112,14 @@ def rosetta_step(config, data):
     vocab = len(data.tokenizers.tgt)
     model = build_model(config.model, len(data.tokenizers.src), vocab)
     folder = Path(tempfile.mkdtemp())
-    cpu = torch.device("cpu")
-    task = TranslationTask(config, model, data.tokenizers, data.train, [], [], cpu)
-    trainer = Trainer(config, folder, model, task, cpu)
+    task = TranslationTask(config, model, data.tokenizers, data.train, [], [], device)
+    trainer = Trainer(config, folder, model, task, device)
 
-    return trainer.train_step  # collates the batch, as in training
+    # one batch per update; train_step collates it, as in training
+    return lambda indices: trainer.train_step([indices])
 
 
-def marian_step(config, data):
+def marian_step(config, data, device: torch.device):
     from transformers import MarianMTModel
 
     from peers import marian_config
@@ -116,13 +144,13 @@ def marian_step(config, data):
             attention_dropout=m.attention_dropout,
         )
     )
-    marian.train()
+    marian.to(device).train()
     optimizer = make_adam(marian, config.train)
     cfg = config.train
 
     def step(indices):
-        batch = collate([data.train[i] for i in indices])
-        with autocast(torch.device("cpu"), cfg.precision):
+        batch = collate([data.train[i] for i in indices]).to(device)
+        with autocast(device, cfg.precision):
             logits = marian(
                 input_ids=batch.src,
                 attention_mask=batch.src_mask.long(),
@@ -140,25 +168,44 @@ def marian_step(config, data):
     return step
 
 
-def matmul_ceiling(seconds: float = 2.0, n: int = 2048) -> float:
-    """Best fp32 GFLOP/s of square matrix products at this thread count."""
-    a, b = torch.randn(n, n), torch.randn(n, n)
+def matmul_ceiling(device: torch.device, precision: str, seconds: float = 2.0) -> float:
+    """Best GFLOP/s of square matrix products on ``device`` in the precision
+    the step computes in (at this thread count on the CPU)."""
+    n, count = (2048, 1) if device.type == "cpu" else (8192, 4)
+    dtype = torch.bfloat16 if precision == "bf16" else torch.float32
+    a = torch.randn(n, n, device=device, dtype=dtype)
+    b = torch.randn(n, n, device=device, dtype=dtype)
     torch.mm(a, b)
+    synchronize(device)
     best, stop = 0.0, time.perf_counter() + seconds
     while time.perf_counter() < stop:
         began = time.perf_counter()
-        torch.mm(a, b)
-        best = max(best, 2 * n**3 / (time.perf_counter() - began) / 1e9)
+        for _ in range(count):  # a GPU product is too short to time alone
+            torch.mm(a, b)
+        synchronize(device)
+        best = max(best, count * 2 * n**3 / (time.perf_counter() - began) / 1e9)
     return best
 
 
-def worker(engine: str, threads: int, warmup: int, steps: int, precision: str) -> None:
+def peak_memory_mib(device: torch.device) -> float:
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated(device) / 2**20
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def worker(engine: str, threads: int, args) -> None:
     torch.set_num_threads(threads)
     torch.manual_seed(0)
     from rosetta.data.batching import collate
 
-    config, data, batches = load_batches(warmup + steps, precision)
-    step = (rosetta_step if engine == "rosetta" else marian_step)(config, data)
+    device = torch.device(args.device)
+    warmup, steps = args.warmup, args.steps
+    overrides = settings(args.shape, args.batch_tokens, device)
+    config, data, batches = load_batches(
+        warmup + steps, args.precision, CONFIG, *overrides
+    )
+    make_step = rosetta_step if engine == "rosetta" else marian_step
+    step = make_step(config, data, device)
     m = config.model
     vocab = len(data.tokenizers.tgt)
     target = source = 0
@@ -170,11 +217,13 @@ def worker(engine: str, threads: int, warmup: int, steps: int, precision: str) -
         flops += step_flops(batch, m.d_model, m.d_ff, m.encoder_layers, vocab)
     for indices in batches[:warmup]:
         step(indices)
+    synchronize(device)
     began = time.perf_counter()
     for indices in batches[warmup:]:
         step(indices)
+    synchronize(device)
     elapsed = time.perf_counter() - began
-    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak_mib = peak_memory_mib(device)
     print(
         json.dumps(
             {
@@ -204,6 +253,11 @@ def run_worker(engine: str, threads: int, args) -> dict:
         str(args.steps),
         "--precision",
         args.precision,
+        "--device",
+        args.device,
+        "--shape",
+        args.shape,
+        *(["--batch-tokens", str(args.batch_tokens)] if args.batch_tokens else []),
     ]
     env = os.environ | {"OMP_NUM_THREADS": str(threads)}
     if args.preload:
@@ -234,20 +288,32 @@ def main() -> None:
         default="fp32",
         help="both engines: bf16 runs the forward pass under torch.autocast",
     )
+    parser.add_argument(
+        "--device", default="cpu", help="cpu or cuda (one GPU: --threads is moot)"
+    )
+    parser.add_argument("--shape", choices=list(SHAPES), default="bundled")
+    parser.add_argument(
+        "--batch-tokens", type=int, default=None, help="default: the config's"
+    )
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
+    device = torch.device(args.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("--device cuda: this PyTorch sees no CUDA GPU")
+    if device.type != "cpu":
+        args.threads = args.threads[:1]  # the host threads barely matter
     if args.worker:
-        worker(args.worker, args.threads[0], args.warmup, args.steps, args.precision)
+        worker(args.worker, args.threads[0], args)
         return
 
-    from quality_multi30k import cpu_name
+    from quality_multi30k import device_name
 
     load_batches(1)  # trains the tokenizers once, outside the timed runs
     results: dict[int, dict[str, list[dict]]] = {}
     ceilings: dict[int, float] = {}
     for threads in args.threads:
         torch.set_num_threads(threads)
-        ceilings[threads] = matmul_ceiling()
+        ceilings[threads] = matmul_ceiling(device, args.precision)
         results[threads] = {"rosetta": [], "marian": []}
         for repeat in range(args.repeats):
             for engine in ("rosetta", "marian"):
@@ -261,13 +327,14 @@ def main() -> None:
                 )
 
     print(
-        f"\n{cpu_name()}; {args.steps} timed steps after {args.warmup} warm-up, "
-        f"median of {args.repeats} (spread); allocator: {args.preload or 'glibc'}; "
-        f"precision {args.precision}\n"
+        f"\n{device_name(device)}; shape {args.shape}, "
+        f"{args.batch_tokens or 'config'} batch tokens; {args.steps} timed steps "
+        f"after {args.warmup} warm-up, median of {args.repeats} (spread); "
+        f"allocator: {args.preload or 'glibc'}; precision {args.precision}\n"
     )
     print(
         "| threads | engine | target tok/s | src+tgt tok/s | peak MiB "
-        "| GFLOP/s | of ceiling | Rosetta ÷ HF |"
+        "| GFLOP/s | MFU | Rosetta ÷ HF |"
     )
     print("|---|---|---|---|---|---|---|---|")
     for threads, by_engine in results.items():
@@ -291,11 +358,18 @@ def main() -> None:
                 f"| {gflops:.1f} | {gflops / ceilings[threads]:.0%} | {ratio} |"
             )
     ceiling_text = ", ".join(f"{t} thread(s) {c:.0f}" for t, c in ceilings.items())
-    print(f"\nfp32 matrix-product ceiling (2048² products), GFLOP/s: {ceiling_text}")
+    print(
+        f"\nmeasured {args.precision} matrix-product rate on {args.device}, "
+        f"GFLOP/s: {ceiling_text}"
+    )
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
+        settings_used = {k: v for k, v in vars(args).items() if k != "json"}
         args.json.write_text(
-            json.dumps({"ceilings": ceilings, "results": results}, indent=2)
+            json.dumps(
+                {"settings": settings_used, "ceilings": ceilings, "results": results},
+                indent=2,
+            )
         )
 
 

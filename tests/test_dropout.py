@@ -8,12 +8,17 @@ import torch
 from rosetta.nn import Dropout
 from rosetta.nn.dropout import dropout_mask
 
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
+
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("p", [0.1, 0.3, 0.5])
-def test_drop_rate_and_scale(p):
+def test_drop_rate_and_scale(p, device):
+    """On the device it is asked for (the speed benchmarks draw it on a GPU)."""
     torch.manual_seed(0)
     count = 1_000_003  # not a multiple of four words' worth of bits
-    mask = dropout_mask(torch.Size([count]), p, torch.float32)
+    mask = dropout_mask(torch.Size([count]), p, torch.float32, torch.device(device))
+    assert mask.device.type == device
     dropped = float((mask == 0).float().mean())
     # binomial standard deviation of the observed rate, 5 sigmas
     assert abs(dropped - p) < 5 * math.sqrt(p * (1 - p) / count)

@@ -19,11 +19,17 @@ from torch import nn
 LEVELS = 1 << 16  # 16-bit draws
 
 
-def dropout_mask(shape: torch.Size, p: float, dtype: torch.dtype) -> torch.Tensor:
-    """A CPU tensor of ``0`` (probability p) and ``1 / (1 - p)`` (otherwise)."""
+def dropout_mask(
+    shape: torch.Size,
+    p: float,
+    dtype: torch.dtype,
+    device: torch.device | None = None,
+) -> torch.Tensor:
+    """A tensor of ``0`` (probability p) and ``1 / (1 - p)`` (otherwise), on
+    the CPU unless ``device`` says otherwise."""
     dropped = round(p * LEVELS)  # how many of the 2^16 bit patterns drop
     count = shape.numel()
-    words = torch.empty((count + 3) // 4, dtype=torch.int64)
+    words = torch.empty((count + 3) // 4, dtype=torch.int64, device=device)
     words.random_(-(1 << 63), (1 << 63) - 1)  # all 64 bits random
     bits = words.view(torch.int16)[:count].view(shape)  # uniform over int16
     keep = bits >= dropped - LEVELS // 2
