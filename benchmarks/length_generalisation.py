@@ -7,7 +7,8 @@ through the ordinary training run; decodes every test set greedily and
 scores exact-sequence and per-token accuracy. Prints a table, writes the
 results as JSON and plots exact accuracy against source length, one panel
 per task, one line per model. Run folders are kept: a second call reuses the
-finished runs and evaluations (``--fresh`` starts over).
+finished runs and evaluations (``--fresh`` starts over); ``--finished-only``
+reports the pairs finished so far without training any.
 
     python benchmarks/length_generalisation.py
     python benchmarks/length_generalisation.py --tasks copy reverse \\
@@ -163,6 +164,10 @@ def read_corpus_pairs(data: Path, name: str) -> list[tuple[str, str]]:
     return read_corpus(CorpusFiles(src=data / f"{name}.src", tgt=data / f"{name}.tgt"))
 
 
+def finished(task: str, model: str, args: argparse.Namespace) -> bool:
+    return (Path(args.out) / f"{task}-{model}" / "length-results.json").exists()
+
+
 def run_one(task: str, model: str, args: argparse.Namespace) -> dict:
     out = Path(args.out)
     data = out / "data" / task
@@ -209,6 +214,8 @@ def plot(results: list[dict], path: Path, bin_width: int = 10) -> None:
     import matplotlib.pyplot as plt
 
     tasks = list(dict.fromkeys(row["task"] for row in results))
+    # one colour per model in every panel, whichever models a panel has
+    colours = {m: plt.get_cmap("tab10")(i) for i, m in enumerate(MODELS)}
     figure, axes = plt.subplots(
         1,
         len(tasks),
@@ -230,6 +237,7 @@ def plot(results: list[dict], path: Path, bin_width: int = 10) -> None:
                 [s + bin_width / 2 for s in starts],
                 [100 * bins[s][0] / bins[s][1] for s in starts],
                 marker=".",
+                color=colours[row["model"]],
                 label=row["model"],
             )
         axis.axvline(TRAIN_LENGTHS[1], color="grey", linestyle="--", linewidth=1)
@@ -237,7 +245,9 @@ def plot(results: list[dict], path: Path, bin_width: int = 10) -> None:
         axis.set_xlabel("source length" + (" (digits)" if task == "addition" else ""))
         axis.set_ylim(-3, 103)
     axes[0][0].set_ylabel("exact-sequence accuracy %")
-    axes[0][-1].legend(fontsize="small", loc="upper right")
+    shown = list(dict.fromkeys(row["model"] for row in results))
+    handles = [plt.Line2D([], [], color=colours[m], marker=".", label=m) for m in shown]
+    figure.legend(handles=handles, fontsize="small", loc="outside right center")
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=110)
     print(f"plot: {path}")
@@ -264,12 +274,18 @@ def main() -> None:
     parser.add_argument(
         "--fresh", action="store_true", help="delete earlier runs first"
     )
+    parser.add_argument(
+        "--finished-only",
+        action="store_true",
+        help="table, JSON and plot of the pairs finished so far; trains nothing",
+    )
     args = parser.parse_args()
     if args.fresh and Path(args.out).exists():
         shutil.rmtree(args.out)
-    results = [
-        run_one(task, model, args) for task in args.tasks for model in args.models
-    ]
+    pairs = [(task, model) for task in args.tasks for model in args.models]
+    if args.finished_only:
+        pairs = [(t, m) for t, m in pairs if finished(t, m, args)]
+    results = [run_one(task, model, args) for task, model in pairs]
     print_table(results)
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(
