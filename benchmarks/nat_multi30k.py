@@ -10,6 +10,13 @@ that the machine's noise falls on all of them alike; median and 90th
 percentile); and sentences per second at batch 32 (whole test set, rounds
 interleaved, median). Ratios are against the teacher's greedy search.
 
+Also counts the arithmetic each system does per sentence (matrix products
+and attention, as ``torch.utils.flop_counter`` counts them) and measures the
+device's best matrix-product rate in the same run: a sentence's operations
+divided by that rate is the least time any implementation of that model
+could take on this device, so the table shows the largest latency ratio
+against greedy search this model can reach here.
+
 Also plots decoding time at batch 1 against output length for the teacher
 and the argmax NAT: the autoregressive decoder's cost grows with every token
 it produces, the NAT's barely.
@@ -27,12 +34,14 @@ import time
 from pathlib import Path
 
 import torch
+from torch.utils.flop_counter import FlopCounterMode
 
 from rosetta import Translator
 from rosetta.data.corpus import read_parallel
 from rosetta.decode.options import SearchOptions
 from rosetta.evaluate import sacrebleu_score, tokenized_lowercase_bleu
 from rosetta.nat_translator import NATTranslator
+from train_speed import matmul_ceiling
 
 GREEDY = SearchOptions()
 
@@ -59,6 +68,16 @@ def systems(teacher: Translator, nat: NATTranslator, npd: list[int], beam: int):
     return rows
 
 
+def flops_per_sentence(run, sentences: list[str]) -> float:
+    """Median floating-point operations to translate one sentence at batch 1."""
+    counts = []
+    for sentence in sentences:
+        with FlopCounterMode(display=False) as counter:
+            run([sentence], 1)
+        counts.append(counter.get_total_flops())
+    return statistics.median(counts)
+
+
 def synchronise(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize()
@@ -77,6 +96,12 @@ def main() -> None:
         type=int,
         default=200,
         help="sentences timed one at a time (the first ones of the test set)",
+    )
+    parser.add_argument(
+        "--flops-sentences",
+        type=int,
+        default=50,
+        help="sentences whose operations are counted (the first timed ones)",
     )
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=3, help="batch-32 repeats")
@@ -137,6 +162,13 @@ def main() -> None:
             synchronise(device)
             speeds[name].append(len(sources) / (time.perf_counter() - started))
 
+    print(f"arithmetic: {args.flops_sentences} sentences at batch 1", flush=True)
+    for name, run in rows:
+        results[name]["mflop_per_sentence"] = round(
+            flops_per_sentence(run, timed[: args.flops_sentences]) / 1e6, 1
+        )
+    ceiling = matmul_ceiling(device, "fp32")
+
     base = "teacher greedy"
     base_latency = statistics.median(latencies[base])
     base_speed = statistics.median(speeds[base])
@@ -152,6 +184,13 @@ def main() -> None:
                 round(max(speeds[name]), 1),
             ],
             throughput_speedup=round(statistics.median(speeds[name]) / base_speed, 2),
+        )
+        flops = results[name]["mflop_per_sentence"] * 1e6
+        floor = flops / (ceiling * 1e9)
+        results[name].update(
+            gflops_at_batch_1=round(flops / statistics.median(times) / 1e9, 1),
+            floor_ms=round(1000 * floor, 2),
+            best_possible_speedup=round(base_latency / floor, 1),
         )
 
     threads = torch.get_num_threads()
@@ -169,8 +208,25 @@ def main() -> None:
             f"| {r['latency_speedup']:.2f} | {r['sentences_per_s']:.0f} "
             f"| {r['throughput_speedup']:.2f} |"
         )
+    print(
+        f"\narithmetic at batch 1; the device's best fp32 matrix-product rate: "
+        f"{ceiling:.0f} GFLOP/s\n"
+    )
+    print(
+        "| system | MFLOP per sentence | GFLOP/s at batch 1 "
+        f"| ms at {ceiling:.0f} GFLOP/s | best possible × |"
+    )
+    print("|---|---|---|---|---|")
+    for name, _ in rows:
+        r = results[name]
+        print(
+            f"| {name} | {r['mflop_per_sentence']:.0f} | {r['gflops_at_batch_1']:.1f} "
+            f"| {r['floor_ms']:.1f} | {r['best_possible_speedup']:.1f} |"
+        )
     settings = {k: v for k, v in vars(args).items()}
-    settings.update(device_type=device.type, torch_threads=threads)
+    settings.update(
+        device_type=device.type, torch_threads=threads, matmul_gflops=round(ceiling)
+    )
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(
         json.dumps({"settings": settings, "results": results}, indent=1) + "\n"
