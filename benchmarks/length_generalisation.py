@@ -31,7 +31,7 @@ from rosetta.checkpoint import read_index, read_meta, resolve_checkpoint
 from rosetta.config import CorpusFiles, load_config
 from rosetta.data.corpus import read_corpus
 from rosetta.decode.options import SearchOptions
-from rosetta.tasks import TASKS, TaskSpec, accuracy, write_task
+from rosetta.tasks import ARITHMETIC, TASKS, TaskSpec, accuracy, write_task
 from rosetta.train.run import run_training
 
 TRAIN_LENGTHS = (1, 40)
@@ -124,7 +124,7 @@ def write_config(path: Path, data: Path, model: dict, args: argparse.Namespace) 
 def source_length(task: str, source: str) -> int:
     """Symbols of a source; for addition, the digits of each number."""
     symbols = len(source.split())
-    return (symbols - 1) // 2 if task == "addition" else symbols
+    return (symbols - 1) // 2 if task in ARITHMETIC else symbols
 
 
 def evaluate(run_dir: Path, data: Path, task: str) -> dict:
@@ -242,7 +242,7 @@ def plot(results: list[dict], path: Path, bin_width: int = 10) -> None:
             )
         axis.axvline(TRAIN_LENGTHS[1], color="grey", linestyle="--", linewidth=1)
         axis.set_title(task)
-        axis.set_xlabel("source length" + (" (digits)" if task == "addition" else ""))
+        axis.set_xlabel("source length" + (" (digits)" if task in ARITHMETIC else ""))
         axis.set_ylim(-3, 103)
     axes[0][0].set_ylabel("exact-sequence accuracy %")
     shown = list(dict.fromkeys(row["model"] for row in results))

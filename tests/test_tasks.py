@@ -25,6 +25,8 @@ ALPHABET = list("abcdefghij")
         ("addition", "4 7 + 8 5", "1 3 2"),
         ("addition", "0 + 0", "0"),
         ("addition", "9 9 9 + 1 0 0", "1 0 9 9"),
+        ("addition-lsb", "7 4 + 5 8", "2 3 1"),
+        ("addition-lsb", "9 9 9 + 0 0 1", "9 9 0 1"),
     ],
 )
 def test_each_task_maps_a_hand_checked_example(task, source, target):
@@ -35,16 +37,31 @@ def test_sort_follows_the_alphabets_order_not_the_characters():
     assert target_of("sort", list("xay"), list("yxa")) == list("yxa")
 
 
-def test_additions_have_two_numbers_of_the_length_without_leading_zeros():
+@pytest.mark.parametrize("task", ["addition", "addition-lsb"])
+def test_additions_have_two_numbers_of_the_length_without_leading_zeros(task):
     rng = random.Random(0)
+    most_significant = 0 if task == "addition" else -1
     for length in (1, 2, 5):
         for _ in range(50):
-            source = draw_source("addition", length, ALPHABET, rng)
+            source = draw_source(task, length, ALPHABET, rng)
             plus = source.index("+")
             left, right = source[:plus], source[plus + 1 :]
             assert len(left) == len(right) == length
             if length > 1:
-                assert left[0] != "0" and right[0] != "0"
+                assert left[most_significant] != "0"
+                assert right[most_significant] != "0"
+
+
+def test_the_two_additions_are_one_sum_written_both_ways():
+    rng = random.Random(1)
+    for length in (1, 3, 12):
+        source = draw_source("addition", length, ALPHABET, rng)
+        plus = source.index("+")
+        flipped = [*source[plus - 1 :: -1], "+", *source[:plus:-1]]
+        assert (
+            target_of("addition-lsb", flipped, ALPHABET)
+            == (target_of("addition", source, ALPHABET)[::-1])
+        )
 
 
 def test_the_written_splits_have_their_lengths_and_no_test_source_in_training(

@@ -7,6 +7,7 @@ Each task maps a sequence of symbols to another:
     sort       c a b      -> a b c          (in the alphabet's order)
     duplicate  a b c      -> a b c a b c
     addition   4 7 + 8 5  -> 1 3 2          (two n-digit numbers, their sum)
+    addition-lsb  7 4 + 5 8  -> 2 3 1       (the same, least significant digit first)
 
 ``write_task`` draws training, validation and test pairs with source lengths
 in one range, and further test sets at longer length bands, never seen in
@@ -14,7 +15,10 @@ training, so that every model and command can be trained and evaluated on
 them unchanged: ``rosetta train`` on ``train.src``/``train.tgt``,
 ``rosetta evaluate`` on each test band. A test or validation source never
 occurs in the training set. The length of an addition is the digits of
-each number.
+each number. Written least significant digit first, each digit of a sum
+depends only on digits already read and a carry, which is what sequence
+models find easiest to learn; most significant first, the carry must be
+worked out before the digits it comes from are read back.
 """
 
 from __future__ import annotations
@@ -44,14 +48,21 @@ def _add(source: Symbols, alphabet: Symbols) -> Symbols:
     return list(str(total))
 
 
+def _add_lsb_first(source: Symbols, alphabet: Symbols) -> Symbols:
+    plus = source.index("+")
+    return _add([*source[plus - 1 :: -1], "+", *source[:plus:-1]], alphabet)[::-1]
+
+
 TARGETS: dict[str, Callable[[Symbols, Symbols], Symbols]] = {
     "copy": lambda source, alphabet: list(source),
     "reverse": lambda source, alphabet: source[::-1],
     "sort": _sorted,
     "duplicate": lambda source, alphabet: source + source,
     "addition": _add,
+    "addition-lsb": _add_lsb_first,
 }
 TASKS = tuple(TARGETS)
+ARITHMETIC = ("addition", "addition-lsb")
 
 
 def target_of(task: str, source: Symbols, alphabet: Symbols) -> Symbols:
@@ -66,12 +77,13 @@ def draw_source(
 ) -> Symbols:
     """A random source of ``length`` (for addition: two numbers of ``length``
     digits, without leading zeros)."""
-    if task != "addition":
+    if task not in ARITHMETIC:
         return [rng.choice(alphabet) for _ in range(length)]
 
     def number() -> Symbols:
         first = rng.choice(DIGITS[1:] if length > 1 else DIGITS)
-        return [first, *(rng.choice(DIGITS) for _ in range(length - 1))]
+        digits = [first, *(rng.choice(DIGITS) for _ in range(length - 1))]
+        return digits if task == "addition" else digits[::-1]
 
     return [*number(), "+", *number()]
 
@@ -112,7 +124,7 @@ def _draw(
 ) -> list[Symbols]:
     """``count`` sources with lengths uniform in ``band``, none in ``excluded``
     (the sources drawn are added to it)."""
-    alphabet = DIGITS if spec.task == "addition" else spec.alphabet
+    alphabet = DIGITS if spec.task in ARITHMETIC else spec.alphabet
     drawn: list[Symbols] = []
     attempts = 0
     while len(drawn) < count:
@@ -134,7 +146,7 @@ def _draw(
 def write_split(
     folder: Path, name: str, sources: list[Symbols], spec: TaskSpec
 ) -> None:
-    alphabet = DIGITS if spec.task == "addition" else spec.alphabet
+    alphabet = DIGITS if spec.task in ARITHMETIC else spec.alphabet
     targets = [target_of(spec.task, source, alphabet) for source in sources]
     (folder / f"{name}.src").write_text("".join(" ".join(s) + "\n" for s in sources))
     (folder / f"{name}.tgt").write_text("".join(" ".join(t) + "\n" for t in targets))

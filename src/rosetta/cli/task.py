@@ -27,7 +27,8 @@ def cmd_task(args: argparse.Namespace) -> None:
 def add_parser(verbs: argparse._SubParsersAction) -> None:
     task = verbs.add_parser(
         "task",
-        help="write a synthetic task (copy, reverse, sort, duplicate, addition) "
+        help="write a synthetic task (copy, reverse, sort, duplicate, addition, "
+        "addition-lsb) "
         "as train/valid/test parallel files",
     )
     task.add_argument("name", choices=TASKS, help="the task")
