@@ -216,15 +216,19 @@ def plot(results: list[dict], path: Path, bin_width: int = 10) -> None:
     tasks = list(dict.fromkeys(row["task"] for row in results))
     # one colour per model in every panel, whichever models a panel has
     colours = {m: plt.get_cmap("tab10")(i) for i, m in enumerate(MODELS)}
+    columns = min(3, len(tasks))
+    rows = -(-len(tasks) // columns)
     figure, axes = plt.subplots(
-        1,
-        len(tasks),
-        figsize=(4 * len(tasks), 3.4),
+        rows,
+        columns,
+        figsize=(4 * columns + 1.6, 3.2 * rows),
         sharey=True,
         squeeze=False,
         layout="constrained",
     )
-    for axis, task in zip(axes[0], tasks, strict=True):
+    for axis in axes.flat[len(tasks) :]:
+        axis.set_visible(False)
+    for axis, task in zip(axes.flat, tasks, strict=False):
         for row in (r for r in results if r["task"] == task):
             bins: dict[int, list[int]] = {}
             for length, (right, count) in row["per_length"].items():
@@ -244,7 +248,8 @@ def plot(results: list[dict], path: Path, bin_width: int = 10) -> None:
         axis.set_title(task)
         axis.set_xlabel("source length" + (" (digits)" if task in ARITHMETIC else ""))
         axis.set_ylim(-3, 103)
-    axes[0][0].set_ylabel("exact-sequence accuracy %")
+    for row_axes in axes:
+        row_axes[0].set_ylabel("exact-sequence accuracy %")
     shown = list(dict.fromkeys(row["model"] for row in results))
     handles = [plt.Line2D([], [], color=colours[m], marker=".", label=m) for m in shown]
     figure.legend(handles=handles, fontsize="small", loc="outside right center")
