@@ -7,7 +7,7 @@ Each task maps a sequence of symbols to another:
     sort       c a b      -> a b c          (in the alphabet's order)
     duplicate  a b c      -> a b c a b c
     addition   4 7 + 8 5  -> 1 3 2          (two n-digit numbers, their sum)
-    addition-lsb  7 4 + 5 8  -> 2 3 1       (the same, least significant digit first)
+    addition-lsb 7 4 + 5 8 -> 2 3 1         (the same, least significant digit first)
 
 ``write_task`` draws training, validation and test pairs with source lengths
 in one range, and further test sets at longer length bands, never seen in
@@ -50,7 +50,8 @@ def _add(source: Symbols, alphabet: Symbols) -> Symbols:
 
 def _add_lsb_first(source: Symbols, alphabet: Symbols) -> Symbols:
     plus = source.index("+")
-    return _add([*source[plus - 1 :: -1], "+", *source[:plus:-1]], alphabet)[::-1]
+    left, right = source[:plus], source[plus + 1 :]
+    return _add([*reversed(left), "+", *reversed(right)], alphabet)[::-1]
 
 
 TARGETS: dict[str, Callable[[Symbols, Symbols], Symbols]] = {
