@@ -191,7 +191,7 @@ def main() -> None:
     marian = to_marian(translator)
     difference = check_copy(translator, marian, [s for s, _ in pairs[:64]])
     assert difference < 1e-3, f"the Marian copy differs by {difference}"
-    workdir = Path(tempfile.mkdtemp(prefix="rosetta-ct2-"))
+    workdir = Path(tempfile.mkdtemp(prefix="rosetta-ct2-")) / "model"
     quantization = "int8" if args.precision == "int8" else None
     export_ctranslate2(Path(args.run_dir), workdir, quantization)  # its best
     ctranslate2 = import_ctranslate2()

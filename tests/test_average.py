@@ -50,4 +50,4 @@ def test_more_checkpoints_than_the_run_keeps_is_a_clear_error(
 def test_a_count_below_one_is_refused(toy_run, tmp_path, capsys, count):
     run = toy_run("transformer")
     assert main(["average", "-m", str(run), "--last", count, "-o", str(tmp_path)]) == 2
-    assert "average at least one checkpoint" in capsys.readouterr().err
+    assert "--last: must be greater than or equal to 1" in capsys.readouterr().err

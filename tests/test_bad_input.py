@@ -17,7 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from rosetta.checkpoint import FORMAT_VERSION
 from rosetta.cli import main
+from rosetta.integrity import seal_meta
 from rosetta.train.run import run_training
 from tests.toy import toy_config
 
@@ -134,7 +136,7 @@ def pickle_as_weights(tmp: Path, checkpoint: Path) -> Path:
     (checkpoint / "model.safetensors").write_bytes(payload)
     meta = json.loads((checkpoint / "checkpoint.json").read_text())
     meta["sha256"]["model.safetensors"] = hashlib.sha256(payload).hexdigest()
-    (checkpoint / "checkpoint.json").write_text(json.dumps(meta))
+    (checkpoint / "checkpoint.json").write_text(json.dumps(seal_meta(meta)))
     return checkpoint
 
 
@@ -156,7 +158,7 @@ def torch_file_as_weights(tmp: Path, checkpoint: Path) -> Path:
     (checkpoint / "model.safetensors").write_bytes(payload)
     meta = json.loads((checkpoint / "checkpoint.json").read_text())
     meta["sha256"]["model.safetensors"] = hashlib.sha256(payload).hexdigest()
-    (checkpoint / "checkpoint.json").write_text(json.dumps(meta))
+    (checkpoint / "checkpoint.json").write_text(json.dumps(seal_meta(meta)))
     return checkpoint
 
 
@@ -244,7 +246,7 @@ CASES = [
     Case(
         "model from another format version",
         model_case(other_version),
-        "checkpoint format 99, this Rosetta reads 1",
+        f"checkpoint format 99, this Rosetta reads {FORMAT_VERSION}",
     ),
     Case(
         "model with missing files",
@@ -318,3 +320,64 @@ def test_a_1mb_line_is_reported_as_filtered(tmp_path, capsys):
     )
     assert main(build(tmp_path)) == 0
     assert "1 of 2 pairs kept (1 longer than 128 tokens)" in capsys.readouterr().out
+
+
+def run_refused(argv: list[str], capsys, expected: str) -> None:
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert expected in err, err
+    assert "Traceback" not in err
+
+
+def test_a_config_that_is_not_utf8_or_nested_without_end_is_one_line(tmp_path, capsys):
+    utf16 = write(tmp_path, "utf16.yaml", "train: {lr: 0.1}\n".encode("utf-16"))
+    run_refused(["train", str(utf16)], capsys, "not UTF-8 (invalid byte at 0)")
+    deep = write(tmp_path, "deep.yaml", "[" * 20_000 + "]" * 20_000)
+    run_refused(["train", str(deep)], capsys, "nested too deeply to be a config")
+
+
+def test_a_device_that_does_not_exist_is_named(toy_run, capsys):
+    argv = ["translate", "-m", str(toy_run("transformer")), "--device", "quantum"]
+    run_refused([*argv, "-i", "/dev/null"], capsys, "device 'quantum': use auto")
+
+
+def test_closed_standard_input_and_a_full_disk_are_one_line(toy_run):
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-m", "rosetta.cli", "translate"]
+    command += ["-m", str(toy_run("transformer"))]
+    closed = subprocess.run(
+        command,
+        stdin=None,
+        capture_output=True,
+        text=True,
+        close_fds=True,
+        preexec_fn=lambda: __import__("os").close(0),
+    )
+    assert closed.returncode == 2, closed.stderr
+    assert "standard input is closed" in closed.stderr
+    with open("/dev/full", "w") as full:
+        result = subprocess.run(
+            command, input="alpha\n", stdout=full, stderr=subprocess.PIPE, text=True
+        )
+    assert result.returncode == 2, result.stderr
+    assert "<stdout>: not written (No space left on device)" in result.stderr
+    assert "Traceback" not in result.stderr + closed.stderr
+
+
+def test_a_damaged_ctranslate2_export_is_one_line(toy_run, tmp_path, capsys):
+    pytest.importorskip("ctranslate2")
+    export = tmp_path / "ct2"
+    argv = ["export", "ctranslate2", "-m", str(toy_run("transformer"))]
+    assert main([*argv, "-o", str(export)]) == 0
+    vocabulary = export / "shared_vocabulary.json"
+    pieces = json.loads(vocabulary.read_text())
+    pieces[4], pieces[5] = pieces[5], pieces[4]
+    vocabulary.write_text(json.dumps(pieces))
+    translate = ["translate", "-m", str(export), "--engine", "ctranslate2"]
+    translate += ["-i", "/dev/null"]
+    run_refused(translate, capsys, "not the vocabulary of the tokenizers")
+    (export / "model.bin").unlink()
+    run_refused(translate, capsys, "CTranslate2 cannot load this export")

@@ -243,3 +243,33 @@ def test_workers_run_that_many_calls_at_once_and_no_more(workers):
 def test_a_worker_count_below_one_is_refused():
     with pytest.raises(ValueError, match="workers must be at least 1"):
         DynamicBatcher(lambda sentences, options: sentences, workers=0)
+
+
+def test_a_request_whose_client_has_gone_never_reaches_the_model():
+    """Cancelled while waiting (the server cancels it when the client
+    disconnects): its sentences are dropped, the next request runs at once."""
+
+    async def scenario():
+        model = RecordingModel(hold_first=True)
+        batcher = await started(model, enabled=False)
+        first = asyncio.create_task(batcher.submit(["first"], "greedy", "greedy", 1))
+        while not model.calls:
+            await asyncio.sleep(0.001)
+        gone = [
+            asyncio.create_task(batcher.submit([f"gone{i}"], "beam", "beam", 1))
+            for i in range(10)
+        ]
+        await asyncio.sleep(0.01)
+        assert batcher.waiting_sentences == 10
+        for task in gone:
+            task.cancel()
+        await asyncio.sleep(0.01)
+        assert batcher.waiting_sentences == 0
+        last = asyncio.create_task(batcher.submit(["last"], "greedy", "greedy", 1))
+        model.release.set()
+        assert await last == ["greedy:LAST"]
+        await first
+        await batcher.stop()
+        return [sentences for sentences, _ in model.calls]
+
+    assert run(scenario()) == [["first"], ["last"]]

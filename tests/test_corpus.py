@@ -58,3 +58,11 @@ def test_broken_gzip_is_a_clear_error(tmp_path):
     path.write_bytes(b"not gzip at all")
     with pytest.raises(RosettaError, match=r"broken\.tsv\.gz: cannot be read"):
         read_tsv(path)
+
+
+def test_carriage_return_only_line_ends_are_refused_not_merged(tmp_path):
+    src, tgt = tmp_path / "a.src", tmp_path / "a.tgt"
+    src.write_bytes(b"one\rtwo\rthree\r")
+    tgt.write_bytes(b"eins\nzwei\ndrei\n")
+    with pytest.raises(RosettaError, match=r"a.src:1: a carriage return inside"):
+        read_parallel(src, tgt)

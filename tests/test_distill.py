@@ -1,5 +1,7 @@
 """``rosetta distill``: one line out per line in, and a stopped run resumes."""
 
+import json
+
 import pytest
 
 from rosetta import Translator
@@ -26,6 +28,7 @@ class StopsAfter:
 
     def __init__(self, translator, chunks):
         self.translator, self.left = translator, chunks
+        self.device = translator.device
 
     def translate(self, *args, **kwargs):
         if not self.left:
@@ -84,3 +87,36 @@ def test_the_command_uses_beam_five_by_default(teacher, toy_run, tmp_path, capsy
     expected = teacher.translate(SOURCES, SearchOptions(beam_size=5))
     assert out.read_text(encoding="utf-8").splitlines() == expected
     assert f"{len(SOURCES)} lines" in capsys.readouterr().err
+
+
+def test_a_resumed_command_refuses_another_teacher_or_precision(
+    teacher, toy_run, tmp_path, monkeypatch, capsys
+):
+    """The record beside the partial output names the teacher's checkpoint by
+    checksum and the precision: a run whose best moved on, or another
+    precision, would mix two teachers' translations in one file."""
+    import shutil
+
+    import rosetta.cli.distill as command
+
+    run = tmp_path / "run"
+    shutil.copytree(toy_run("transformer"), run)
+    src = tmp_path / "train.src"
+    src.write_text("\n".join(SOURCES) + "\n", encoding="utf-8")
+    out = tmp_path / "distilled.txt"
+    argv = ["distill", "-m", str(run), "--src", str(src), "-o", str(out)]
+    argv += ["--chunk-lines", "3", "--device", "cpu"]
+    with monkeypatch.context() as patch:
+        patch.setattr(command, "load_translator", lambda args: StopsAfter(teacher, 1))
+        assert main(argv) == 130  # interrupted after one chunk
+    assert finished_lines(partial_paths(out)[0]) == 3
+    capsys.readouterr()
+    assert main([*argv, "--precision", "bf16"]) == 2
+    assert "other sources or settings" in capsys.readouterr().err
+    index = json.loads((run / "checkpoints.json").read_text())
+    others = [name for name in index["checkpoints"] if name != index["best"]]
+    index["best"] = others[0]  # as if training had gone on and found a better one
+    (run / "checkpoints.json").write_text(json.dumps(index))
+    assert main(argv) == 2
+    assert "other sources or settings" in capsys.readouterr().err
+    assert finished_lines(partial_paths(out)[0]) == 3  # nothing mixed in

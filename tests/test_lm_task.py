@@ -15,6 +15,7 @@ from rosetta.config import load_config
 from rosetta.data.text import decode_text, encode_text
 from rosetta.data.tokenizer import train_tokenizer
 from rosetta.errors import RosettaError
+from rosetta.integrity import seal_meta
 from rosetta.train.run import run_training
 from tests.toy import toy_config, toy_lm_config
 
@@ -69,7 +70,7 @@ def test_resuming_after_a_stop_continues_with_the_same_memory(tmp_path, lm_run):
     meta_path = tmp_path / "run" / "checkpoint-0000006" / "checkpoint.json"
     meta = json.loads(meta_path.read_text())
     del meta["sha256"]["state.safetensors"]
-    meta_path.write_text(json.dumps(meta))
+    meta_path.write_text(json.dumps(seal_meta(meta)))
     index_path = tmp_path / "run" / "checkpoints.json"
     index = json.loads(index_path.read_text())
     index["latest"] = "checkpoint-0000006"
@@ -164,3 +165,29 @@ def test_subword_text_keeps_its_line_breaks():
     ids = encode_text(tokenizer, text)
     assert decode_text(tokenizer, ids) == text
     assert decode_text(tokenizer, ids[:-1]) == text[:-1]
+
+
+def test_text_the_model_cannot_read_is_counted_and_said(lm_run, tmp_path, capsys):
+    text = tmp_path / "text.txt"
+    text.write_text("To be, or not to be: 日本語 ☃\n" * 4)
+    argv = ["perplexity", "-m", str(lm_run / "run"), "--text", str(text)]
+    with pytest.warns(UserWarning, match=r"16 of 108 characters \(14.8%\) are unknown"):
+        assert main(argv) == 0
+    assert "ppl =" in capsys.readouterr().out
+    model = LanguageModel.load(lm_run / "run", device="cpu")
+    assert model.unknown_tokens("To be") == (0, 5)
+
+
+@pytest.mark.parametrize("kind", ["word", "sentencepiece"])
+def test_generation_gives_the_prompt_back_as_written(tmp_path, kind):
+    """Every tokenizer: a word the vocabulary lacks stays in the prompt."""
+    overrides = ["train.max_steps=2", f"tokenizer.kind={kind}"]
+    if kind == "sentencepiece":
+        overrides.append("tokenizer.vocab_size=200")
+    config, _ = toy_lm_config(tmp_path, *overrides)
+    run_training(config, tmp_path / "run")
+    model = LanguageModel.load(tmp_path / "run", device="cpu")
+    for prompt in ("Qwertzuiop ROMEO speaks", "ROMEO:\n", "thee"):
+        text = model.generate(prompt, tokens=5, seed=1)
+        assert text.startswith(prompt), (prompt, text)
+        assert len(text) > len(prompt)

@@ -144,6 +144,18 @@ def test_noisy_parallel_decoding_needs_a_teacher_and_nat_search_no_beam(toy_run)
     assert nat.translate(["", "alpha beta"])[0] == ""
 
 
+def test_a_teacher_of_the_other_direction_is_refused(toy_run):
+    from rosetta.errors import RosettaError
+
+    nat = Translator.load(toy_run("nat"), device="cpu")
+    teacher = Translator.load(toy_run("transformer"), device="cpu")
+    data = teacher.config.data
+    flipped = data.model_copy(update={"src_lang": data.tgt_lang, "tgt_lang": "xx"})
+    teacher.config = teacher.config.model_copy(update={"data": flipped})
+    with pytest.raises(RosettaError, match="give a teacher of the same direction"):
+        nat.with_teacher(teacher, 4)
+
+
 @pytest.mark.slow
 def test_the_command_line_decodes_with_npd_and_shows_fertilities(
     toy_run, tmp_path, capsys

@@ -52,9 +52,10 @@ def test_an_unset_length_limit_is_the_models():
 
 
 def test_bad_flags_are_an_error_naming_the_command():
-    args = build_parser().parse_args(["translate", "-m", "run", "--beam", "0"])
-    with pytest.raises(RosettaError, match="translate: beam size must be at least 1"):
-        search_options(args, "translate")
+    args = build_parser().parse_args(["translate", "-m", "run", "--beam", "2"])
+    args.nbest = 3  # each flag is valid alone; together they are not
+    with pytest.raises(RosettaError, match=r"translate: nbest \(3\) must be between"):
+        search_options(args, "translate", nbest=3)
 
 
 @pytest.mark.parametrize(

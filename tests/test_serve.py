@@ -232,7 +232,7 @@ def test_the_command_line_refuses_zero_workers_in_one_line(toy_run, capsys):
     run = toy_run("transformer")
     assert main(["serve", "-m", str(run), "--workers", "0"]) == 2
     error = capsys.readouterr().err
-    assert "rosetta serve: error: workers must be at least 1" in error
+    assert "rosetta serve: error: argument --workers: must be greater" in error
 
 
 def free_port():
@@ -292,3 +292,63 @@ def test_shutdown_finishes_requests_in_flight(toy_run):
     assert response.json()["translations"][0]["hypotheses"][0]["text"] == expected
     # uvicorn finishes, then re-raises the signal it caught, as a server should
     assert process.returncode in (0, -signal.SIGTERM), output
+
+
+@pytest.mark.slow
+def test_requests_from_clients_that_disconnected_never_reach_the_model(toy_run):
+    """Ten clients send a request and hang up while it waits for company (3 s);
+    the server drops their work: the model's only call is the eleventh's."""
+    process, address = start_server(toy_run("transformer"), "--max-wait-ms", "3000")
+    try:
+        port = int(address.rsplit(":", 1)[1])
+        body = json.dumps({"sentences": ["alpha beta gamma"] * 8}).encode()
+        head = (
+            "POST /translate HTTP/1.1\r\nHost: localhost\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+        ).encode()
+        clients = [socket.create_connection(("127.0.0.1", port)) for _ in range(10)]
+        for client in clients:
+            client.sendall(head + body)
+        time.sleep(0.5)
+        for client in clients:
+            client.close()
+        time.sleep(0.5)
+        response = httpx.post(
+            f"{address}/translate", json={"sentences": ["zeta"]}, timeout=30
+        )
+        assert response.status_code == 200
+        batching = httpx.get(f"{address}/info", timeout=5).json()["batching"]
+        assert (batching["model_calls"], batching["sentences"]) == (1, 1), batching
+    finally:
+        process.terminate()
+        process.communicate(timeout=30)
+
+
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ('{"sentences": ["a"], "max_len_a": Infinity}', "max_len_a"),
+        ('{"sentences": ["a"], "max_len_a": NaN}', "max_len_a"),
+        ('{"sentences": ["a"], "max_len_a": 1e300}', "max_len_a"),
+        ('{"sentences": ["a"], "alpha": NaN, "beam_size": 3}', "alpha"),
+        ('{"sentences": ["a"], "beam_size": true}', "beam_size"),
+        ('{"sentences": ["a"], "temperature": 1e-300, "sample": true}', "temperature"),
+        ('{"sentences": ["a"], "seed": 36893488147419103232}', "seed"),
+        ('{"sentences": ["\\ud800"]}', "sentences"),
+    ],
+)
+def test_values_no_search_can_use_are_a_422_naming_the_field(transformer, body, field):
+    with client_with(transformer, raise_server_exceptions=False) as client:
+        response = client.post(
+            "/translate", content=body, headers={"content-type": "application/json"}
+        )
+    assert response.status_code == 422, response.text
+    assert field in json.dumps(response.json()["detail"])
+
+
+def test_options_the_engine_refuses_are_a_422_with_its_reason(toy_run):
+    nat = Translator.load(toy_run("nat"), device="cpu")
+    with client_with(nat, raise_server_exceptions=False) as client:
+        response = client.post("/translate", json={"sentences": ["a"], "beam_size": 3})
+    assert response.status_code == 422, response.text
+    assert "options" in json.dumps(response.json()["detail"])

@@ -64,14 +64,22 @@ def test_the_two_additions_are_one_sum_written_both_ways():
         )
 
 
+def read_lines_of(folder):
+    return (folder / "train.src").read_text().splitlines()
+
+
 def test_the_written_splits_have_their_lengths_and_no_test_source_in_training(
     tmp_path,
 ):
     spec = TaskSpec(
         "reverse", lengths=(1, 6), count=300, valid=40, test=40, bands=((7, 9),)
     )
-    counts = write_task(spec, tmp_path)
+    # 80 test and validation sources drawn over lengths 1-6 take all ten of
+    # length 1 (each is kept out of training), which the user is told
+    with pytest.warns(UserWarning, match="no training source of length 1: "):
+        counts = write_task(spec, tmp_path)
     assert counts == {"test": 40, "valid": 40, "test-7-9": 40, "train": 300}
+    assert not any(len(source.split()) == 1 for source in read_lines_of(tmp_path))
     split = {
         name: read_corpus(
             CorpusFiles(src=tmp_path / f"{name}.src", tgt=tmp_path / f"{name}.tgt")
@@ -142,7 +150,9 @@ def test_a_tiny_transformer_trained_on_the_written_files_learns_to_copy(tmp_path
     from rosetta.tasks import accuracy
     from rosetta.train.run import run_training
 
-    spec = TaskSpec("copy", lengths=(1, 8), count=3000, valid=50, test=100, bands=())
+    # From length 2: the ten sources of length 1 all go to the test and
+    # validation sets, so training would never see that length.
+    spec = TaskSpec("copy", lengths=(2, 8), count=3000, valid=50, test=100, bands=())
     write_task(spec, tmp_path / "data")
 
     def files(name):
@@ -181,3 +191,24 @@ def test_a_tiny_transformer_trained_on_the_written_files_learns_to_copy(tmp_path
     outputs = translator.translate([source for source, _ in pairs])
     score = accuracy(outputs, [target for _, target in pairs])
     assert score.exact >= 0.95, score
+
+
+def test_addition_of_numbers_of_any_length_is_exact():
+    """Column by column: Python's int() refuses strings of over 4,300 digits."""
+    import random
+    import sys
+
+    rng = random.Random(0)
+    for digits in (1, 7, 5000):
+        source = draw_source("addition", digits, ALPHABET, rng)
+        plus = source.index("+")
+        limit = sys.get_int_max_str_digits()
+        sys.set_int_max_str_digits(0)
+        try:
+            total = int("".join(source[:plus])) + int("".join(source[plus + 1 :]))
+            expected = list(str(total))
+        finally:
+            sys.set_int_max_str_digits(limit)
+        assert target_of("addition", source, ALPHABET) == expected
+    assert target_of("addition", list("0+0"), ALPHABET) == ["0"]
+    assert target_of("addition", list("05+03"), ALPHABET) == ["8"]

@@ -226,3 +226,34 @@ def test_without_validation_bleu_the_best_checkpoint_is_chosen_by_loss(tmp_path)
     run_training(config, tmp_path / "run")
     _, index = latest(tmp_path / "run")
     assert index["metric"] == "loss" and index["best_score"] < 0  # negated loss
+
+
+def test_resume_never_trains_the_tokenizers_again(toy_run, tmp_path):
+    """Tokenizers trained again (on whatever data the config names now) could
+    number the pieces otherwise than the checkpoint's embeddings."""
+    import shutil
+
+    from rosetta.config import load_config
+
+    run = tmp_path / "run"
+    shutil.copytree(toy_run("transformer"), run)
+    (run / "tokenizers.json").unlink()
+    config = load_config(toy_run("transformer").parent / "toy.yaml")
+    with pytest.raises(RosettaError, match="--resume needs the run's tokenizers"):
+        run_training(config, run, resume=True)
+
+
+def test_training_gives_the_caller_its_process_settings_back(tmp_path):
+    """Threads, deterministic kernels and denormal flushing are process-wide:
+    a notebook that trains keeps computing as it did before."""
+    from rosetta.train.run import _flushes_denormals
+    from tests.toy import toy_config
+
+    config, _ = toy_config(
+        tmp_path, "train.max_epochs=null", "train.max_steps=2", "train.threads=2"
+    )
+    before = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
+    assert config.train.flush_denormals and not _flushes_denormals()
+    run_training(config, tmp_path / "run")
+    after = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
+    assert after == before and not _flushes_denormals()

@@ -15,6 +15,7 @@ from safetensors.torch import load_file
 
 from rosetta import checkpoint as ckpt
 from rosetta.errors import RosettaError
+from rosetta.outputs import claim_folder
 
 
 def last_checkpoints(run_dir: Path, count: int) -> list[Path]:
@@ -50,13 +51,32 @@ def average_weights(folders: list[Path]) -> dict[str, torch.Tensor]:
     return {name: (t / len(folders)).to(dtypes[name]) for name, t in total.items()}
 
 
-def average_run(run_dir: Path, count: int, output: Path) -> list[Path]:
+def is_average(folder: Path) -> bool:
+    """Whether ``folder`` is a checkpoint that ``average_run`` wrote."""
+    try:
+        return "averaged" in ckpt.read_meta(folder)
+    except RosettaError:
+        return False
+
+
+def average_run(
+    run_dir: Path, count: int, output: Path, overwrite: bool = False
+) -> list[Path]:
     """Write the average of ``run_dir``'s last ``count`` checkpoints to the
-    checkpoint folder ``output``; returns the checkpoints averaged."""
+    checkpoint folder ``output``; returns the checkpoints averaged.
+
+    ``output`` may not exist, or (with ``overwrite``) must be an earlier
+    average: never the run, one of its checkpoints or a folder holding them."""
     folders = last_checkpoints(run_dir, count)
+    claim_folder(
+        output,
+        inputs=[run_dir, *folders],
+        overwrite=overwrite,
+        ours=is_average,
+        what="averaged checkpoint",
+    )
     meta = ckpt.read_meta(folders[-1])
     kept = {key: meta[key] for key in ("config", "tokenizers", "trainer")}
     kept["averaged"] = [str(folder) for folder in folders]
-    output.parent.mkdir(parents=True, exist_ok=True)
     ckpt.save_checkpoint(output, average_weights(folders), None, kept)
     return folders

@@ -13,9 +13,8 @@ is ever unpickled.
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
-import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -26,36 +25,35 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from rosetta.errors import RosettaError
+from rosetta.integrity import (
+    seal_meta,
+    sha256_file,
+    verify_files,
+    verify_sealed,
+)
+from rosetta.outputs import (
+    fsync_path,
+    replace_folder,
+    write_json_atomic,
+)
 
-FORMAT_VERSION = 1
+# 2: checkpoint.json carries the checksum of its own content (``meta_sha256``).
+FORMAT_VERSION = 2
 MODEL_FILE, OPTIMIZER_FILE, STATE_FILE, META_FILE = (
     "model.safetensors",
     "optimizer.safetensors",
     "state.safetensors",
     "checkpoint.json",
 )
+TENSOR_FILES = (MODEL_FILE, OPTIMIZER_FILE, STATE_FILE)
+CHECKPOINT_NAME = re.compile(r"checkpoint-[0-9]+")
+REQUIRED_META = ("config", "tokenizers")
 INDEX_FILE = "checkpoints.json"
 # Tensors that earlier versions of Rosetta stored under another name.
 RENAMED = {
     "decoder.output_proj.weight": "output_proj.weight",
     "decoder.output_proj.bias": "output_proj.bias",
 }
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def record_checkpoint(
@@ -90,27 +88,6 @@ def record_checkpoint(
     for old in names:
         if old not in keep:
             shutil.rmtree(run_dir / old, ignore_errors=True)
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Replace ``path`` with ``data`` as JSON, all or nothing."""
-    write_text_atomic(path, json.dumps(data, indent=1))
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` (UTF-8), all or nothing."""
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-        _fsync(path.parent)
-    except OSError as error:
-        tmp.unlink(missing_ok=True)
-        reason = error.strerror or str(error)
-        raise RosettaError(f"{path}: not written ({reason})") from None
 
 
 def rng_state() -> dict[str, Any]:
@@ -189,7 +166,9 @@ def save_checkpoint(
     A failed write (disk full, no permission) removes its temporary folder and
     raises ``RosettaError``; earlier checkpoints are never touched.
     """
-    tmp = folder.with_name(folder.name + ".tmp")
+    # One name per checkpoint, not per process: a run killed mid-write
+    # leaves it, and the resumed run, writing that checkpoint again, clears it.
+    tmp = folder.with_name(f".{folder.name}.tmp")
     try:
         _write_checkpoint(tmp, folder, model, optimizer, meta, state)
     except OSError as error:
@@ -224,39 +203,39 @@ def _write_checkpoint(
         cpu = {k: v.detach().to("cpu").contiguous() for k, v in state.items()}
         save_file(cpu, str(tmp / STATE_FILE))
         files.append(STATE_FILE)
-    meta["sha256"] = {name: _sha256(tmp / name) for name in files}
+    meta["sha256"] = {name: sha256_file(tmp / name) for name in files}
+    meta = seal_meta(meta)
     with open(tmp / META_FILE, "w", encoding="utf-8") as handle:
         json.dump(meta, handle, indent=1)
     for name in [*files, META_FILE]:
-        _fsync(tmp / name)
-    _fsync(tmp)
-    if folder.exists():
-        shutil.rmtree(folder)
-    os.replace(tmp, folder)
-    _fsync(folder.parent)
+        fsync_path(tmp / name)
+    fsync_path(tmp)
+    replace_folder(tmp, folder)
 
 
 def read_meta(folder: Path) -> dict[str, Any]:
-    """Read and check a checkpoint's metadata and the checksums of its files."""
+    """Read and check a checkpoint's metadata and the checksums of its files
+    (``rosetta.integrity``: nothing can switch the check off)."""
     meta_path = folder / META_FILE
     if not meta_path.is_file():
         raise RosettaError(f"{folder}: not a Rosetta checkpoint ({META_FILE} missing)")
     try:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as error:
         raise RosettaError(f"{meta_path}: corrupted metadata: {error}") from None
+    if not isinstance(meta, dict):
+        raise RosettaError(f"{meta_path}: corrupted metadata (not a JSON object)")
     version = meta.get("format_version")
     if version != FORMAT_VERSION:
         raise RosettaError(
             f"{meta_path}: checkpoint format {version!r}, this Rosetta reads "
             f"{FORMAT_VERSION}"
         )
-    for name, expected in meta.get("sha256", {}).items():
-        path = folder / name
-        if not path.is_file():
-            raise RosettaError(f"{path}: missing from the checkpoint")
-        if _sha256(path) != expected:
-            raise RosettaError(f"{path}: checksum mismatch (truncated or corrupted)")
+    verify_sealed(meta, meta_path)
+    verify_files(meta, folder, TENSOR_FILES, required=MODEL_FILE)
+    for key in REQUIRED_META:
+        if key not in meta:
+            raise RosettaError(f"{meta_path}: corrupted metadata (no {key!r})")
     return meta
 
 
@@ -320,10 +299,26 @@ def load_state(folder: Path, device: torch.device) -> dict[str, torch.Tensor]:
 
 
 def read_index(run_dir: Path) -> dict[str, Any]:
+    """The run's ``checkpoints.json``; each name in it must be a folder name
+    inside the run (never a path that leads elsewhere)."""
     path = run_dir / INDEX_FILE
     if not path.is_file():
         return {"checkpoints": [], "best": None, "latest": None}
-    return json.loads(path.read_text(encoding="utf-8"))
+    try:
+        index = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as error:
+        raise RosettaError(f"{path}: corrupted index: {error}") from None
+    names = index.get("checkpoints") if isinstance(index, dict) else None
+    if not isinstance(names, list):
+        raise RosettaError(f"{path}: corrupted index (no list of checkpoints)")
+    for name in [*names, index.get("best"), index.get("latest")]:
+        if name is None:
+            continue
+        if not isinstance(name, str) or not CHECKPOINT_NAME.fullmatch(name):
+            raise RosettaError(
+                f"{path}: {name!r} is not a checkpoint folder of this run"
+            )
+    return index
 
 
 def resolve_checkpoint(path: Path, which: str = "best") -> Path:

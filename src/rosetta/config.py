@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import yaml
 from pydantic import (
@@ -20,15 +20,28 @@ from pydantic import (
     Field,
     Tag,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
 
 from rosetta.errors import RosettaError
+from rosetta.limits import MAX_LEN_A, MAX_LEN_B, MAX_SEED
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # inf and nan are no setting; neither is true for a number (pydantic
+    # would read it as 1)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_for_a_number(cls, value: Any, info: ValidationInfo) -> Any:
+        annotation = cls.model_fields[info.field_name].annotation
+        numeric = {int, float} & {annotation, *get_args(annotation)}
+        if isinstance(value, bool) and numeric:
+            raise ValueError(f"a number is expected, not {str(value).lower()}")
+        return value
 
 
 class CorpusFiles(_Section):
@@ -315,7 +328,9 @@ class EarlyStopping(_Section):
 
 
 class TrainConfig(_Section):
-    seed: int = Field(1, description="seed of every random generator")
+    seed: int = Field(
+        1, ge=0, le=MAX_SEED, description="seed of every random generator"
+    )
     batch_tokens: int = Field(
         4096, gt=0, description="padded tokens per batch (length-bucketed)"
     )
@@ -380,9 +395,12 @@ class TrainConfig(_Section):
 
 class DecodeConfig(_Section):
     max_len_a: float = Field(
-        1.5, ge=0.0, description="longest output: a·(source length) + b tokens"
+        1.5,
+        ge=0.0,
+        le=MAX_LEN_A,
+        description="longest output: a·(source length) + b tokens",
     )
-    max_len_b: int = Field(10, ge=0, description="see max_len_a")
+    max_len_b: int = Field(10, ge=0, le=MAX_LEN_B, description="see max_len_a")
     batch_size: int = Field(64, gt=0, description="sentences decoded together")
     max_input_tokens: int = Field(
         512, gt=0, description="longer inputs are truncated with a warning"
@@ -552,8 +570,16 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> Config:
         raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except FileNotFoundError:
         raise RosettaError(f"{path}: config file not found") from None
+    except IsADirectoryError:
+        raise RosettaError(f"{path}: a folder, not a config file") from None
+    except UnicodeDecodeError as error:
+        raise RosettaError(
+            f"{path}: not UTF-8 (invalid byte at {error.start}); save it as UTF-8"
+        ) from None
     except yaml.YAMLError as error:
         raise RosettaError(yaml_error_message(path, error)) from None
+    except RecursionError:
+        raise RosettaError(f"{path}: nested too deeply to be a config") from None
     if not isinstance(raw, dict):
         raise RosettaError(f"{path}: the top level must be a mapping of sections")
     overridden = set()

@@ -18,14 +18,21 @@ from pathlib import Path
 
 import torch
 
+from rosetta.checkpoint import INDEX_FILE
 from rosetta.cli import Parser
 from rosetta.config import Config, load_config
 from rosetta.data.corpus import read_corpus
 from rosetta.errors import RosettaError
 from rosetta.evaluate.corpus import evaluate_all
 from rosetta.models.build import build_model
-from rosetta.train.prepare import prepare_data
-from rosetta.train.run import configure_torch, pick_device, run_training
+from rosetta.train.prepare import PreparedData, prepare_data
+from rosetta.train.run import (
+    check_new_run_folder,
+    configure_torch,
+    pick_device,
+    process_settings_kept,
+    run_training,
+)
 from rosetta.train.trainer import Trainer
 from rosetta.train.translation_task import TranslationTask
 from rosetta.translator import Translator
@@ -120,8 +127,11 @@ def main(argv: list[str] | None = None) -> None:
 
 def choose_run_dir(wanted: Path, fresh: bool) -> Path:
     """``wanted``, or the first free ``wanted-2``, ``-3``, ... so that an
-    earlier run is kept; with ``fresh``, ``wanted`` emptied."""
+    earlier run is kept; with ``fresh``, the run in ``wanted`` removed (a
+    folder holding anything but a run is refused, never emptied)."""
     if fresh:
+        if wanted.exists() and not (wanted / INDEX_FILE).is_file():
+            check_new_run_folder(wanted)
         shutil.rmtree(wanted, ignore_errors=True)
         return wanted
     candidate, number = wanted, 1
@@ -140,7 +150,14 @@ def measure_updates(
     the model, on real batches) and updates per epoch. The tokenizers trained
     on the way are saved in ``run_dir``, where the run finds them."""
     data = prepare_data(config, run_dir)
-    configure_torch(config)
+    with process_settings_kept():
+        configure_torch(config)
+        return _time_updates(config, data, device)
+
+
+def _time_updates(
+    config: Config, data: PreparedData, device: torch.device
+) -> tuple[float, int]:
     model = build_model(
         config.model, len(data.tokenizers.src), len(data.tokenizers.tgt)
     )

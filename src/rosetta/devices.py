@@ -16,4 +16,9 @@ def pick_device(name: str | torch.device | None = "auto") -> torch.device:
         raise RosettaError(
             f"device {str(name)!r} asked for, but no CUDA GPU is available"
         )
-    return torch.device(name)
+    try:
+        return torch.device(name)
+    except (RuntimeError, ValueError):
+        raise RosettaError(
+            f"device {str(name)!r}: use auto, cpu, cuda or cuda:N"
+        ) from None

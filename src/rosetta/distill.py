@@ -22,10 +22,10 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from rosetta.checkpoint import write_json_atomic
 from rosetta.decode.batched import Workers
 from rosetta.decode.options import SearchOptions
 from rosetta.errors import RosettaError
+from rosetta.outputs import write_json_atomic
 from rosetta.translation import TextTranslator
 
 

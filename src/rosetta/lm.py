@@ -11,9 +11,11 @@ from rosetta import checkpoint as ckpt
 from rosetta.config import Config, LanguageModelConfig, config_from_dict
 from rosetta.data.text import decode_text, encode_text
 from rosetta.data.tokenizer import CharacterTokenizer, Tokenizer, TokenizerPair
+from rosetta.data.vocab import UNK_ID
 from rosetta.devices import pick_device
 from rosetta.errors import RosettaError
 from rosetta.evaluate.perplexity import TextScore, score_text
+from rosetta.limits import Count, Seed, Size, Temperature, check
 from rosetta.models.build import build_language_model
 from rosetta.models.language_model import MemoryTransformerLM
 
@@ -58,7 +60,7 @@ class LanguageModel:
             )
         tokenizer = TokenizerPair.from_dict(meta["tokenizers"]).tgt
         model = build_language_model(config.model, len(tokenizer))
-        device = pick_device() if device is None else torch.device(device)
+        device = pick_device(device)
         ckpt.load_weights(folder, model, device)
         return cls(model, tokenizer, config, device)
 
@@ -93,6 +95,12 @@ class LanguageModel:
             progress,
         )
 
+    def unknown_tokens(self, text: str) -> tuple[int, int]:
+        """How many of ``text``'s tokens the vocabulary lacks (read as
+        ``<unk>``), and how many tokens it has."""
+        ids = encode_text(self.tokenizer, text)
+        return sum(1 for token in ids if token == UNK_ID), len(ids)
+
     @torch.no_grad()
     def generate(
         self,
@@ -111,10 +119,13 @@ class LanguageModel:
         ``memory + segment_length − 1`` positions per layer, the most context
         any token had in training. Nothing is recomputed per token.
         """
-        if temperature <= 0:
-            raise RosettaError(f"temperature must be > 0, not {temperature}")
-        if top_k is not None and top_k < 1:
-            raise RosettaError(f"top-k must be at least 1, not {top_k}")
+        try:
+            check(Temperature, temperature, "temperature")
+            check(Count | None, top_k, "top-k")
+            check(Size, tokens, "tokens")
+            check(Seed | None, seed, "seed")
+        except ValueError as error:
+            raise RosettaError(str(error)) from None
         ids = encode_text(self.tokenizer, prompt)
         if not self.reads_characters and not prompt.endswith("\n") and ids:
             ids = ids[:-1]  # the line goes on: no line break after the prompt
@@ -142,4 +153,11 @@ class LanguageModel:
             produced.append(int(token))
         if self.reads_characters:
             return prompt + decode_text(self.tokenizer, produced)
-        return decode_text(self.tokenizer, ids + produced)  # pieces join as one
+        # The prompt is given back as written (a word the vocabulary lacks
+        # would decode as nothing); the continuation is what decoding the
+        # whole adds to the prompt's pieces, so the join has the right space.
+        head = decode_text(self.tokenizer, ids)
+        whole = decode_text(self.tokenizer, ids + produced)
+        if whole.startswith(head):
+            return prompt + whole[len(head) :]
+        return prompt + " " + decode_text(self.tokenizer, produced)

@@ -28,6 +28,18 @@ from rosetta.precision import Precision, autocast, check_precision
 from rosetta.translation import TextTranslator, Translation
 
 
+def check_same_languages(student: Config, teacher: Config) -> None:
+    """A teacher scores the student's candidates: it must translate the same
+    language pair, in the same direction."""
+    pair = (student.data.src_lang, student.data.tgt_lang)
+    other = (teacher.data.src_lang, teacher.data.tgt_lang)
+    if pair != other:
+        raise RosettaError(
+            f"the teacher translates {other[0]}→{other[1]}, the model "
+            f"{pair[0]}→{pair[1]}: give a teacher of the same direction"
+        )
+
+
 class NATTranslator(TextTranslator):
     """A trained NAT with its tokenizers; ``teacher`` (a ``Translator`` of an
     autoregressive model) and ``npd`` (fertility samples per sentence, 0 for
@@ -62,6 +74,8 @@ class NATTranslator(TextTranslator):
             )
         if teacher is not None and not hasattr(teacher, "model"):
             raise RosettaError("the teacher must be a Rosetta (PyTorch) model")
+        if teacher is not None:
+            check_same_languages(config, teacher.config)
         self.model = model.to(device).eval()
         self.tokenizers = tokenizers
         self.config = config

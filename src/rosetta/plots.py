@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 from rosetta.data.vocab import EOS
 from rosetta.errors import RosettaError, where
 from rosetta.nn.positional import positional_encoding
+from rosetta.outputs import atomic_file
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -26,14 +27,21 @@ if TYPE_CHECKING:
 FORMATS = {".png", ".svg", ".pdf"}
 
 
-def _save(figure: Figure, path: Path) -> Path:
+def check_format(path: Path) -> Path:
+    """``path`` if its suffix names an image format we write."""
     path = Path(path)
     if path.suffix.lower() not in FORMATS:
         raise RosettaError(
             f"{path}: unknown image format; use one of {', '.join(sorted(FORMATS))}"
         )
+    return path
+
+
+def _save(figure: Figure, path: Path) -> Path:
+    path = check_format(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=150, bbox_inches="tight")
+    with atomic_file(path) as tmp:
+        figure.savefig(tmp, dpi=150, bbox_inches="tight", format=path.suffix[1:])
     return path
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import random
 import string
+import warnings
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -35,6 +36,8 @@ from rosetta.errors import RosettaError
 Symbols = list[str]
 
 DIGITS = list(string.digits)
+TASK_FILE = "task.json"  # what was drawn: marks a folder as written by write_task
+MAX_LENGTH = 100_000  # symbols per source (per number in an addition)
 
 
 def _sorted(source: Symbols, alphabet: Symbols) -> Symbols:
@@ -43,9 +46,21 @@ def _sorted(source: Symbols, alphabet: Symbols) -> Symbols:
 
 
 def _add(source: Symbols, alphabet: Symbols) -> Symbols:
+    """Column by column, as on paper: numbers of any length (Python's ``int``
+    refuses to read more than 4,300 digits)."""
     plus = source.index("+")
-    total = int("".join(source[:plus])) + int("".join(source[plus + 1 :]))
-    return list(str(total))
+    left, right = source[:plus][::-1], source[plus + 1 :][::-1]
+    digits, carry = [], 0
+    for column in range(max(len(left), len(right))):
+        total = carry
+        total += int(left[column]) if column < len(left) else 0
+        total += int(right[column]) if column < len(right) else 0
+        digits.append(str(total % 10))
+        carry = total // 10
+    digits.append(str(carry))
+    while len(digits) > 1 and digits[-1] == "0":  # no leading zeros
+        digits.pop()
+    return digits[::-1]
 
 
 def _add_lsb_first(source: Symbols, alphabet: Symbols) -> Symbols:
@@ -91,15 +106,17 @@ def draw_source(
 
 def parse_band(text: str) -> tuple[int, int]:
     """``"41-80"`` -> (41, 80); ``"7"`` -> (7, 7)."""
-    low, _, high = text.partition("-")
+    low, dash, high = text.partition("-")
     try:
-        band = int(low), int(high or low)
+        band = int(low), int(high if dash else low)
     except ValueError:
         raise RosettaError(
             f"length band {text!r}: expected LOW-HIGH, e.g. 1-40"
         ) from None
-    if not 1 <= band[0] <= band[1]:
-        raise RosettaError(f"length band {text!r}: need 1 <= LOW <= HIGH")
+    if not 1 <= band[0] <= band[1] <= MAX_LENGTH:
+        raise RosettaError(
+            f"length band {text!r}: need 1 <= LOW <= HIGH <= {MAX_LENGTH}"
+        )
     return band
 
 
@@ -144,6 +161,37 @@ def _draw(
     return drawn
 
 
+def _length(spec: TaskSpec, source: Symbols) -> int:
+    return source.index("+") if spec.task in ARITHMETIC else len(source)
+
+
+def _possible_sources(spec: TaskSpec, length: int) -> int:
+    if spec.task in ARITHMETIC:  # two numbers without leading zeros
+        return (10 if length == 1 else 9 * 10 ** (length - 1)) ** 2
+    return len(spec.alphabet) ** length
+
+
+def _warn_unseen_lengths(spec: TaskSpec, held_out: list[Symbols]) -> None:
+    """Short lengths have few distinct sources; when the test and validation
+    sets take them all, training can never see that length: say so."""
+    taken: dict[int, int] = {}
+    for source in held_out:
+        taken[_length(spec, source)] = taken.get(_length(spec, source), 0) + 1
+    missing = [
+        length
+        for length, count in sorted(taken.items())
+        if spec.lengths[0] <= length <= spec.lengths[1]
+        and count >= _possible_sources(spec, length)
+    ]
+    if missing and spec.count:
+        warnings.warn(
+            f"no training source of length {', '.join(map(str, missing))}: the "
+            "test and validation sets hold every source of that length (use "
+            "more symbols, or start the lengths higher)",
+            stacklevel=3,
+        )
+
+
 def write_split(
     folder: Path, name: str, sources: list[Symbols], spec: TaskSpec
 ) -> None:
@@ -162,6 +210,8 @@ def write_task(spec: TaskSpec, folder: Path) -> dict[str, int]:
         raise RosettaError(
             f"unknown task {spec.task!r}; use one of: {', '.join(TASKS)}"
         )
+    if spec.task not in ARITHMETIC and not spec.alphabet:
+        raise RosettaError("the alphabet is empty: give at least one symbol")
     if spec.task == "sort" and len(set(spec.alphabet)) != len(spec.alphabet):
         raise RosettaError("sort: the alphabet repeats a symbol")
     if any(not symbol or symbol.isspace() or " " in symbol for symbol in spec.alphabet):
@@ -179,10 +229,11 @@ def write_task(spec: TaskSpec, folder: Path) -> dict[str, int]:
         name = f"test-{band[0]}-{band[1]}"
         splits[name] = _draw(spec, band, spec.test, rng, seen, name)
     splits["train"] = _draw(spec, spec.lengths, spec.count, rng, seen, "train")
+    _warn_unseen_lengths(spec, [*splits["test"], *splits["valid"]])
     for name, sources in splits.items():
         write_split(folder, name, sources, spec)
     counts = {name: len(sources) for name, sources in splits.items()}
-    (folder / "task.json").write_text(
+    (folder / TASK_FILE).write_text(
         json.dumps({**asdict(spec), "pairs": counts}, indent=1)
     )
     return counts

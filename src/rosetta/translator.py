@@ -98,7 +98,7 @@ class Translator(TextTranslator):
             )
         tokenizers = TokenizerPair.from_dict(meta["tokenizers"])
         model = build_model(config.model, len(tokenizers.src), len(tokenizers.tgt))
-        device = pick_device() if device is None else torch.device(device)
+        device = pick_device(device)
         check_precision(device, precision)
         ckpt.load_weights(folder, model, device)
         if isinstance(model, NonAutoregressiveTransformer):

@@ -8,9 +8,11 @@ calls it.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import warnings
 from importlib.metadata import version
+from typing import NoReturn
 
 from rosetta.cli import (
     average,
@@ -45,6 +47,11 @@ class Parser(argparse.ArgumentParser):
         kwargs.setdefault("formatter_class", DefaultsFormatter)
         super().__init__(*args, **kwargs)
 
+    def error(self, message: str) -> NoReturn:
+        """A usage error in one line, with where to read more (argparse
+        would print the whole usage first)."""
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
@@ -63,7 +70,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as stop:  # a usage error (2), or --help and --version (0)
+        return stop.code if isinstance(stop.code, int) else 2
     warnings.formatwarning = lambda message, category, *_: f"warning: {message}\n"
     try:
         args.run(args)
@@ -73,4 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader went away (``| head``): no traceback,
+        # and none at exit either, when Python flushes standard output again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, as the shell reports it
     return 0

@@ -6,10 +6,14 @@ import argparse
 from pathlib import Path
 
 from rosetta.average import average_run
+from rosetta.cli.common import add_overwrite_flag
+from rosetta.limits import Count, flag
 
 
 def cmd_average(args: argparse.Namespace) -> None:
-    folders = average_run(Path(args.model), args.last, Path(args.output))
+    folders = average_run(
+        Path(args.model), args.last, Path(args.output), overwrite=args.overwrite
+    )
     names = ", ".join(folder.name for folder in folders)
     print(f"{args.output}: the average of {names}")
 
@@ -20,9 +24,10 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
     )
     average.add_argument("-m", "--model", required=True, help="run folder")
     average.add_argument(
-        "--last", type=int, default=5, help="how many checkpoints (default 5)"
+        "--last", type=flag(Count), default=5, help="how many checkpoints (default 5)"
     )
     average.add_argument(
         "-o", "--output", required=True, help="checkpoint folder to write"
     )
+    add_overwrite_flag(average, "an earlier average")
     average.set_defaults(run=cmd_average)

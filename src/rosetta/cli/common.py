@@ -8,10 +8,12 @@ from dataclasses import fields
 from pathlib import Path
 
 from rosetta import checkpoint as ckpt
-from rosetta.data.corpus import read_lines
-from rosetta.decode.options import SearchOptions
+from rosetta import limits
+from rosetta.data.corpus import check_no_carriage_return, read_lines
+from rosetta.decode.options import KINDS, SearchOptions
 from rosetta.errors import RosettaError
 from rosetta.export.ctranslate2 import ENGINE_FILE
+from rosetta.limits import flag
 from rosetta.nat_translator import NATTranslator
 from rosetta.precision import PRECISIONS
 from rosetta.translation import TextTranslator
@@ -23,7 +25,12 @@ DEFAULT = SearchOptions()
 def read_input_lines(paths: list[str]) -> list[str]:
     """The lines of ``paths``, or of standard input (none, or ``-``)."""
     if not paths or paths == ["-"]:
-        data = sys.stdin.buffer.read()
+        try:
+            data = sys.stdin.buffer.read()
+        except (AttributeError, OSError):  # no standard input at all
+            raise RosettaError(
+                "<stdin>: standard input is closed; give the input with -i FILE"
+            ) from None
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as error:
@@ -35,7 +42,10 @@ def read_input_lines(paths: list[str]) -> list[str]:
         lines = text.split("\n")
         if lines and lines[-1] == "":
             lines.pop()
-        return [line.removesuffix("\r") for line in lines]
+        lines = [line.removesuffix("\r") for line in lines]
+        for number, line in enumerate(lines, start=1):
+            check_no_carriage_return(line, "<stdin>", number)
+        return lines
     return [line for path in paths for _, line in read_lines(Path(path))]
 
 
@@ -66,12 +76,12 @@ def add_search_flags(
         "--beam",
         dest="beam_size",
         metavar="K",
-        type=int,
+        type=flag(KINDS["beam_size"]),
         help=f"beam size (default {beam})",
     )
     group.add_argument(
         "--alpha",
-        type=float,
+        type=flag(KINDS["alpha"]),
         help=f"length normalisation exponent (default {DEFAULT.alpha})",
     )
     group.add_argument(
@@ -96,27 +106,33 @@ def add_search_flags(
     )
     group.add_argument(
         "--max-len-a",
-        type=float,
+        type=flag(limits.LengthRatio),
         help="output limit a·S + b (default: the model's decode.max_len_a)",
     )
     group.add_argument(
-        "--max-len-b", type=int, help="(default: the model's decode.max_len_b)"
+        "--max-len-b",
+        type=flag(limits.LengthOffset),
+        help="(default: the model's decode.max_len_b)",
     )
     group.add_argument(
         "--sample", action="store_true", default=None, help="sample instead"
     )
     group.add_argument(
-        "--temperature", type=float, help=f"(default {DEFAULT.temperature})"
+        "--temperature",
+        type=flag(KINDS["temperature"]),
+        help=f"(default {DEFAULT.temperature})",
     )
     group.add_argument(
-        "--top-k", type=int, help="sampling: the k best only (default 0: all)"
+        "--top-k",
+        type=flag(KINDS["top_k"]),
+        help="sampling: the k best only (default 0: all)",
     )
     group.add_argument(
         "--top-p",
-        type=float,
+        type=flag(KINDS["top_p"]),
         help=f"sampling: nucleus probability (default {DEFAULT.top_p})",
     )
-    group.add_argument("--seed", type=int, help="sampling seed")
+    group.add_argument("--seed", type=flag(limits.Seed), help="sampling seed")
 
 
 def add_precision_flag(verb: argparse.ArgumentParser) -> None:
@@ -143,6 +159,17 @@ def workers_count(text: str) -> int | str:
     if count < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {count}")
     return count
+
+
+def add_overwrite_flag(verb: argparse.ArgumentParser, what: str) -> None:
+    """``--overwrite``: replace ``what`` at the output place (never an input,
+    a training run or one of its checkpoints)."""
+    verb.add_argument(
+        "--overwrite",
+        action="store_true",
+        help=f"replace {what} at the output place (never an input, a training "
+        "run or a checkpoint)",
+    )
 
 
 def add_engine_flags(verb: argparse.ArgumentParser) -> None:
@@ -194,7 +221,7 @@ def add_npd_flags(verb: argparse.ArgumentParser) -> None:
     group = verb.add_argument_group("non-autoregressive models (arch nat)")
     group.add_argument(
         "--npd",
-        type=int,
+        type=flag(limits.Candidates),
         default=0,
         metavar="S",
         help="noisy parallel decoding: S fertility sequences per sentence (the "

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import sys
 from dataclasses import asdict, replace
 from pathlib import Path
 
+from rosetta import checkpoint as ckpt
 from rosetta.cli.common import (
     add_engine_flags,
+    add_overwrite_flag,
     add_search_flags,
     load_translator,
     search_options,
@@ -16,25 +19,47 @@ from rosetta.cli.common import (
 )
 from rosetta.data.corpus import read_lines
 from rosetta.decode.batched import check_workers
-from rosetta.distill import distill
+from rosetta.distill import distill, partial_paths
 from rosetta.errors import RosettaError
+from rosetta.export.ctranslate2 import ENGINE_FILE
+from rosetta.integrity import META_DIGEST
+from rosetta.limits import Count, flag
+from rosetta.outputs import claim_file
 
 DISTILL_BEAM = 5
+
+
+def teacher_identity(model: Path) -> str:
+    """A digest that changes whenever the teacher's weights, config or
+    tokenizers do: a run's best checkpoint moves on as it trains."""
+    if (model / ENGINE_FILE).is_file():  # a CTranslate2 export
+        digest = hashlib.sha256()
+        for path in sorted(model.iterdir()):
+            if path.is_file():
+                digest.update(path.name.encode() + b"\0" + path.read_bytes())
+        return digest.hexdigest()
+    return ckpt.read_meta(ckpt.resolve_checkpoint(model))[META_DIGEST]
 
 
 def cmd_distill(args: argparse.Namespace) -> None:
     options = search_options(args, "distill")
     if args.beam_size is None and not options.sample:
         options = replace(options, beam_size=DISTILL_BEAM)
+    src, model = Path(args.src), Path(args.model)
+    output = claim_file(args.output, inputs=[src, model], overwrite=args.overwrite)
+    for path in partial_paths(output):
+        claim_file(path, inputs=[src, model], overwrite=True)
+    sources = [line for _, line in read_lines(src)]
     translator = load_translator(args)
     try:
         check_workers(args.workers, options, translator.device)
     except ValueError as error:
         raise RosettaError(f"distill: {error}") from None
-    sources = [line for _, line in read_lines(Path(args.src))]
-    output = Path(args.output)
-    what = {
-        "teacher": str(Path(args.model).resolve()),
+    what = {  # a resumed run must continue with the same of each
+        "teacher": str(model.resolve()),
+        "teacher_sha256": teacher_identity(model),
+        "engine": args.engine,
+        "precision": args.precision,
         "search": asdict(replace(options, need_attention=False)),
     }
     count = distill(
@@ -62,16 +87,17 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
         "-o", "--output", required=True, help="the teacher's translations"
     )
     add_search_flags(verb, beam=str(DISTILL_BEAM))
+    add_overwrite_flag(verb, "a file that exists")
     verb.add_argument(
         "--chunk-lines",
-        type=int,
+        type=flag(Count),
         default=1000,
         help="lines translated between two writes to OUTPUT.partial: what a "
         "stopped run loses at most",
     )
     verb.add_argument(
         "--batch-size",
-        type=int,
+        type=flag(Count),
         default=None,
         help="sentences per batch (default: the model's decode.batch_size)",
     )

@@ -5,11 +5,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from rosetta.cli.common import add_overwrite_flag
 from rosetta.export.ctranslate2 import QUANTIZATIONS, export_ctranslate2
 
 
 def cmd_export(args: argparse.Namespace) -> None:
-    folder = export_ctranslate2(Path(args.model), Path(args.output), args.quantization)
+    folder = export_ctranslate2(
+        Path(args.model), Path(args.output), args.quantization, args.overwrite
+    )
     print(f"{args.output}: CTranslate2 model of {folder}")
 
 
@@ -30,4 +33,5 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
         default=None,
         help="weight type (default: float32)",
     )
+    add_overwrite_flag(ct2, "an earlier export")
     ct2.set_defaults(run=cmd_export)

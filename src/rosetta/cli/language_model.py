@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from pathlib import Path
 
 from rosetta import checkpoint as ckpt
 from rosetta.data.text import read_text
+from rosetta.limits import Count, Seed, Size, Temperature, flag
 from rosetta.lm import LanguageModel
 
 
@@ -25,9 +27,23 @@ def add_model_flags(verb: argparse.ArgumentParser) -> None:
     verb.add_argument("--device", default=None, help="cpu, cuda (default: auto)")
 
 
+def warn_unknown(model: LanguageModel, text: str, what: str) -> None:
+    """Say how much of ``text`` the model cannot read: those tokens are all
+    ``<unk>`` to it, which a score or a continuation silently absorbs."""
+    unknown, total = model.unknown_tokens(text)
+    if unknown:
+        unit = "characters" if model.reads_characters else "tokens"
+        warnings.warn(
+            f"{what}: {unknown} of {total} {unit} ({unknown / total:.1%}) are "
+            "unknown to the model and read as <unk> (never seen in training)",
+            stacklevel=2,
+        )
+
+
 def cmd_perplexity(args: argparse.Namespace) -> None:
     model = load(args)
     text = read_text(Path(args.text))
+    warn_unknown(model, text, args.text)
     score = model.score(text, args.memory, args.streams, progress=True)
     line = f"loss = {score.loss:.4f} nats/token  ppl = {score.perplexity:.3f}"
     if model.reads_characters:
@@ -37,8 +53,10 @@ def cmd_perplexity(args: argparse.Namespace) -> None:
 
 def cmd_generate(args: argparse.Namespace) -> None:
     model = load(args)
+    prompt = args.prompt.replace("\\n", "\n")
+    warn_unknown(model, prompt, "the prompt")
     text = model.generate(
-        args.prompt.replace("\\n", "\n"),
+        prompt,
         tokens=args.tokens,
         temperature=args.temperature,
         top_k=args.top_k,
@@ -57,14 +75,14 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
     )
     perplexity.add_argument(
         "--memory",
-        type=int,
+        type=flag(Size),
         default=None,
         help="positions of memory per layer (default: the model's evaluation "
         "memory; 0: every segment alone)",
     )
     perplexity.add_argument(
         "--streams",
-        type=int,
+        type=flag(Count),
         default=1,
         help="read the text as this many parallel rows: faster, but each row "
         "starts without context",
@@ -78,20 +96,25 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
     generate.add_argument(
         "--prompt", required=True, help="the text to continue (\\n: a line break)"
     )
-    generate.add_argument("--tokens", type=int, default=200, help="tokens to add")
+    generate.add_argument(
+        "--tokens", type=flag(Count), default=200, help="tokens to add"
+    )
     generate.add_argument(
         "--temperature",
-        type=float,
+        type=flag(Temperature),
         default=1.0,
         help="divides the logits: lower is more conservative",
     )
     generate.add_argument(
         "--top-k",
-        type=int,
+        type=flag(Count),
         default=None,
         help="sample among the k likeliest tokens only (default: all; 1: greedy)",
     )
     generate.add_argument(
-        "--seed", type=int, default=None, help="seed of the sampling (default: random)"
+        "--seed",
+        type=flag(Seed),
+        default=None,
+        help="seed of the sampling (default: random)",
     )
     generate.set_defaults(run=cmd_generate)

@@ -8,14 +8,23 @@ from pathlib import Path
 from rosetta import plots
 from rosetta.cli.common import (
     add_engine_flags,
+    add_overwrite_flag,
     add_search_flags,
     load_translator,
     search_options,
 )
 from rosetta.errors import RosettaError
+from rosetta.limits import Count, Size, flag
+from rosetta.outputs import claim_file
 
 
 def cmd_plot(args: argparse.Namespace) -> None:
+    inputs = [getattr(args, name, None) for name in ("model", "run_dir")]
+    claim_file(
+        plots.check_format(args.output),
+        inputs=[path for path in inputs if path],
+        overwrite=args.overwrite,
+    )
     if args.figure == "attention":
         translator = load_translator(args)
         options = search_options(args, "plot attention", need_attention=True)
@@ -54,10 +63,16 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
     positions = figures.add_parser(
         "positions", help="the sinusoidal positional encoding and its curves"
     )
-    positions.add_argument("--d-model", type=int, default=64, help="encoding width")
-    positions.add_argument("--length", type=int, default=100, help="positions")
     positions.add_argument(
-        "--dims", type=int, nargs="+", default=None, help="curves to draw (4 5 6 7)"
+        "--d-model", type=flag(Count), default=64, help="encoding width"
+    )
+    positions.add_argument("--length", type=flag(Count), default=100, help="positions")
+    positions.add_argument(
+        "--dims",
+        type=flag(Size),
+        nargs="+",
+        default=None,
+        help="curves to draw (4 5 6 7)",
     )
     curves = figures.add_parser(
         "curves", help="loss, validation BLEU and learning rate of a training run"
@@ -69,4 +84,5 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
         figure.add_argument(
             "-o", "--output", required=True, type=Path, help="file: .png, .svg, .pdf"
         )
+        add_overwrite_flag(figure, "an existing image")
     plot.set_defaults(run=cmd_plot)

@@ -9,6 +9,7 @@ import torch
 
 from rosetta.cli.common import add_engine_flags, add_npd_flags, load_translator
 from rosetta.errors import RosettaError
+from rosetta.limits import Count, NonNegative, Port, Size, flag
 from rosetta.serve.schemas import ServerSettings
 
 
@@ -53,35 +54,38 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
     serve.add_argument(
         "--host", default="127.0.0.1", help="address to listen on (0.0.0.0: all)"
     )
-    serve.add_argument("--port", type=int, default=8000, help="TCP port")
+    serve.add_argument("--port", type=flag(Port), default=8000, help="TCP port")
     add_engine_flags(serve)
     add_npd_flags(serve)
     serve.add_argument(
-        "--threads", type=int, default=0, help="CPU threads (0: torch's default)"
+        "--threads", type=flag(Size), default=0, help="CPU threads (0: torch's default)"
     )
     defaults = ServerSettings()
     limits = serve.add_argument_group("limits (answered with 4xx)")
     limits.add_argument(
         "--max-body-bytes",
-        type=int,
+        type=flag(Count),
         default=defaults.max_body_bytes,
         help="largest request body",
     )
     limits.add_argument(
         "--max-sentences",
-        type=int,
+        type=flag(Count),
         default=defaults.max_sentences,
         help="per request",
     )
     limits.add_argument(
-        "--max-chars", type=int, default=defaults.max_chars, help="per sentence"
+        "--max-chars", type=flag(Count), default=defaults.max_chars, help="per sentence"
     )
     limits.add_argument(
-        "--max-beam", type=int, default=defaults.max_beam, help="largest beam size"
+        "--max-beam",
+        type=flag(Count),
+        default=defaults.max_beam,
+        help="largest beam size",
     )
     limits.add_argument(
         "--max-queue",
-        type=int,
+        type=flag(Count),
         default=defaults.max_queue,
         help="sentences waiting before 503",
     )
@@ -91,25 +95,25 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
     )
     batching.add_argument(
         "--max-batch-tokens",
-        type=int,
+        type=flag(Count),
         default=defaults.max_batch_tokens,
         help="source tokens × beam in one model call",
     )
     batching.add_argument(
         "--max-wait-ms",
-        type=float,
+        type=flag(NonNegative),
         default=defaults.max_wait_ms,
         help="how long a batch that is not full waits for more requests",
     )
     batching.add_argument(
         "--workers",
-        type=int,
+        type=flag(Count),
         default=defaults.workers,
         help="batches decoded at once on the CPU, each with threads / N",
     )
     serve.add_argument(
         "--graceful-seconds",
-        type=int,
+        type=flag(Size),
         default=30,
         help="on shutdown, how long requests in flight may take to finish",
     )

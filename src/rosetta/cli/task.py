@@ -5,7 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rosetta.tasks import TASKS, TaskSpec, parse_band, write_task
+from rosetta.cli.common import add_overwrite_flag
+from rosetta.limits import Count, Seed, Size, flag
+from rosetta.outputs import atomic_folder, claim_folder
+from rosetta.tasks import TASK_FILE, TASKS, TaskSpec, parse_band, write_task
 
 
 def cmd_task(args: argparse.Namespace) -> None:
@@ -19,7 +22,14 @@ def cmd_task(args: argparse.Namespace) -> None:
         alphabet=list(args.alphabet),
         seed=args.seed,
     )
-    counts = write_task(spec, Path(args.output))
+    output = claim_folder(
+        args.output,
+        overwrite=args.overwrite,
+        ours=lambda folder: (folder / TASK_FILE).is_file(),
+        what="task written by rosetta task",
+    )
+    with atomic_folder(output) as folder:
+        counts = write_task(spec, folder)
     for name, pairs in counts.items():
         print(f"{Path(args.output) / name}.src/.tgt: {pairs} pairs")
 
@@ -35,9 +45,9 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
     task.add_argument(
         "--lengths", default="1-40", help="source lengths of train, valid and test"
     )
-    task.add_argument("--count", type=int, default=10000, help="training pairs")
-    task.add_argument("--valid", type=int, default=500, help="validation pairs")
-    task.add_argument("--test", type=int, default=500, help="pairs per test set")
+    task.add_argument("--count", type=flag(Count), default=10000, help="training pairs")
+    task.add_argument("--valid", type=flag(Size), default=500, help="validation pairs")
+    task.add_argument("--test", type=flag(Size), default=500, help="pairs per test set")
     task.add_argument(
         "--bands",
         nargs="*",
@@ -49,5 +59,6 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
         default="abcdefghij",
         help="the symbols, one character each (addition uses digits)",
     )
-    task.add_argument("--seed", type=int, default=1, help="seed of the draws")
+    task.add_argument("--seed", type=flag(Seed), default=1, help="seed of the draws")
+    add_overwrite_flag(task, "a task written before")
     task.set_defaults(run=cmd_task)

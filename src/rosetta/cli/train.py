@@ -10,8 +10,9 @@ from pathlib import Path
 
 from rosetta.config import load_config
 from rosetta.errors import RosettaError
+from rosetta.limits import Count, flag
 from rosetta.train.prepare import prepare_data, prepare_text
-from rosetta.train.run import run_training
+from rosetta.train.run import check_new_run_folder, run_training
 
 
 def default_run_dir(config_path: str) -> Path:
@@ -21,6 +22,7 @@ def default_run_dir(config_path: str) -> Path:
 def cmd_prepare(args: argparse.Namespace) -> None:
     config = load_config(args.config, args.set)
     run_dir = Path(args.output or default_run_dir(args.config))
+    check_new_run_folder(run_dir)
     (prepare_text if config.task == "lm" else prepare_data)(config, run_dir)
     print(f"prepared: {run_dir}")
 
@@ -98,7 +100,7 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
     )
     train.add_argument(
         "--nproc",
-        type=int,
+        type=flag(Count),
         default=1,
         help="training processes on this machine (data-parallel, through "
         "torchrun); each runs its share of every update's batches",

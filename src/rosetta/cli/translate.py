@@ -10,6 +10,7 @@ from pathlib import Path
 from rosetta.cli.common import (
     add_engine_flags,
     add_npd_flags,
+    add_overwrite_flag,
     add_search_flags,
     load_translator,
     read_input_lines,
@@ -18,11 +19,20 @@ from rosetta.cli.common import (
 )
 from rosetta.decode.batched import check_workers
 from rosetta.errors import RosettaError
+from rosetta.limits import Count, flag
+from rosetta.outputs import claim_file, write_text_atomic
 
 
 def cmd_translate(args: argparse.Namespace) -> None:
     if args.format == "text" and (args.nbest > 1 or args.attention):
         raise RosettaError("--nbest and --attention need --format jsonl")
+    output = None
+    if args.output:
+        inputs = [*args.input, args.model]
+        output = claim_file(args.output, inputs=inputs, overwrite=args.overwrite)
+    for path in args.input:  # a missing file is said before the model loads
+        if path != "-" and not Path(path).exists():
+            raise RosettaError(f"{path}: file not found")
     translator = load_translator(args)
     lines = read_input_lines(args.input)
     options = search_options(args, "translate", need_attention=args.attention)
@@ -50,11 +60,16 @@ def cmd_translate(args: argparse.Namespace) -> None:
             )
         ]
     text = "".join(line + "\n" for line in outputs)
-    if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
+    if output is not None:
+        write_text_atomic(output, text)
     else:  # bytes, so the locale's encoding can never fail on a translation
-        sys.stdout.buffer.write(text.encode("utf-8"))
-        sys.stdout.flush()
+        try:
+            sys.stdout.buffer.write(text.encode("utf-8"))
+            sys.stdout.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as error:  # a full disk behind a redirection
+            raise RosettaError(f"<stdout>: not written ({error.strerror})") from None
 
 
 def add_parser(verbs: argparse._SubParsersAction) -> None:
@@ -70,8 +85,11 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
         help="input files (default: standard input)",
     )
     translate.add_argument("-o", "--output", help="output file (default: stdout)")
+    add_overwrite_flag(translate, "an existing output file")
     add_search_flags(translate)
-    translate.add_argument("--nbest", type=int, default=1, help="hypotheses per line")
+    translate.add_argument(
+        "--nbest", type=flag(Count), default=1, help="hypotheses per line"
+    )
     translate.add_argument(
         "--format",
         choices=["text", "jsonl"],
@@ -86,7 +104,7 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
     )
     translate.add_argument(
         "--batch-size",
-        type=int,
+        type=flag(Count),
         default=None,
         help="sentences per batch (default: the model's decode.batch_size)",
     )

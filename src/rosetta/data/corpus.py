@@ -37,10 +37,14 @@ class FilterReport:
 def read_lines(path: Path) -> Iterator[tuple[int, str]]:
     """Yield ``(line_number, text)`` from a UTF-8 file, gzip if it ends in .gz.
 
-    CRLF and LF line ends are both accepted; the line end is removed.
+    CRLF and LF line ends are both accepted; the line end is removed. A
+    carriage return anywhere else (a file with CR-only line ends, which would
+    read as one long line) is an error naming the line.
     """
-    if not path.is_file():
+    if not path.exists():
         raise RosettaError(f"{path}: file not found")
+    if path.is_dir():
+        raise RosettaError(f"{path}: a folder, not a file of lines")
     opener = gzip.open if path.suffix == ".gz" else open
     try:
         with opener(path, "rb") as handle:
@@ -52,9 +56,20 @@ def read_lines(path: Path) -> Iterator[tuple[int, str]]:
                         f"{where(path, number)}: invalid UTF-8 at byte "
                         f"{error.start} of the line"
                     ) from None
-                yield number, text.rstrip("\r\n")
+                text = text.removesuffix("\n").removesuffix("\r")
+                check_no_carriage_return(text, path, number)
+                yield number, text
     except (OSError, EOFError) as error:  # unreadable, or a broken gzip stream
         raise RosettaError(f"{path}: cannot be read: {error}") from None
+
+
+def check_no_carriage_return(text: str, path: Path | str, number: int) -> None:
+    if "\r" in text:
+        raise RosettaError(
+            f"{where(path, number)}: a carriage return inside the line (a file "
+            "with CR-only line ends?); convert them to newlines, e.g. "
+            "tr '\\r' '\\n'"
+        )
 
 
 def read_parallel(src_path: Path, tgt_path: Path) -> list[tuple[str, str]]:

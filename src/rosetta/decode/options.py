@@ -11,11 +11,26 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from rosetta import limits
 from rosetta.config import DecodeConfig
 from rosetta.decode.beam import LengthPenalty, Stopping, beam_search, length_penalty
 from rosetta.decode.greedy import Hypothesis, greedy_search, most_likely
 from rosetta.decode.sampling import sampler
+from rosetta.limits import check
 from rosetta.models.interface import EncoderDecoder
+
+# Every number of the options, and what it may be (``rosetta.limits``).
+KINDS = {
+    "beam_size": limits.Count,
+    "alpha": limits.NonNegative,
+    "nbest": limits.Count,
+    "max_len_a": limits.LengthRatio | None,
+    "max_len_b": limits.LengthOffset | None,
+    "temperature": limits.Temperature,
+    "top_k": limits.Size,
+    "top_p": limits.Probability,
+    "seed": limits.Seed | None,
+}
 
 
 @dataclass(frozen=True)
@@ -43,17 +58,13 @@ class SearchOptions:
     need_attention: bool = False
 
     def __post_init__(self) -> None:
-        if self.beam_size < 1:
-            raise ValueError(f"beam size must be at least 1, got {self.beam_size}")
+        for name, kind in KINDS.items():
+            check(kind, getattr(self, name), name)
         if not 1 <= self.nbest <= self.beam_size:
             raise ValueError(
                 f"nbest ({self.nbest}) must be between 1 and the beam size "
                 f"({self.beam_size})"
             )
-        if self.alpha < 0:
-            raise ValueError(f"alpha must be >= 0, got {self.alpha}")
-        if (self.max_len_a or 0) < 0 or (self.max_len_b or 0) < 0:
-            raise ValueError("max_len_a and max_len_b must be >= 0")
         length_penalty(torch.tensor(1), self.alpha, self.penalty)
         if self.sample:
             if self.beam_size > 1 or self.nbest > 1:

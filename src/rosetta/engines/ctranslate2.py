@@ -10,6 +10,7 @@ CTranslate2's beam search keeps ``k`` live prefixes and ends a sentence once
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from rosetta.data.vocab import EOS
 from rosetta.decode.batched import Workers
 from rosetta.decode.greedy import Hypothesis, max_lengths
 from rosetta.decode.options import SearchOptions
+from rosetta.devices import pick_device
 from rosetta.errors import RosettaError
 from rosetta.export.ctranslate2 import (
     ENGINE_FILE,
@@ -40,6 +42,31 @@ COMPUTE_TYPES = {
 }
 
 CACHE = "ctranslate2"  # inside a checkpoint folder: its export
+
+
+def check_vocabularies(folder: Path, tokenizers: TokenizerPair) -> None:
+    """The export's vocabulary files list the tokenizers' pieces, in order:
+    one out of step would turn every id into another word."""
+    src = tokenizers.src.id_pieces(range(len(tokenizers.src)))
+    tgt = tokenizers.tgt.id_pieces(range(len(tokenizers.tgt)))
+    expected = {  # CTranslate2 writes one shared file when the two are equal
+        "source_vocabulary.json": src,
+        "target_vocabulary.json": tgt,
+        "shared_vocabulary.json": tgt,
+    }
+    found = [name for name in expected if (folder / name).is_file()]
+    if not found:
+        raise RosettaError(f"{folder}: no vocabulary file; export the model again")
+    for name in found:
+        try:
+            pieces = json.loads((folder / name).read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise RosettaError(f"{folder / name}: damaged (not JSON)") from None
+        if pieces != expected[name]:
+            raise RosettaError(
+                f"{folder / name}: not the vocabulary of the tokenizers in "
+                f"{ENGINE_FILE}; export the model again"
+            )
 
 
 class CTranslate2Translator(TextTranslator):
@@ -64,12 +91,18 @@ class CTranslate2Translator(TextTranslator):
             )
         self.precision = precision
         self.device = torch.device(device)
-        self.model = ctranslate2.Translator(
-            str(folder),
-            device=device,
-            compute_type=COMPUTE_TYPES[precision],
-            intra_threads=threads,
-        )
+        try:
+            self.model = ctranslate2.Translator(
+                str(folder),
+                device=device,
+                compute_type=COMPUTE_TYPES[precision],
+                intra_threads=threads,
+            )
+        except (RuntimeError, ValueError) as error:  # a file missing or damaged
+            raise RosettaError(
+                f"{folder}: CTranslate2 cannot load this export ({error})"
+            ) from None
+        check_vocabularies(folder, self.tokenizers)
         self._parameters = _parameter_count(self.config, self.tokenizers)
         target = self.tokenizers.tgt
         self._target_ids = {
@@ -93,9 +126,7 @@ class CTranslate2Translator(TextTranslator):
             folder = checkpoint / CACHE
             if not (folder / ENGINE_FILE).is_file():
                 export_ctranslate2(checkpoint, folder)
-        if device is None:
-            device = "cuda" if torch.cuda.is_available() else "cpu"
-        return cls(folder, str(torch.device(device).type), precision, threads)
+        return cls(folder, pick_device(device).type, precision, threads)
 
     @property
     def parameter_count(self) -> int:

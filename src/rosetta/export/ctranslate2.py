@@ -23,6 +23,7 @@ from rosetta import checkpoint as ckpt
 from rosetta.data.vocab import BOS, EOS, UNK
 from rosetta.errors import RosettaError
 from rosetta.models.transformer import TransformerDecoder, TransformerEncoder
+from rosetta.outputs import atomic_folder, claim_folder, write_json_atomic
 from rosetta.translator import Translator
 
 ENGINE_FILE = "rosetta.json"
@@ -40,18 +41,36 @@ def import_ctranslate2() -> Any:
     return ctranslate2
 
 
+def is_export(folder: Path) -> bool:
+    """Whether ``folder`` is a CTranslate2 export that Rosetta wrote."""
+    return (folder / ENGINE_FILE).is_file()
+
+
 def export_ctranslate2(
-    model_path: Path, output: Path, quantization: str | None = None
+    model_path: Path,
+    output: Path,
+    quantization: str | None = None,
+    overwrite: bool = False,
 ) -> Path:
     """Write the CTranslate2 model of ``model_path`` (a run folder: its best
     checkpoint, or a checkpoint folder) to ``output``; returns the checkpoint
-    exported. ``quantization`` is CTranslate2's weight type (None: float32)."""
+    exported. ``quantization`` is CTranslate2's weight type (None: float32).
+
+    ``output`` may not exist, or (with ``overwrite``) must be an earlier
+    export; it is written under a temporary name and renamed into place."""
     if quantization is not None and quantization not in QUANTIZATIONS:
         raise RosettaError(
             f"quantization {quantization!r}: use one of {', '.join(QUANTIZATIONS)}"
         )
     import_ctranslate2()
     folder = ckpt.resolve_checkpoint(Path(model_path))
+    claim_folder(
+        output,
+        inputs=[model_path, folder],
+        overwrite=overwrite,
+        ours=is_export,
+        what="CTranslate2 export",
+    )
     translator = Translator.load(folder, device="cpu", packed=False)
     model = translator.model
     if not isinstance(model.decoder, TransformerDecoder):
@@ -75,7 +94,6 @@ def export_ctranslate2(
             "distance penalties, only absolute sinusoidal positions"
         )
     spec = _transformer_spec(translator)
-    _convert(spec, Path(output), quantization)
     meta = ckpt.read_meta(folder)
     engine = {
         "format": 1,
@@ -84,7 +102,9 @@ def export_ctranslate2(
         "exported_from": str(folder),
         "quantization": quantization or "float32",
     }
-    ckpt.write_json_atomic(Path(output) / ENGINE_FILE, engine)
+    with atomic_folder(Path(output)) as tmp:
+        _convert(spec, tmp, quantization)
+        write_json_atomic(tmp / ENGINE_FILE, engine)
     return folder
 
 
@@ -158,6 +178,8 @@ def _convert(spec: Any, output: Path, quantization: str | None) -> None:
         def _load(self) -> Any:
             return spec
 
+    # force: the converter refuses an existing folder, and ``output`` is the
+    # empty temporary folder made for it (``atomic_folder``)
     SpecConverter().convert(str(output), quantization=quantization, force=True)
 
 

@@ -10,9 +10,10 @@ queue is full, 500 (logged on the server) for anything unexpected.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 from importlib import resources
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -28,6 +29,7 @@ from rosetta import __version__
 from rosetta.config import config_to_dict
 from rosetta.decode.batched import threads_per_worker
 from rosetta.decode.options import SearchOptions
+from rosetta.errors import RosettaError
 from rosetta.serve.batcher import DynamicBatcher, QueueFull
 from rosetta.serve.schemas import (
     Health,
@@ -39,6 +41,7 @@ from rosetta.serve.schemas import (
 from rosetta.translation import TextTranslator
 
 log = logging.getLogger("rosetta.serve")
+DISCONNECT_POLL_S = 0.05  # how often a waiting request checks its client
 STATIC = Path(str(resources.files("rosetta.serve") / "static"))
 
 
@@ -124,6 +127,24 @@ def _check_limits(
     return None
 
 
+class ClientGone(Exception):
+    """The client disconnected before its translations were ready."""
+
+
+async def _unless_gone(http: Request, work: Awaitable[Any]) -> Any:
+    """``work``'s result; if the client disconnects first, ``work`` is
+    cancelled (a request still waiting never reaches the model) and
+    ``ClientGone`` raised."""
+    task = asyncio.ensure_future(work)
+    while True:
+        done, _ = await asyncio.wait({task}, timeout=DISCONNECT_POLL_S)
+        if done:
+            return task.result()
+        if await http.is_disconnected():
+            task.cancel()
+            raise ClientGone
+
+
 def _translate_group(
     translator: TextTranslator, sources: list[list[int]], options: SearchOptions
 ) -> list[list[dict[str, Any]]]:
@@ -182,7 +203,7 @@ def create_app(
         return JSONResponse({"detail": "internal server error"}, status_code=500)
 
     @app.post("/translate", response_model=TranslateResponse)
-    async def translate(request: TranslateRequest) -> Any:
+    async def translate(request: TranslateRequest, http: Request) -> Any:
         """Translate sentences; each gets its n-best list, best first."""
         started = time.perf_counter()
         refused = _check_limits(request, settings)
@@ -196,13 +217,19 @@ def create_app(
         cost = sum(len(ids) + 1 for ids in sources) * options.beam_size
         key = None if options.sample and options.seed is not None else options
         try:
-            results = await batcher.submit(sources, options, key, cost)
+            results = await _unless_gone(
+                http, batcher.submit(sources, options, key, cost)
+            )
+        except ClientGone:
+            return Response(status_code=499)  # nginx's "client closed request"
         except QueueFull as error:
             return JSONResponse(
                 {"detail": f"server busy ({error}); retry later"},
                 status_code=503,
                 headers={"Retry-After": "1"},
             )
+        except (RosettaError, ValueError) as error:  # options the engine refuses
+            return _unprocessable("options", str(error))
         translations = [
             {"source": source, "hypotheses": hypotheses}
             for source, hypotheses in zip(request.sentences, results, strict=True)

@@ -102,7 +102,7 @@ class DynamicBatcher:
 
     async def stop(self) -> None:
         """Finish every waiting and running request, then stop the worker."""
-        while self._waiting or self._running:
+        while self._live_jobs() or self._running:
             await asyncio.sleep(0.01)
         if self._task is not None:
             self._task.cancel()
@@ -112,7 +112,13 @@ class DynamicBatcher:
 
     @property
     def waiting_sentences(self) -> int:
-        return sum(len(job.sentences) for job in self._waiting)
+        return sum(len(job.sentences) for job in self._live_jobs())
+
+    def _live_jobs(self) -> list[_Job]:
+        """The waiting jobs, less those whose requester has gone: a cancelled
+        ``submit`` (the client disconnected) never reaches the model."""
+        self._waiting = [job for job in self._waiting if not job.future.done()]
+        return self._waiting
 
     async def submit(
         self, sentences: list[Any], options: Any, key: Hashable | None, cost: int
@@ -136,7 +142,10 @@ class DynamicBatcher:
         return await future
 
     def _take_group(self) -> list[_Job]:
-        """The oldest job and the waiting jobs that fit its call, in arrival order."""
+        """The oldest job and the waiting jobs that fit its call, in arrival
+        order (none if every waiting job was cancelled)."""
+        if not self._live_jobs():
+            return []
         first = self._waiting[0]
         group, budget = [], self.max_tokens
         for job in self._waiting:
@@ -160,7 +169,7 @@ class DynamicBatcher:
             while len(self._running) >= self.workers:  # every worker is busy
                 self._worker_free.clear()
                 await self._worker_free.wait()
-            while not self._waiting:
+            while not self._live_jobs():
                 self._arrived.clear()
                 await self._arrived.wait()
             first = self._waiting[0]
@@ -177,7 +186,10 @@ class DynamicBatcher:
                     await asyncio.wait_for(self._arrived.wait(), remaining)
                 except TimeoutError:
                     break
-            task = asyncio.create_task(self._run_group(self._take_group()))
+            group = self._take_group()
+            if not group:
+                continue
+            task = asyncio.create_task(self._run_group(group))
             self._running.add(task)
             task.add_done_callback(self._finished)
 

@@ -5,10 +5,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rosetta.decode.beam import LengthPenalty, Stopping
 from rosetta.decode.options import SearchOptions
+from rosetta.limits import (
+    Count,
+    LengthOffset,
+    LengthRatio,
+    NonNegative,
+    Probability,
+    Seed,
+    Size,
+    Temperature,
+)
 
 DEFAULT = SearchOptions()
 
@@ -39,26 +49,39 @@ class TranslateRequest(BaseModel):
     )
 
     sentences: list[str] = Field(..., min_length=1, description="one per line")
-    beam_size: int = Field(DEFAULT.beam_size, ge=1, description="1: greedy search")
-    nbest: int = Field(
-        DEFAULT.nbest, ge=1, description="hypotheses per sentence (≤ beam_size)"
+    beam_size: Count = Field(DEFAULT.beam_size, description="1: greedy search")
+    nbest: Count = Field(
+        DEFAULT.nbest, description="hypotheses per sentence (≤ beam_size)"
     )
-    alpha: float = Field(
-        DEFAULT.alpha, ge=0.0, description="length normalisation exponent"
+    alpha: NonNegative = Field(
+        DEFAULT.alpha, description="length normalisation exponent"
     )
     penalty: LengthPenalty = DEFAULT.penalty
     stopping: Stopping = DEFAULT.stopping
     refill: bool = Field(DEFAULT.refill, description="keep beam_size live prefixes")
-    max_len_a: float | None = Field(
-        None, ge=0.0, description="limit a·S + b (default: the model's)"
+    max_len_a: LengthRatio | None = Field(
+        None, description="limit a·S + b (default: the model's)"
     )
-    max_len_b: int | None = Field(None, ge=0)
+    max_len_b: LengthOffset | None = None
     sample: bool = DEFAULT.sample
-    temperature: float = Field(DEFAULT.temperature, gt=0.0)
-    top_k: int = Field(DEFAULT.top_k, ge=0)
-    top_p: float = Field(DEFAULT.top_p, gt=0.0, le=1.0)
-    seed: int | None = None
+    temperature: Temperature = DEFAULT.temperature
+    top_k: Size = DEFAULT.top_k
+    top_p: Probability = DEFAULT.top_p
+    seed: Seed | None = None
     attention: bool = Field(False, description="return cross-attention weights")
+
+    @field_validator("sentences")
+    @classmethod
+    def _encodable(cls, sentences: list[str]) -> list[str]:
+        for number, sentence in enumerate(sentences):
+            try:
+                sentence.encode("utf-8")
+            except UnicodeEncodeError as error:
+                raise ValueError(
+                    f"sentence {number}: a lone surrogate at character "
+                    f"{error.start} is not text"
+                ) from None
+        return sentences
 
     def search_options(self) -> SearchOptions:
         """The search this request asks for; ``ValueError`` if inconsistent."""

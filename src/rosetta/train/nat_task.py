@@ -24,7 +24,6 @@ import torch
 import torch.nn.functional as F
 
 from rosetta.align import align, fertilities_from_links, parse_links
-from rosetta.checkpoint import write_text_atomic
 from rosetta.config import Config, NATConfig
 from rosetta.data.batching import Example, make_batches, pad, rank_share
 from rosetta.data.tokenizer import TokenizerPair
@@ -33,6 +32,7 @@ from rosetta.errors import RosettaError
 from rosetta.evaluate.corpus import sacrebleu_score
 from rosetta.models.nat import NonAutoregressiveTransformer
 from rosetta.nat_translator import NATTranslator
+from rosetta.outputs import write_text_atomic
 from rosetta.precision import autocast
 from rosetta.train.loss import (
     label_smoothed_cross_entropy,

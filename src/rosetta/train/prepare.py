@@ -12,13 +12,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from rosetta.checkpoint import write_json_atomic
 from rosetta.config import Config
 from rosetta.data.batching import Example, encode_pairs, make_batches, padding_share
 from rosetta.data.corpus import corpus_name, read_corpus
 from rosetta.data.text import encode_text, read_text
 from rosetta.data.tokenizer import TokenizerPair, train_tokenizer
 from rosetta.errors import RosettaError
+from rosetta.outputs import write_json_atomic
 
 TOKENIZER_FILE = "tokenizers.json"
 

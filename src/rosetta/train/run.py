@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
 
+from rosetta.checkpoint import INDEX_FILE, read_index
 from rosetta.config import Config
 from rosetta.devices import pick_device
 from rosetta.errors import RosettaError
@@ -14,8 +17,8 @@ from rosetta.models.nat import NonAutoregressiveTransformer
 from rosetta.train import distributed
 from rosetta.train.distributed import SINGLE_PROCESS, Group, local_device
 from rosetta.train.lm_task import LanguageModelTask
-from rosetta.train.nat_task import NATTask
-from rosetta.train.prepare import prepare_data, prepare_text
+from rosetta.train.nat_task import ALIGNMENTS_FILE, NATTask
+from rosetta.train.prepare import TOKENIZER_FILE, prepare_data, prepare_text
 from rosetta.train.trainer import Task, Trainer, TrainerState
 from rosetta.train.translation_task import TranslationTask
 
@@ -33,14 +36,76 @@ def configure_torch(config: Config) -> None:
     torch.manual_seed(config.train.seed)
 
 
+# What a run that stopped before its first checkpoint may have left: a new
+# run in that folder starts over and may replace these (and nothing else).
+EARLY_RUN_FILES = {TOKENIZER_FILE, "metrics.jsonl", ALIGNMENTS_FILE}
+
+
+def check_new_run_folder(run_dir: Path) -> None:
+    """``run_dir`` may receive a new run: it does not exist, is empty, or holds
+    only what a run that never reached a checkpoint wrote. A finished or
+    resumable run, or anybody else's files, are refused before any work."""
+    if (run_dir / INDEX_FILE).exists():
+        raise RosettaError(
+            f"{run_dir} already holds a training run: pass --resume to "
+            "continue it, or choose another output folder"
+        )
+    if run_dir.exists() and not run_dir.is_dir():
+        raise RosettaError(f"{run_dir} exists and is not a folder")
+    if run_dir.is_dir():
+        foreign = sorted(
+            entry.name
+            for entry in run_dir.iterdir()
+            if entry.name not in EARLY_RUN_FILES and not entry.name.startswith(".")
+        )
+        if foreign:
+            raise RosettaError(
+                f"{run_dir} holds files that are not a Rosetta run "
+                f"({', '.join(foreign[:3])}{', ...' if len(foreign) > 3 else ''}); "
+                "choose a new or empty folder"
+            )
+
+
+def _flushes_denormals() -> bool:
+    return float(torch.tensor([1e-40]) * 1.0) == 0.0
+
+
+@contextmanager
+def process_settings_kept() -> Iterator[None]:
+    """Training sets process-wide torch switches (threads, deterministic
+    kernels, denormals flushed to zero); a caller gets its own back."""
+    threads = torch.get_num_threads()
+    deterministic = torch.are_deterministic_algorithms_enabled()
+    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
+    flushing = _flushes_denormals()
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+        torch.use_deterministic_algorithms(deterministic, warn_only=warn_only)
+        torch.set_flush_denormal(flushing)
+
+
 def run_training(config: Config, run_dir: Path, resume: bool = False) -> TrainerState:
     """Train ``config`` into ``run_dir``: in this process, or as one of the
     processes ``torchrun`` started (``rosetta.train.distributed``)."""
     run_dir = Path(run_dir)
     device = pick_device(config.train.device)
     group = distributed.join(device.type)
+    with process_settings_kept():
+        return _run_in_group(config, run_dir, resume, device, group)
+
+
+def _run_in_group(
+    config: Config, run_dir: Path, resume: bool, device: torch.device, group: Group
+) -> TrainerState:
     try:
-        return _train(config, run_dir, resume, local_device(device), group)
+        state = _train(config, run_dir, resume, local_device(device), group)
+        # A process that tears the group down while a peer still reads its
+        # last message kills that peer's Gloo thread (SIGABRT, "terminate
+        # called without an active exception"): all finish, then all leave.
+        group.barrier()
+        return state
     finally:
         distributed.leave()
 
@@ -49,10 +114,14 @@ def _train(
     config: Config, run_dir: Path, resume: bool, device: torch.device, group: Group
 ) -> TrainerState:
     if group.is_main:
-        if not resume and (run_dir / "checkpoints.json").exists():
+        if not resume:
+            check_new_run_folder(run_dir)
+        trained = resume and read_index(run_dir).get("latest")
+        if trained and not (run_dir / TOKENIZER_FILE).is_file():
             raise RosettaError(
-                f"{run_dir} already holds a training run: pass --resume to "
-                "continue it, or choose another output folder"
+                f"{run_dir}: --resume needs the run's {TOKENIZER_FILE}, which is "
+                "missing; tokenizers trained again could number the pieces "
+                "otherwise than the checkpoints do"
             )
         run_dir.mkdir(parents=True, exist_ok=True)
         if not resume:  # no checkpoint exists: any log here is from a run that died
