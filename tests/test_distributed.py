@@ -64,6 +64,9 @@ def train_in_process(rank, world_size, folder, init_file, out):
             assert trainer.train_step(group) is not None
         if rank == 0:
             torch.save(trainer.model.state_dict(), out)
+        # as in rosetta.train.run: no process tears the group down while a
+        # peer may still be reading from it
+        dist.barrier()
     finally:
         dist.destroy_process_group()
 

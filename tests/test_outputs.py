@@ -63,7 +63,7 @@ def test_a_folder_output_replaces_only_its_own_kind_and_never_a_run(tmp_path):
     run.mkdir()
     (run / "checkpoints.json").write_text("{}")
     (run / "mine.json").write_text("{}")
-    kind = dict(ours=ours, what="thing")
+    kind = dict(ours=ours, what="a thing")
     with pytest.raises(RosettaError, match="is a training run; it is never replaced"):
         claim_folder(run, overwrite=True, **kind)
     other = tmp_path / "photos"
@@ -134,7 +134,7 @@ def test_average_into_its_own_run_or_a_foreign_folder_is_refused(
     foreign = tmp_path / "notes"
     foreign.mkdir()
     (foreign / "todo.txt").write_text("keep me")
-    run_refused([*average, "-o", str(foreign)], capsys, "is not a averaged checkpoint")
+    run_refused([*average, "-o", str(foreign)], capsys, "is not an averaged checkpoint")
     assert (foreign / "todo.txt").read_text() == "keep me"
     assert snapshot(run) == before
     # an average of its own may be replaced, but only when asked

@@ -73,7 +73,7 @@ def average_run(
         inputs=[run_dir, *folders],
         overwrite=overwrite,
         ours=is_average,
-        what="averaged checkpoint",
+        what="an averaged checkpoint",
     )
     meta = ckpt.read_meta(folders[-1])
     kept = {key: meta[key] for key in ("config", "tokenizers", "trainer")}

@@ -26,7 +26,7 @@ from pydantic import (
 )
 
 from rosetta.errors import RosettaError
-from rosetta.limits import MAX_LEN_A, MAX_LEN_B, MAX_SEED
+from rosetta.limits import LengthOffset, LengthRatio, Seed
 
 
 class _Section(BaseModel):
@@ -328,9 +328,7 @@ class EarlyStopping(_Section):
 
 
 class TrainConfig(_Section):
-    seed: int = Field(
-        1, ge=0, le=MAX_SEED, description="seed of every random generator"
-    )
+    seed: Seed = Field(1, description="seed of every random generator")
     batch_tokens: int = Field(
         4096, gt=0, description="padded tokens per batch (length-bucketed)"
     )
@@ -394,13 +392,10 @@ class TrainConfig(_Section):
 
 
 class DecodeConfig(_Section):
-    max_len_a: float = Field(
-        1.5,
-        ge=0.0,
-        le=MAX_LEN_A,
-        description="longest output: a·(source length) + b tokens",
+    max_len_a: LengthRatio = Field(
+        1.5, description="longest output: a·(source length) + b tokens"
     )
-    max_len_b: int = Field(10, ge=0, le=MAX_LEN_B, description="see max_len_a")
+    max_len_b: LengthOffset = Field(10, description="see max_len_a")
     batch_size: int = Field(64, gt=0, description="sentences decoded together")
     max_input_tokens: int = Field(
         512, gt=0, description="longer inputs are truncated with a warning"

@@ -106,7 +106,7 @@ def claim_folder(
     what: str,
 ) -> Path:
     """Check that ``target`` may become a new folder of the kind ``what``
-    (e.g. "CTranslate2 export"); returns it as a ``Path``.
+    (e.g. "a CTranslate2 export"); returns it as a ``Path``.
 
     An existing folder is replaced only with ``overwrite`` and only if
     ``ours(folder)`` says this kind of command wrote it; a training run or
@@ -120,12 +120,12 @@ def claim_folder(
             raise RosettaError(f"{target} is a training run; it is never replaced")
         if not ours(target):
             raise RosettaError(
-                f"{target} exists and is not a {what}; choose a new folder "
+                f"{target} exists and is not {what}; choose a new folder "
                 "(nothing was written)"
             )
         if not overwrite:
             raise RosettaError(
-                f"{target} holds a {what}; pass --overwrite to replace it, or "
+                f"{target} holds {what}; pass --overwrite to replace it, or "
                 "choose another folder"
             )
     _check_parent(target)

@@ -12,7 +12,7 @@ from rosetta.data.tokenizer import TokenizerPair
 from rosetta.data.vocab import EOS
 from rosetta.decode.batched import Workers, decode_in_batches
 from rosetta.decode.options import SearchOptions
-from rosetta.devices import pick_device
+from rosetta.devices import parse_device, pick_device
 from rosetta.errors import RosettaError
 from rosetta.models.build import build_model
 from rosetta.models.interface import EncoderDecoder
@@ -98,8 +98,9 @@ class Translator(TextTranslator):
             )
         tokenizers = TokenizerPair.from_dict(meta["tokenizers"])
         model = build_model(config.model, len(tokenizers.src), len(tokenizers.tgt))
+        device = parse_device(device)
+        check_precision(device, precision)  # before a GPU is looked for
         device = pick_device(device)
-        check_precision(device, precision)
         ckpt.load_weights(folder, model, device)
         if isinstance(model, NonAutoregressiveTransformer):
             return NATTranslator(model, tokenizers, config, device, precision)

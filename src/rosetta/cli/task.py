@@ -26,7 +26,7 @@ def cmd_task(args: argparse.Namespace) -> None:
         args.output,
         overwrite=args.overwrite,
         ours=lambda folder: (folder / TASK_FILE).is_file(),
-        what="task written by rosetta task",
+        what="a task written by rosetta task",
     )
     with atomic_folder(output) as folder:
         counts = write_task(spec, folder)

@@ -69,7 +69,7 @@ def export_ctranslate2(
         inputs=[model_path, folder],
         overwrite=overwrite,
         ours=is_export,
-        what="CTranslate2 export",
+        what="a CTranslate2 export",
     )
     translator = Translator.load(folder, device="cpu", packed=False)
     model = translator.model

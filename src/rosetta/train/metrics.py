@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rosetta.outputs import write_text_atomic
+
 
 class MetricsLog:
     """``metrics.jsonl``: one JSON record per line, each with its kind
@@ -26,8 +28,17 @@ class MetricsLog:
         if not self.path.is_file():
             return
         lines = self.path.read_text(encoding="utf-8").splitlines()
-        kept = [line for line in lines if json.loads(line)["step"] <= step]
-        self.path.write_text("".join(line + "\n" for line in kept))
+        kept = [line for line in lines if _step(line) <= step]
+        write_text_atomic(self.path, "".join(line + "\n" for line in kept))
+
+
+def _step(line: str) -> float:
+    """A record's step; a line cut off by a crash mid-write counts as after
+    every step, so it is dropped."""
+    try:
+        return json.loads(line)["step"]
+    except (json.JSONDecodeError, KeyError, TypeError):
+        return float("inf")
 
 
 @dataclass
