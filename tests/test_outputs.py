@@ -202,3 +202,21 @@ def test_task_and_plot_refuse_what_they_did_not_write(tmp_path, capsys):
     run_refused([*plot, "-o", str(image)], capsys, "exists; pass --overwrite")
     assert image.read_bytes() == b"mine"
     assert existing.read_text() == "keep me"
+
+
+def test_train_and_prepare_refuse_a_folder_of_other_files(tmp_path, capsys):
+    from tests.toy import toy_config
+
+    _, config = toy_config(tmp_path)
+    foreign = tmp_path / "thesis"
+    foreign.mkdir()
+    (foreign / "chapter1.tex").write_text("keep me")
+    for verb in ("prepare", "train"):
+        argv = [verb, str(config), "-o", str(foreign)]
+        run_refused(argv, capsys, "holds files that are not a Rosetta run")
+    run_refused(
+        ["train", str(config), "-o", str(foreign), "--resume"],
+        capsys,
+        "holds files that are not a Rosetta run",
+    )
+    assert sorted(p.name for p in foreign.iterdir()) == ["chapter1.tex"]

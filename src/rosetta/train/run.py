@@ -114,8 +114,8 @@ def _train(
     config: Config, run_dir: Path, resume: bool, device: torch.device, group: Group
 ) -> TrainerState:
     if group.is_main:
-        if not resume:
-            check_new_run_folder(run_dir)
+        if not (resume and (run_dir / INDEX_FILE).is_file()):
+            check_new_run_folder(run_dir)  # --resume of a run with no checkpoint
         trained = resume and read_index(run_dir).get("latest")
         if trained and not (run_dir / TOKENIZER_FILE).is_file():
             raise RosettaError(
