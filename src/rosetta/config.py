@@ -27,6 +27,7 @@ from pydantic import (
 
 from rosetta.errors import RosettaError
 from rosetta.limits import LengthOffset, LengthRatio, Seed
+from rosetta.yaml_file import read_yaml
 
 
 class _Section(BaseModel):
@@ -549,32 +550,10 @@ def config_from_dict(
         raise RosettaError(message) from None
 
 
-def yaml_error_message(path: Path, error: yaml.YAMLError) -> str:
-    """One line: ``file:line:column: not valid YAML: problem``."""
-    mark = getattr(error, "problem_mark", None)
-    problem = getattr(error, "problem", None) or str(error).splitlines()[0]
-    if mark is None:
-        return f"{path}: not valid YAML: {problem}"
-    return f"{path}:{mark.line + 1}:{mark.column + 1}: not valid YAML: {problem}"
-
-
 def load_config(path: str | Path, overrides: list[str] | None = None) -> Config:
     """Read a YAML config, apply ``KEY=VALUE`` overrides and validate it."""
     path = Path(path)
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except FileNotFoundError:
-        raise RosettaError(f"{path}: config file not found") from None
-    except IsADirectoryError:
-        raise RosettaError(f"{path}: a folder, not a config file") from None
-    except UnicodeDecodeError as error:
-        raise RosettaError(
-            f"{path}: not UTF-8 (invalid byte at {error.start}); save it as UTF-8"
-        ) from None
-    except yaml.YAMLError as error:
-        raise RosettaError(yaml_error_message(path, error)) from None
-    except RecursionError:
-        raise RosettaError(f"{path}: nested too deeply to be a config") from None
+    raw = read_yaml(path)
     if not isinstance(raw, dict):
         raise RosettaError(f"{path}: the top level must be a mapping of sections")
     overridden = set()
