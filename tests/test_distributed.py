@@ -17,8 +17,9 @@ import torch.multiprocessing as mp
 from safetensors.torch import load_file
 
 from rosetta.checkpoint import read_index
+from rosetta.cli.train import end_worker
 from rosetta.models.build import build_model
-from rosetta.train.distributed import Group
+from rosetta.train.distributed import Group, leave
 from rosetta.train.prepare import prepare_data
 from rosetta.train.trainer import Trainer
 from rosetta.train.translation_task import TranslationTask
@@ -64,11 +65,10 @@ def train_in_process(rank, world_size, folder, init_file, out):
             assert trainer.train_step(group) is not None
         if rank == 0:
             torch.save(trainer.model.state_dict(), out)
-        # as in rosetta.train.run: no process tears the group down while a
-        # peer may still be reading from it
         dist.barrier()
     finally:
-        dist.destroy_process_group()
+        leave()
+    end_worker()  # as rosetta train ends a process torchrun started
 
 
 def test_two_processes_equal_accumulation_and_one_doubled_batch(tmp_path):

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 from rosetta.config import load_config
 from rosetta.errors import RosettaError
@@ -36,6 +37,22 @@ def cmd_train(args: argparse.Namespace) -> None:
     run_training(config, run_dir, resume=args.resume)
     if os.environ.get("RANK", "0") == "0":
         print(f"model: {run_dir}")
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        end_worker()
+
+
+def end_worker() -> NoReturn:
+    """End a process ``torchrun`` started, once its run is on disk.
+
+    Python's own shutdown after a Gloo group has been used sometimes aborts
+    the process (SIGABRT, "terminate called without an active exception",
+    raised in native code with no Python frame left, after the group was
+    destroyed), which fails a run that has finished. Every file the run
+    wrote is already in place (atomic, fsynced), so the process skips that
+    shutdown."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def launch_processes(args: argparse.Namespace, run_dir: Path) -> None:

@@ -101,10 +101,7 @@ def _run_in_group(
 ) -> TrainerState:
     try:
         state = _train(config, run_dir, resume, local_device(device), group)
-        # A process that tears the group down while a peer still reads its
-        # last message kills that peer's Gloo thread (SIGABRT, "terminate
-        # called without an active exception"): all finish, then all leave.
-        group.barrier()
+        group.barrier()  # every process done before any leaves
         return state
     finally:
         distributed.leave()
