@@ -29,6 +29,13 @@ def snapshot(folder: Path) -> dict[str, str]:
     }
 
 
+def folder_of_someone_else(tmp_path: Path) -> Path:
+    foreign = tmp_path / "notes"
+    foreign.mkdir()
+    (foreign / "todo.txt").write_text("keep me")
+    return foreign
+
+
 def ours(folder: Path) -> bool:
     return (folder / "mine.json").is_file()
 
@@ -131,9 +138,7 @@ def test_average_into_its_own_run_or_a_foreign_folder_is_refused(
     run_refused([*average, "-o", str(run.parent)], capsys, "holds the input")
     checkpoint = next(run.glob("checkpoint-*"))
     run_refused([*average, "-o", str(checkpoint)], capsys, "the output is the input")
-    foreign = tmp_path / "notes"
-    foreign.mkdir()
-    (foreign / "todo.txt").write_text("keep me")
+    foreign = folder_of_someone_else(tmp_path)
     run_refused([*average, "-o", str(foreign)], capsys, "is not an averaged checkpoint")
     assert (foreign / "todo.txt").read_text() == "keep me"
     assert snapshot(run) == before
@@ -180,9 +185,7 @@ def test_export_into_the_run_or_a_foreign_folder_is_refused(toy_run, tmp_path, c
     before = snapshot(run)
     export = ["export", "ctranslate2", "-m", str(run), "--overwrite"]
     run_refused([*export, "-o", str(run)], capsys, "the output is the input")
-    foreign = tmp_path / "notes"
-    foreign.mkdir()
-    (foreign / "todo.txt").write_text("keep me")
+    foreign = folder_of_someone_else(tmp_path)
     run_refused([*export, "-o", str(foreign)], capsys, "is not a CTranslate2 export")
     assert (foreign / "todo.txt").read_text() == "keep me"
     assert snapshot(run) == before

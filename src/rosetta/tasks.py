@@ -27,6 +27,7 @@ import json
 import random
 import string
 import warnings
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -174,9 +175,7 @@ def _possible_sources(spec: TaskSpec, length: int) -> int:
 def _warn_unseen_lengths(spec: TaskSpec, held_out: list[Symbols]) -> None:
     """Short lengths have few distinct sources; when the test and validation
     sets take them all, training can never see that length: say so."""
-    taken: dict[int, int] = {}
-    for source in held_out:
-        taken[_length(spec, source)] = taken.get(_length(spec, source), 0) + 1
+    taken = Counter(_length(spec, source) for source in held_out)
     missing = [
         length
         for length, count in sorted(taken.items())

@@ -22,7 +22,7 @@ from rosetta.decode.batched import check_workers
 from rosetta.distill import distill, partial_paths
 from rosetta.errors import RosettaError
 from rosetta.export.ctranslate2 import ENGINE_FILE
-from rosetta.integrity import META_DIGEST
+from rosetta.integrity import META_DIGEST, sha256_file
 from rosetta.limits import Count, flag
 from rosetta.outputs import claim_file
 
@@ -35,8 +35,8 @@ def teacher_identity(model: Path) -> str:
     if (model / ENGINE_FILE).is_file():  # a CTranslate2 export
         digest = hashlib.sha256()
         for path in sorted(model.iterdir()):
-            if path.is_file():
-                digest.update(path.name.encode() + b"\0" + path.read_bytes())
+            if path.is_file():  # streamed: model.bin may be large
+                digest.update(f"{path.name}\0{sha256_file(path)}\n".encode())
         return digest.hexdigest()
     return ckpt.read_meta(ckpt.resolve_checkpoint(model))[META_DIGEST]
 
