@@ -12,7 +12,7 @@ import time
 
 import torch
 
-from rosetta.models import build_transformer
+from rosetta.families.transformer.build import build_transformer
 
 
 def main() -> None:

@@ -33,10 +33,11 @@ from pathlib import Path
 import torch
 
 from rosetta import Translator
-from rosetta.align import align, parse_links
+from rosetta.data.align import align, parse_links
 from rosetta.data.corpus import read_parallel
 from rosetta.data.tokenizer import TokenizerPair
 from rosetta.data.vocab import BOS_ID, EOS_ID, PAD_ID
+from rosetta.loading import load_translator
 from rosetta.train.prepare import TOKENIZER_FILE
 
 WORD = re.compile(r"\w+(?:-\w+)*|[^\w\s]")
@@ -161,7 +162,7 @@ def main() -> None:
         runs["subwords"].append(scores(mapped, gold))
 
     if args.teacher:
-        teacher = Translator.load(args.teacher, device="cpu", packed=False)
+        teacher = load_translator(args.teacher, device="cpu", packed=False)
         per_pair = [attention_links(teacher, s, t) for s, t in pairs]
         for layer in range(len(per_pair[0])):
             found_sets = [set(layers[layer]) for layers in per_pair]

@@ -10,10 +10,11 @@ import argparse
 import time
 from pathlib import Path
 
-from rosetta import SearchOptions, Translator
+from rosetta import SearchOptions
 from rosetta.data.corpus import read_lines
 from rosetta.engines.ctranslate2 import CTranslate2Translator
 from rosetta.evaluate import chrf_score, sacrebleu_score
+from rosetta.loading import load_translator
 
 ROOT = Path(__file__).resolve().parent.parent
 TEST = ROOT / "data/multi30k/test_2016_flickr"
@@ -30,7 +31,7 @@ def main() -> None:
         "greedy": SearchOptions(),
         "beam 5 refill": SearchOptions(beam_size=5, refill=True, stopping="k_finished"),
     }
-    engines = {"rosetta fp32": Translator.load(args.run_dir, device="cpu")}
+    engines = {"rosetta fp32": load_translator(args.run_dir, device="cpu")}
     for precision in args.precisions:
         engines[f"ctranslate2 {precision}"] = CTranslate2Translator.load(
             args.run_dir, device="cpu", precision=precision

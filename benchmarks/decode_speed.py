@@ -33,14 +33,14 @@ import torch
 
 from peers import check_copy, to_marian
 from quality_multi30k import device_name
-from rosetta import Translator
-from rosetta.config import load_config
+from rosetta.config.reading import load_config
 from rosetta.data.corpus import read_corpus
 from rosetta.data.vocab import EOS, EOS_ID, PAD_ID
 from rosetta.decode.batched import decode_in_batches
 from rosetta.decode.options import SearchOptions
 from rosetta.evaluate import sacrebleu_score
 from rosetta.export.ctranslate2 import export_ctranslate2, import_ctranslate2
+from rosetta.loading import load_translator
 from rosetta.precision import PRECISIONS, autocast, quantize_int8
 
 ALPHA = 0.75
@@ -182,7 +182,7 @@ def main() -> None:
     args.json = args.json or f"benchmarks/results/decode_speed-{stem}.json"
 
     # float32, through the layers: the model the peers' copies are made from
-    translator = Translator.load(args.run_dir, device="cpu", packed=False)
+    translator = load_translator(args.run_dir, device="cpu", packed=False)
     pairs = read_corpus(load_config(args.config).data.test)
     pairs = pairs[: args.sentences]
     sources = [[*translator.tokenizers.src.encode(s), EOS_ID] for s, _ in pairs]
@@ -201,7 +201,7 @@ def main() -> None:
     if args.precision == "int8":
         marian = quantize_int8(marian)
     marian = marian.to(device)
-    ours = Translator.load(args.run_dir, device=device, precision=args.precision)
+    ours = load_translator(args.run_dir, device=device, precision=args.precision)
     src_vocab = translator.tokenizers.src
 
     def pieces_of(ids):

@@ -26,11 +26,12 @@ from pathlib import Path
 
 import yaml
 
-from rosetta import Translator
 from rosetta.checkpoint import read_index, read_meta, resolve_checkpoint
-from rosetta.config import CorpusFiles, load_config
+from rosetta.config.reading import load_config
+from rosetta.config.sections import CorpusFiles
 from rosetta.data.corpus import read_corpus
 from rosetta.decode.options import SearchOptions
+from rosetta.loading import load_translator
 from rosetta.tasks import ARITHMETIC, TASKS, TaskSpec, accuracy, write_task
 from rosetta.train.run import run_training
 
@@ -128,7 +129,7 @@ def source_length(task: str, source: str) -> int:
 
 
 def evaluate(run_dir: Path, data: Path, task: str) -> dict:
-    translator = Translator.load(run_dir, device="cpu")
+    translator = load_translator(run_dir, device="cpu")
     bands, per_length = {}, {}
     started = time.perf_counter()
     for name in split_names():

@@ -31,7 +31,8 @@ from torch.nn import functional as F
 from quality_multi30k import cpu_name
 from rosetta import LanguageModel
 from rosetta.data.text import encode_text, read_text
-from rosetta.evaluate.perplexity import score_text
+from rosetta.families.language_model.scoring import score_text
+from rosetta.loading import load_language_model
 
 VALID = Path(__file__).parent.parent / "data/tinyshakespeare/valid.txt.gz"
 
@@ -96,7 +97,7 @@ def main() -> None:
     rows = []
     print("| model | memory | loss (nats/char) | bpc |\n|---|---|---|---|")
     for name, run in runs.items():
-        model = LanguageModel.load(run, device="cpu")
+        model = load_language_model(run, device="cpu")
         length = model.lm.segment_length
         for multiple in args.multiples:
             score = model.score(text, memory_length=multiple * length)
@@ -115,7 +116,7 @@ def main() -> None:
                 flush=True,
             )
 
-    model = LanguageModel.load(args.run_dir, device="cpu")
+    model = load_language_model(args.run_dir, device="cpu")
     length = model.lm.segment_length
     ids = encode_text(model.tokenizer, text[: args.speed_chars])
     chars = len(ids) - 1

@@ -40,7 +40,8 @@ from rosetta import Translator
 from rosetta.data.corpus import read_parallel
 from rosetta.decode.options import SearchOptions
 from rosetta.evaluate import sacrebleu_score, tokenized_lowercase_bleu
-from rosetta.nat_translator import NATTranslator
+from rosetta.families.nat.translator import NATTranslator
+from rosetta.loading import load_translator
 from train_speed import matmul_ceiling
 
 GREEDY = SearchOptions()
@@ -117,8 +118,8 @@ def main() -> None:
     pairs = read_parallel(Path(args.src), Path(args.ref))
     sources = [s for s, _ in pairs]
     references = [t for _, t in pairs]
-    teacher = Translator.load(args.teacher, device=device)
-    nat = Translator.load(args.nat, device=device)
+    teacher = load_translator(args.teacher, device=device)
+    nat = load_translator(args.nat, device=device)
     assert isinstance(nat, NATTranslator), f"{args.nat} is not a NAT run"
     nat.teacher = teacher
     rows = systems(teacher, nat, args.npd, args.beam)

@@ -31,12 +31,12 @@ import torch
 
 from decode_speed import SEARCH, synchronize
 from quality_multi30k import device_name
-from rosetta import Translator
-from rosetta.config import load_config
+from rosetta.config.reading import load_config
 from rosetta.data.corpus import read_corpus
 from rosetta.decode.batched import decode_in_batches
 from rosetta.decode.options import SearchOptions
-from rosetta.models.packed import pack_for_inference
+from rosetta.families.transformer.packed import pack_for_inference
+from rosetta.loading import load_translator
 from rosetta.precision import autocast
 
 
@@ -58,7 +58,7 @@ def main() -> None:
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
         raise SystemExit("--device cuda: this PyTorch sees no CUDA GPU")
-    translator = Translator.load(args.run_dir, device=device, packed=False)
+    translator = load_translator(args.run_dir, device=device, packed=False)
     pairs = read_corpus(load_config(args.config).data.test)[: args.sentences]
     sources = [translator.tokenizers.src.encode(s) for s, _ in pairs]
     dtype = torch.bfloat16 if args.precision == "bf16" else None

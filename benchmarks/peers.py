@@ -18,7 +18,7 @@ import torch
 
 from rosetta import Translator
 from rosetta.data.vocab import BOS_ID, EOS_ID, PAD_ID
-from rosetta.models.transformer import TransformerDecoder, TransformerEncoder
+from rosetta.families.transformer.model import TransformerDecoder, TransformerEncoder
 
 
 def _width_permutation(d_model: int) -> torch.Tensor:

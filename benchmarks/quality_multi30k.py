@@ -24,10 +24,11 @@ import torch
 
 from rosetta import Translator
 from rosetta.checkpoint import read_index, read_meta, resolve_checkpoint
-from rosetta.config import load_config
+from rosetta.config.reading import load_config
 from rosetta.data.corpus import read_corpus
 from rosetta.decode.options import SearchOptions
 from rosetta.evaluate import chrf_score, sacrebleu_score, tokenized_lowercase_bleu
+from rosetta.loading import load_translator
 from rosetta.train.run import pick_device, run_training
 
 
@@ -87,7 +88,7 @@ def validation_check(run_dir: Path, config, names: list[str]) -> dict[str, float
         step = read_meta(folder)["trainer"]["step"]
         if step not in recorded:
             continue
-        translator = Translator.load(  # as the trainer's validation decodes
+        translator = load_translator(  # as the trainer's validation decodes
             folder,
             device=pick_device(config.train.device),
             precision=config.train.precision,
@@ -130,7 +131,7 @@ def main() -> None:
     assert config.data.test is not None, "the config names no test set"
     pairs = read_corpus(config.data.test)
     sources, references = [s for s, _ in pairs], [t for _, t in pairs]
-    translator = Translator.load(checkpoint, device="cpu")
+    translator = load_translator(checkpoint, device="cpu")
     started = time.perf_counter()
     hypotheses = translator.translate(sources)
     seconds = time.perf_counter() - started

@@ -23,7 +23,7 @@ import torch
 
 from quality_multi30k import cpu_name
 from rosetta.data.batching import collate
-from rosetta.models.build import build_model
+from rosetta.families import build_model, family_of
 from rosetta.train.trainer import Trainer
 from rosetta.train.translation_task import TranslationTask
 from train_speed import ROOT, load_batches
@@ -41,7 +41,17 @@ def target_tokens_per_s(prepared, impl: str, warmup: int) -> float:
     vocab = len(data.tokenizers.tgt)
     model = build_model(config.model, len(data.tokenizers.src), vocab)
     cpu = torch.device("cpu")
-    task = TranslationTask(config, model, data.tokenizers, data.train, [], [], cpu)
+    translator = family_of(config.model).inference
+    task = TranslationTask(
+        config,
+        model,
+        data.tokenizers,
+        data.train,
+        [],
+        [],
+        cpu,
+        translator,
+    )
     trainer = Trainer(config, Path(tempfile.mkdtemp()), model, task, cpu)
     for indices in batches[:warmup]:
         trainer.train_step([indices])

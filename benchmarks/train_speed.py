@@ -40,6 +40,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from rosetta.families import family_of
+
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = ROOT / "configs/multi30k-de-en-transformer.yaml"
 CACHE = ROOT / "runs/bench-train-speed"  # the tokenizers, trained once
@@ -63,7 +65,7 @@ def load_batches(
     Every bundled config shares the tokenizer settings, so one cached pair of
     tokenizers serves them all.
     """
-    from rosetta.config import load_config
+    from rosetta.config.reading import load_config
     from rosetta.data.batching import make_batches
     from rosetta.train.prepare import prepare_data
 
@@ -105,14 +107,23 @@ def settings(shape: str, batch_tokens: int | None, device: torch.device) -> list
 
 
 def rosetta_step(config, data, device: torch.device):
-    from rosetta.models.build import build_model
+    from rosetta.families import build_model
     from rosetta.train.trainer import Trainer
     from rosetta.train.translation_task import TranslationTask
 
     vocab = len(data.tokenizers.tgt)
     model = build_model(config.model, len(data.tokenizers.src), vocab)
     folder = Path(tempfile.mkdtemp())
-    task = TranslationTask(config, model, data.tokenizers, data.train, [], [], device)
+    task = TranslationTask(
+        config,
+        model,
+        data.tokenizers,
+        data.train,
+        [],
+        [],
+        device,
+        family_of(config.model).inference,
+    )
     trainer = Trainer(config, folder, model, task, device)
 
     # one batch per update; train_step collates it, as in training

@@ -7,22 +7,31 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from rosetta import config
+from rosetta.config import sections
+from rosetta.families import FAMILIES
 
 MARKER = "<!-- configuration reference -->"
 
-# (heading, class, what the section is for), in the order of a config file
+# (heading, class), in the order of a config file; one model section per family
 SECTIONS: list[tuple[str, type[BaseModel]]] = [
-    ("data", config.DataConfig),
-    ("data.train, data.valid, data.test", config.CorpusFiles),
-    ("tokenizer", config.TokenizerConfig),
-    ("model (arch: transformer)", config.TransformerConfig),
-    ("model (arch: rnn)", config.RNNConfig),
-    ("model (arch: nat)", config.NATConfig),
-    ("model (arch: transformer-xl, task: lm)", config.LanguageModelConfig),
-    ("train", config.TrainConfig),
-    ("train.early_stopping", config.EarlyStopping),
-    ("decode", config.DecodeConfig),
+    ("data", sections.DataConfig),
+    ("data.train, data.valid, data.test", sections.CorpusFiles),
+    ("tokenizer", sections.TokenizerConfig),
+    *(
+        (
+            f"model (arch: {family.arch}"
+            + (
+                f", task: {family.config.TASK})"
+                if family.config.TASK != "translate"
+                else ")"
+            ),
+            family.config,
+        )
+        for family in FAMILIES
+    ),
+    ("train", sections.TrainConfig),
+    ("train.early_stopping", sections.EarlyStopping),
+    ("decode", sections.DecodeConfig),
 ]
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from rosetta.config import DecodeConfig
+from rosetta.config.sections import DecodeConfig
 
 # The length limit of a model configured with the defaults (decode.max_len_*).
 CONFIG_LIMIT = {

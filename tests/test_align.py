@@ -1,6 +1,11 @@
 import pytest
 
-from rosetta.align import align, cap_fertilities, fertilities_from_links, parse_links
+from rosetta.data.align import (
+    align,
+    cap_fertilities,
+    fertilities_from_links,
+    parse_links,
+)
 from rosetta.errors import RosettaError
 
 

@@ -4,9 +4,9 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from rosetta import Translator
 from rosetta.checkpoint import MODEL_FILE, read_index
 from rosetta.cli import main
+from rosetta.loading import load_translator
 
 
 def test_the_average_is_the_mean_of_the_weights_and_translates(toy_run, tmp_path):
@@ -21,7 +21,7 @@ def test_the_average_is_the_mean_of_the_weights_and_translates(toy_run, tmp_path
     for name, tensor in averaged.items():
         expected = (first[name].double() + second[name].double()) / 2
         assert torch.equal(tensor, expected.to(tensor.dtype)), name
-    translator = Translator.load(out, device="cpu")
+    translator = load_translator(out, device="cpu")
     assert len(translator.translate(["alpha beta", ""])) == 2
 
 

@@ -57,7 +57,7 @@ def test_every_batch_of_an_update_goes_to_one_process_and_counts_are_equal():
 
 
 def test_empty_and_too_long_pairs_are_filtered_and_counted():
-    from rosetta.config import TokenizerConfig
+    from rosetta.config.sections import TokenizerConfig
     from rosetta.data import TokenizerPair, encode_pairs
 
     pairs = [("a b", "x y"), ("", "x"), ("a", "  "), ("a " * 50, "x"), ("b", "y")]

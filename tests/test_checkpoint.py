@@ -6,8 +6,8 @@ from safetensors.torch import load_file, save_file, save_model
 
 from rosetta import checkpoint as ckpt
 from rosetta.errors import RosettaError
-from rosetta.models.build import build_model
-from rosetta.models.transformer import build_transformer
+from rosetta.families import build_model
+from rosetta.families.transformer.build import build_transformer
 from tests.toy import RNN_ATTENTION, toy_config
 
 CPU = torch.device("cpu")

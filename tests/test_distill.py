@@ -4,11 +4,11 @@ import json
 
 import pytest
 
-from rosetta import Translator
 from rosetta.cli import main
 from rosetta.decode.options import SearchOptions
 from rosetta.distill import distill, finished_lines, partial_paths
 from rosetta.errors import RosettaError
+from rosetta.loading import load_translator
 
 SOURCES = [
     "alpha beta",
@@ -39,7 +39,7 @@ class StopsAfter:
 
 @pytest.fixture(scope="module")
 def teacher(toy_run):
-    return Translator.load(toy_run("transformer"), device="cpu")
+    return load_translator(toy_run("transformer"), device="cpu")
 
 
 def test_each_line_gets_its_translation_and_blank_lines_stay_blank(teacher, tmp_path):

@@ -18,7 +18,7 @@ from safetensors.torch import load_file
 
 from rosetta.checkpoint import read_index
 from rosetta.cli.train import end_worker
-from rosetta.models.build import build_model
+from rosetta.families import build_model, family_of
 from rosetta.train.distributed import Group, leave
 from rosetta.train.prepare import prepare_data
 from rosetta.train.trainer import Trainer
@@ -42,7 +42,17 @@ def trainer_for(folder, group=None):
     model = build_model(
         config.model, len(data.tokenizers.src), len(data.tokenizers.tgt)
     )
-    task = TranslationTask(config, model, data.tokenizers, data.train, [], [], CPU)
+    translator = family_of(config.model).inference
+    task = TranslationTask(
+        config,
+        model,
+        data.tokenizers,
+        data.train,
+        [],
+        [],
+        CPU,
+        translator,
+    )
     return Trainer(config, folder / "run", model, task, CPU, group or Group())
 
 

@@ -9,11 +9,12 @@ import sys
 
 import pytest
 
-from rosetta import SearchOptions, Translator
+from rosetta import SearchOptions
 from rosetta.checkpoint import read_index
 from rosetta.cli import main
 from rosetta.data.vocab import EOS
 from rosetta.errors import RosettaError
+from rosetta.loading import load_translator
 from rosetta.train.run import run_training
 from tests.toy import RNN_ATTENTION, TRANSFORMER_RELATIVE, toy_config
 
@@ -72,7 +73,7 @@ def test_the_export_translates_exactly_as_rosetta(
     latest = run / read_index(run)["latest"]  # the most trained
     out = tmp_path / "ct2"
     assert main(["export", "ctranslate2", "-m", str(latest), "-o", str(out)]) == 0
-    translator = Translator.load(latest, device="cpu")
+    translator = load_translator(latest, device="cpu")
     ours = translator.translate_nbest(SENTENCES)
     assert any(found[0].tokens for found in ours)  # not only empty outputs
     theirs = ct2_greedy(out, translator, SENTENCES)
@@ -90,7 +91,7 @@ def test_an_int8_export_is_written_and_decodes(toy_run, tmp_path):
     args = ["export", "ctranslate2", "-m", str(run), "-o", str(out)]
     assert main([*args, "--quantization", "int8"]) == 0
     assert json.loads((out / "rosetta.json").read_text())["quantization"] == "int8"
-    translator = Translator.load(run, device="cpu")
+    translator = load_translator(run, device="cpu")
     assert len(ct2_greedy(out, translator, SENTENCES)) == len(SENTENCES)
 
 
@@ -137,7 +138,7 @@ def engines(toy_run, tmp_path_factory):
     latest = run / read_index(run)["latest"]
     out = tmp_path_factory.mktemp("engine") / "ct2"
     assert main(["export", "ctranslate2", "-m", str(latest), "-o", str(out)]) == 0
-    return Translator.load(latest, device="cpu"), CTranslate2Translator.load(out), out
+    return load_translator(latest, device="cpu"), CTranslate2Translator.load(out), out
 
 
 REFILL = {"refill": True, "stopping": "k_finished"}

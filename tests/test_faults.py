@@ -12,8 +12,8 @@ import torch
 import rosetta.checkpoint as ckpt
 import rosetta.train.trainer as trainer_module
 import rosetta.train.translation_task as task_module
-from rosetta import Translator
 from rosetta.errors import RosettaError
+from rosetta.loading import load_translator
 from rosetta.train.run import run_training
 from tests.test_trainer import latest, weights
 from tests.toy import toy_config
@@ -98,7 +98,7 @@ def test_non_finite_weights_are_never_written(tmp_path, monkeypatch):
         run_training(config(tmp_path), tmp_path / "run", resume=True)
     folder, _ = latest(tmp_path / "run")
     assert folder.name == "checkpoint-0000010"  # the good one, untouched
-    Translator.load(tmp_path / "run")
+    load_translator(tmp_path / "run")
 
 
 @pytest.mark.parametrize(
@@ -131,7 +131,7 @@ def test_a_failed_write_keeps_the_last_good_checkpoint(
     assert not list((tmp_path / "run").glob("*.tmp"))
     after = weights(folder)
     assert all(torch.equal(before[k], after[k]) for k in before)
-    Translator.load(tmp_path / "run")
+    load_translator(tmp_path / "run")
 
 
 def test_a_corrupted_latest_checkpoint_leaves_the_previous_one_loadable(tmp_path):
@@ -140,8 +140,8 @@ def test_a_corrupted_latest_checkpoint_leaves_the_previous_one_loadable(tmp_path
     previous, last = (tmp_path / "run" / n for n in index["checkpoints"])
     (last / "model.safetensors").write_bytes(b"\0" * 64)
     with pytest.raises(RosettaError, match="checksum mismatch"):
-        Translator.load(last)
-    Translator.load(previous)
+        load_translator(last)
+    load_translator(previous)
 
 
 def test_resuming_twice_from_the_same_checkpoint_gives_the_same_result(tmp_path):

@@ -20,15 +20,11 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rosetta import Translator
 from rosetta.cli import build_parser, main
-from rosetta.config import (
-    DecodeConfig,
-    TrainConfig,
-    config_from_dict,
-    config_to_dict,
-)
+from rosetta.config.reading import config_from_dict, config_to_dict
+from rosetta.config.sections import DecodeConfig, TrainConfig
 from rosetta.errors import RosettaError
+from rosetta.loading import load_translator
 from rosetta.serve.app import create_app
 from rosetta.serve.schemas import TranslateRequest
 from tests.toy import toy_config
@@ -217,7 +213,7 @@ def test_translate_with_any_search_flags_is_complete_or_refused(
 
 @pytest.fixture(scope="module")
 def server(toy_run):
-    translator = Translator.load(toy_run("transformer"), device="cpu")
+    translator = load_translator(toy_run("transformer"), device="cpu")
     with TestClient(create_app(translator), raise_server_exceptions=False) as client:
         yield client
 

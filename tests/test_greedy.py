@@ -2,7 +2,7 @@ import pytest
 import torch
 
 from rosetta.decode import greedy_search, max_lengths
-from rosetta.models import build_transformer
+from rosetta.families.transformer.build import build_transformer
 from tests.fakes import BOS, CONFIG_LIMIT, EOS, TableModel
 
 LIMIT = CONFIG_LIMIT

@@ -5,7 +5,7 @@ memory is teacher forcing; the memory is cut and carries no gradient."""
 import pytest
 import torch
 
-from rosetta.models.language_model import MemoryTransformerLM
+from rosetta.families.language_model.model import MemoryTransformerLM
 from rosetta.nn.relative_attention import RelativeMultiHeadAttention
 
 

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from rosetta.cli import main
-from rosetta.config import config_from_dict, config_to_dict
+from rosetta.config.reading import config_from_dict, config_to_dict
 from rosetta.decode.options import SearchOptions
 from rosetta.errors import RosettaError
 from rosetta.limits import Count, LengthRatio, Seed, check, flag

@@ -9,13 +9,13 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from rosetta import LanguageModel, Translator
 from rosetta.cli import main
-from rosetta.config import load_config
+from rosetta.config.reading import load_config
 from rosetta.data.text import decode_text, encode_text
 from rosetta.data.tokenizer import train_tokenizer
 from rosetta.errors import RosettaError
 from rosetta.integrity import seal_meta
+from rosetta.loading import load_language_model, load_translator
 from rosetta.train.run import run_training
 from tests.toy import toy_config, toy_lm_config
 
@@ -46,7 +46,7 @@ def test_the_validation_loss_training_recorded_is_that_of_a_fresh_load(lm_run):
         for line in (lm_run / "run" / "metrics.jsonl").open()
         if '"valid"' in line
     ][-1]
-    model = LanguageModel.load(lm_run / "run", device="cpu", which="latest")
+    model = load_language_model(lm_run / "run", device="cpu", which="latest")
     text = (lm_run / "valid.txt").read_text()
     score = model.score(text, streams=config.model.eval_streams)
     assert score.loss == pytest.approx(recorded["loss"], rel=1e-6)
@@ -89,7 +89,7 @@ def test_resuming_after_a_stop_continues_with_the_same_memory(tmp_path, lm_run):
 def test_greedy_generation_with_the_cache_is_the_argmax_of_full_passes(lm_run):
     """Each generated token is one step over the cached memory; it must be
     the token a pass over the whole text so far ranks first."""
-    model = LanguageModel.load(lm_run / "run", device="cpu")
+    model = load_language_model(lm_run / "run", device="cpu")
     prompt = "KING:"
     text = model.generate(prompt, tokens=12, top_k=1)
     ids = model.tokenizer.encode(prompt)
@@ -119,7 +119,7 @@ def test_sampling_is_seeded_and_the_commands_print_one_line(lm_run, capsys):
 
 
 def test_memory_changes_what_the_model_sees(lm_run):
-    model = LanguageModel.load(lm_run / "run", device="cpu")
+    model = load_language_model(lm_run / "run", device="cpu")
     text = (lm_run / "valid.txt").read_text()
     alone, remembered = model.score(text, 0), model.score(text, 48)
     assert alone.tokens == remembered.tokens
@@ -128,18 +128,18 @@ def test_memory_changes_what_the_model_sees(lm_run):
 
 def test_each_model_kind_refuses_the_other_kinds_commands(lm_run, tmp_path, capsys):
     with pytest.raises(RosettaError, match="a language model, not a translation"):
-        Translator.load(lm_run / "run")
+        load_translator(lm_run / "run")
     config, _ = toy_config(tmp_path, "train.max_steps=1", "train.max_epochs=null")
     run_training(config, tmp_path / "mt")
     with pytest.raises(RosettaError, match="a translation model, not a language"):
-        LanguageModel.load(tmp_path / "mt")
+        load_language_model(tmp_path / "mt")
     assert main(["generate", "-m", str(tmp_path / "mt"), "--prompt", "a"]) == 2
     assert "not a language model" in capsys.readouterr().err
 
 
 def test_configs_pair_the_task_with_its_model_and_data(tmp_path):
     _, path = toy_lm_config(tmp_path)
-    with pytest.raises(RosettaError, match=r"task lm goes with model\.arch"):
+    with pytest.raises(RosettaError, match=r"task translate goes with model\.arch"):
         load_config(path, ["task=translate"])
     with pytest.raises(RosettaError, match=r"task lm goes with model\.arch"):
         load_config(path, ["model={arch: transformer}"])
@@ -157,7 +157,7 @@ def test_too_short_a_text_for_the_batch_is_a_clear_error(tmp_path):
 
 
 def test_subword_text_keeps_its_line_breaks():
-    from rosetta.config import TokenizerConfig
+    from rosetta.config.sections import TokenizerConfig
 
     lines = ["the cat sat", "on the mat", "", "the end"]
     tokenizer = train_tokenizer(lines, TokenizerConfig(kind="word"))
@@ -174,7 +174,7 @@ def test_text_the_model_cannot_read_is_counted_and_said(lm_run, tmp_path, capsys
     with pytest.warns(UserWarning, match=r"16 of 108 characters \(14.8%\) are unknown"):
         assert main(argv) == 0
     assert "ppl =" in capsys.readouterr().out
-    model = LanguageModel.load(lm_run / "run", device="cpu")
+    model = load_language_model(lm_run / "run", device="cpu")
     assert model.unknown_tokens("To be") == (0, 5)
 
 
@@ -186,7 +186,7 @@ def test_generation_gives_the_prompt_back_as_written(tmp_path, kind):
         overrides.append("tokenizer.vocab_size=200")
     config, _ = toy_lm_config(tmp_path, *overrides)
     run_training(config, tmp_path / "run")
-    model = LanguageModel.load(tmp_path / "run", device="cpu")
+    model = load_language_model(tmp_path / "run", device="cpu")
     for prompt in ("Qwertzuiop ROMEO speaks", "ROMEO:\n", "thee"):
         text = model.generate(prompt, tokens=5, seed=1)
         assert text.startswith(prompt), (prompt, text)

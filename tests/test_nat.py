@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from rosetta.models.nat import build_nat, copy_by_fertility, uniform_copy
+from rosetta.families.nat.model import build_nat, copy_by_fertility, uniform_copy
 
 
 def vectors(rows, length):

@@ -6,17 +6,18 @@ import json
 import pytest
 import torch
 
-from rosetta import Translator
 from rosetta.data.batching import Example, pad
+from rosetta.data.fertilities import ALIGNMENTS_FILE
 from rosetta.data.vocab import EOS_ID, PAD_ID
-from rosetta.decode.nat import (
+from rosetta.evaluate.corpus import sacrebleu_score
+from rosetta.families.nat.search import (
     draw_fertilities,
     nat_candidates,
     teacher_log_probabilities,
 )
-from rosetta.evaluate.corpus import sacrebleu_score
-from rosetta.nat_translator import NATTranslator
-from rosetta.train.nat_task import ALIGNMENTS_FILE, collate_fertilities
+from rosetta.families.nat.task import collate_fertilities
+from rosetta.families.nat.translator import NATTranslator
+from rosetta.loading import load_translator
 from tests.toy import NAT, toy_config
 
 
@@ -47,7 +48,7 @@ def test_training_reports_the_bleu_a_fresh_load_gets(toy_run):
     records = [json.loads(line) for line in (run / "metrics.jsonl").open()]
     last = [r for r in records if r["kind"] == "valid"][-1]
     assert {"loss", "ppl", "fertility_nll", "bleu"} <= set(last)
-    translator = Translator.load(run, which="latest", device="cpu")
+    translator = load_translator(run, which="latest", device="cpu")
     assert isinstance(translator, NATTranslator)
     folder = run.parent
     sources = (folder / "2.src").read_text().splitlines()
@@ -87,7 +88,7 @@ def test_a_resumed_nat_run_ends_with_the_uninterrupted_weights(tmp_path):
 @pytest.mark.slow
 @pytest.mark.reference
 def test_teacher_forced_scores_equal_the_scores_of_step_by_step_search(toy_run):
-    teacher = Translator.load(toy_run("transformer"), device="cpu", packed=False)
+    teacher = load_translator(toy_run("transformer"), device="cpu", packed=False)
     sources = [teacher.encode(s) for s in ["alpha beta gamma", "eta", "iota iota"]]
     found = teacher.translate_ids(sources)
     targets = [hypotheses[0].token_ids for hypotheses in found]
@@ -102,11 +103,9 @@ def test_teacher_forced_scores_equal_the_scores_of_step_by_step_search(toy_run):
 def test_noisy_parallel_decoding_keeps_the_candidate_the_teacher_scores_best(
     toy_run,
 ):
-    teacher = Translator.load(toy_run("transformer"), device="cpu")
-    nat = Translator.load(toy_run("nat"), device="cpu")
-    npd = NATTranslator(
-        nat.model, nat.tokenizers, nat.config, nat.device, teacher=teacher, npd=8
-    )
+    teacher = load_translator(toy_run("transformer"), device="cpu")
+    nat = load_translator(toy_run("nat"), device="cpu")
+    npd = nat.rescored_by(teacher, 8)
     for sentence in ["alpha beta gamma delta", "eps zeta", "kappa iota theta eta"]:
         ids = npd.encode(sentence)
         generator = torch.Generator().manual_seed(0)
@@ -136,9 +135,9 @@ def test_noisy_parallel_decoding_needs_a_teacher_and_nat_search_no_beam(toy_run)
     from rosetta.decode.options import SearchOptions
     from rosetta.errors import RosettaError
 
-    nat = Translator.load(toy_run("nat"), device="cpu")
+    nat = load_translator(toy_run("nat"), device="cpu")
     with pytest.raises(RosettaError, match="teacher"):
-        NATTranslator(nat.model, nat.tokenizers, nat.config, nat.device, npd=4)
+        NATTranslator(nat.trained, npd=4)
     with pytest.raises(RosettaError, match="one pass"):
         nat.translate(["alpha"], SearchOptions(beam_size=4))
     assert nat.translate(["", "alpha beta"])[0] == ""
@@ -147,13 +146,13 @@ def test_noisy_parallel_decoding_needs_a_teacher_and_nat_search_no_beam(toy_run)
 def test_a_teacher_of_the_other_direction_is_refused(toy_run):
     from rosetta.errors import RosettaError
 
-    nat = Translator.load(toy_run("nat"), device="cpu")
-    teacher = Translator.load(toy_run("transformer"), device="cpu")
+    nat = load_translator(toy_run("nat"), device="cpu")
+    teacher = load_translator(toy_run("transformer"), device="cpu")
     data = teacher.config.data
     flipped = data.model_copy(update={"src_lang": data.tgt_lang, "tgt_lang": "xx"})
     teacher.config = teacher.config.model_copy(update={"data": flipped})
     with pytest.raises(RosettaError, match="give a teacher of the same direction"):
-        nat.with_teacher(teacher, 4)
+        nat.rescored_by(teacher, 4)
 
 
 @pytest.mark.slow
@@ -207,8 +206,8 @@ def test_a_nat_trains_and_decodes_in_bf16_as_in_fp32(toy_run, tmp_path):
     assert losses[-1] < 0.8 * losses[0]
     assert losses[-1] == pytest.approx(fp32_losses[-1], rel=0.1)
 
-    exact = Translator.load(tmp_path / "run", device="cpu")
-    half = Translator.load(tmp_path / "run", device="cpu", precision="bf16")
+    exact = load_translator(tmp_path / "run", device="cpu")
+    half = load_translator(tmp_path / "run", device="cpu", precision="bf16")
     src = pad([[*exact.encode("alpha beta gamma delta"), EOS_ID]])
     mask = src != PAD_ID
     found = nat_candidates(exact.model, src, mask)[0][0]
@@ -220,7 +219,7 @@ def test_a_nat_trains_and_decodes_in_bf16_as_in_fp32(toy_run, tmp_path):
 
 
 def test_a_length_limit_takes_the_fertilities_from_the_end_of_the_source():
-    from rosetta.decode.nat import cap_lengths
+    from rosetta.families.nat.search import cap_lengths
 
     fertilities = torch.tensor([[2, 0, 3, 1], [1, 1, 0, 0]])
     capped = cap_lengths(fertilities, torch.tensor([4, 5]))
@@ -232,7 +231,7 @@ def test_a_length_limit_takes_the_fertilities_from_the_end_of_the_source():
 
 
 def test_distinct_rows_keep_the_order_of_their_first_draw():
-    from rosetta.decode.nat import unique_rows
+    from rosetta.families.nat.search import unique_rows
 
     rows = torch.tensor([[2, 1], [1, 1], [2, 1], [0, 3], [1, 1]])
     assert unique_rows(rows).tolist() == [[2, 1], [1, 1], [0, 3]]

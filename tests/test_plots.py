@@ -4,10 +4,10 @@ import matplotlib.image
 import pytest
 import torch
 
-from rosetta import Translator
 from rosetta.cli import main
 from rosetta.decode.options import SearchOptions
 from rosetta.errors import RosettaError
+from rosetta.loading import load_translator
 from rosetta.plots import (
     attention_panels,
     plot_attention,
@@ -30,7 +30,7 @@ def check_image(path, min_width=300, min_height=200):
 
 @pytest.fixture(scope="module")
 def translation(toy_run):
-    translator = Translator.load(toy_run("transformer"), device="cpu")
+    translator = load_translator(toy_run("transformer"), device="cpu")
     [found] = translator.translate_nbest(
         ["alpha beta gamma"], SearchOptions(beam_size=2, need_attention=True)
     )

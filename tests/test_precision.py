@@ -6,10 +6,10 @@ import json
 import pytest
 import torch
 
-from rosetta import Translator
 from rosetta.data import Example, collate
 from rosetta.decode.options import SearchOptions
 from rosetta.errors import RosettaError
+from rosetta.loading import load_translator
 from rosetta.nn import MultiHeadAttention
 from rosetta.precision import autocast, autocast_active, current_autocast
 from rosetta.train.run import run_training
@@ -83,8 +83,8 @@ def test_half_precision_training_learns_as_fp32_does_and_decodes_alike(
     fp32_losses = train_losses(toy_run(kind))
     assert losses[-1] == pytest.approx(fp32_losses[-1], rel=0.1)
 
-    fp32 = Translator.load(tmp_path / "run", device="cpu")
-    half = Translator.load(tmp_path / "run", device="cpu", precision=precision)
+    fp32 = load_translator(tmp_path / "run", device="cpu")
+    half = load_translator(tmp_path / "run", device="cpu", precision=precision)
     assert half.config.train.precision == precision  # saved with the run
     sentences = ["alpha beta gamma", "delta eps", "kappa iota theta zeta"]
     examples = [Example(fp32.tokenizers.src.encode(s), []) for s in sentences]
@@ -109,8 +109,8 @@ def test_half_precision_training_learns_as_fp32_does_and_decodes_alike(
     "kind", ["transformer", "transformer-relative", "rnn-attention"]
 )
 def test_int8_inference_quantizes_linear_layers_and_stays_close(toy_run, kind):
-    fp32 = Translator.load(toy_run(kind), device="cpu")
-    int8 = Translator.load(toy_run(kind), device="cpu", precision="int8")
+    fp32 = load_translator(toy_run(kind), device="cpu")
+    int8 = load_translator(toy_run(kind), device="cpu", precision="int8")
     quantized = [m for m in int8.model.modules() if "quantized" in type(m).__module__]
     assert quantized, "no layer was quantized"
     assert not any("quantized" in type(m).__module__ for m in fp32.model.modules())
@@ -129,7 +129,7 @@ def test_int8_inference_quantizes_linear_layers_and_stays_close(toy_run, kind):
 
 def test_int8_refuses_a_gpu(toy_run):
     with pytest.raises(RosettaError, match="runs on the CPU"):
-        Translator.load(toy_run("transformer"), device="cuda", precision="int8")
+        load_translator(toy_run("transformer"), device="cuda", precision="int8")
 
 
 def test_current_autocast_is_entered_again_in_another_thread():

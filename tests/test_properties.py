@@ -9,11 +9,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rosetta import Translator
 from rosetta.cli import main
-from rosetta.config import TokenizerConfig
+from rosetta.config.sections import TokenizerConfig
 from rosetta.data.corpus import read_lines
 from rosetta.data.tokenizer import SentencePieceTokenizer
+from rosetta.loading import load_translator
 from rosetta.train.run import run_training
 from tests.toy import WORDS, toy_config
 
@@ -77,7 +77,7 @@ def toy_model(tmp_path_factory):
 @SETTINGS
 @given(lines=st.lists(ONE_LINE, max_size=10))
 def test_translator_gives_one_single_line_output_per_input(toy_model, lines):
-    outputs = Translator.load(toy_model, device="cpu").translate(lines, batch_size=3)
+    outputs = load_translator(toy_model, device="cpu").translate(lines, batch_size=3)
     assert len(outputs) == len(lines)
     for line, output in zip(lines, outputs, strict=True):
         assert "\n" not in output and "\r" not in output

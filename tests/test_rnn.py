@@ -7,11 +7,12 @@ import pytest
 import torch
 from pydantic import ValidationError
 
-from rosetta import Translator
-from rosetta.config import RNNConfig, TransformerConfig
 from rosetta.errors import RosettaError
-from rosetta.models import build_model, build_rnn_seq2seq
-from rosetta.models.rnn import Bridge
+from rosetta.families import build_model
+from rosetta.families.rnn.config import RNNConfig
+from rosetta.families.rnn.model import Bridge, build_rnn_seq2seq
+from rosetta.families.transformer.config import TransformerConfig
+from rosetta.loading import load_translator
 from rosetta.nn import AdditiveAttention
 from rosetta.train.run import run_training
 from tests.test_trainer import latest, weights
@@ -143,7 +144,7 @@ def test_rnn_model_trains_resumes_exactly_and_translates(tmp_path):
     meta = json.loads((a / "checkpoint.json").read_text())
     assert meta["config"]["model"]["arch"] == "rnn"
 
-    translator = Translator.load(tmp_path / "straight")
+    translator = load_translator(tmp_path / "straight")
     lines = ["alpha beta", "", "gamma delta eps"]
     assert len(translator.translate(lines)) == 3
 

@@ -7,13 +7,13 @@ import sys
 import pytest
 import torch
 
-from rosetta import Translator
 from rosetta.data import Example, collate
 from rosetta.data.vocab import BOS_ID, EOS_ID
 from rosetta.decode import beam_search, greedy_search, sampler
 from rosetta.decode.batched import auto_workers
 from rosetta.decode.greedy import most_likely
 from rosetta.decode.options import SearchOptions
+from rosetta.loading import load_translator
 from rosetta.train.run import run_training
 from tests.fakes import CONFIG_LIMIT
 from tests.toy import (
@@ -49,7 +49,7 @@ def trained(request, tmp_path_factory):
         model=MODELS[request.param],
     )
     run_training(config, folder / "run")
-    return Translator.load(folder / "run", device="cpu"), folder / "run"
+    return load_translator(folder / "run", device="cpu"), folder / "run"
 
 
 def batch_of(translator, sentences):

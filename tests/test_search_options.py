@@ -3,12 +3,13 @@
 import pytest
 import torch
 
-from rosetta import SearchOptions, Translator
+from rosetta import SearchOptions
 from rosetta.cli import build_parser
 from rosetta.cli.common import search_options
-from rosetta.config import DecodeConfig
+from rosetta.config.sections import DecodeConfig
 from rosetta.decode.beam import length_penalty
 from rosetta.errors import RosettaError
+from rosetta.loading import load_translator
 from rosetta.serve.schemas import TranslateRequest
 
 
@@ -71,7 +72,7 @@ def test_bad_flags_are_an_error_naming_the_command():
 def test_every_search_reports_its_normalised_score(toy_run, options):
     """Greedy search and sampling rank nothing, but report the score beam
     search would rank them by: log P over the penalty of the scored length."""
-    translator = Translator.load(toy_run("transformer"), device="cpu")
+    translator = load_translator(toy_run("transformer"), device="cpu")
     options = translator.complete(options)
     for [found] in translator.translate_nbest(["alpha beta gamma", "zeta"], options):
         source_length = len(found.source_tokens)  # with <eos>

@@ -14,8 +14,8 @@ import pytest
 import torch
 from fastapi.testclient import TestClient
 
-from rosetta import Translator
 from rosetta.cli import main
+from rosetta.loading import load_translator
 from rosetta.serve.app import create_app
 from rosetta.serve.schemas import ServerSettings
 
@@ -25,14 +25,14 @@ SENTENCES = ["alpha beta gamma", "", "delta eps zeta eta", "kappa"]
 @pytest.fixture(scope="module", params=["transformer", "rnn-attention"])
 def served(request, toy_run):
     run = toy_run(request.param)
-    translator = Translator.load(run, device="cpu")
+    translator = load_translator(run, device="cpu")
     with TestClient(create_app(translator, model_name=request.param)) as client:
         yield client, run, request.param
 
 
 @pytest.fixture(scope="module")
 def transformer(toy_run):
-    return Translator.load(toy_run("transformer"), device="cpu")
+    return load_translator(toy_run("transformer"), device="cpu")
 
 
 def client_with(translator, raise_server_exceptions=True, **settings):
@@ -288,7 +288,7 @@ def test_shutdown_finishes_requests_in_flight(toy_run):
     output = process.communicate(timeout=30)[0].decode()
     response = outcome["response"]
     assert response.status_code == 200, output
-    [expected] = Translator.load(run, device="cpu").translate(["alpha beta"])
+    [expected] = load_translator(run, device="cpu").translate(["alpha beta"])
     assert response.json()["translations"][0]["hypotheses"][0]["text"] == expected
     # uvicorn finishes, then re-raises the signal it caught, as a server should
     assert process.returncode in (0, -signal.SIGTERM), output
@@ -347,7 +347,7 @@ def test_values_no_search_can_use_are_a_422_naming_the_field(transformer, body, 
 
 
 def test_options_the_engine_refuses_are_a_422_with_its_reason(toy_run):
-    nat = Translator.load(toy_run("nat"), device="cpu")
+    nat = load_translator(toy_run("nat"), device="cpu")
     with client_with(nat, raise_server_exceptions=False) as client:
         response = client.post("/translate", json={"sentences": ["a"], "beam_size": 3})
     assert response.status_code == 422, response.text

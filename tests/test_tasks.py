@@ -7,9 +7,10 @@ import random
 import pytest
 
 from rosetta.cli import main
-from rosetta.config import CorpusFiles
+from rosetta.config.sections import CorpusFiles
 from rosetta.data.corpus import read_corpus
 from rosetta.errors import RosettaError
+from rosetta.loading import load_translator
 from rosetta.tasks import TaskSpec, draw_source, parse_band, target_of, write_task
 
 ALPHABET = list("abcdefghij")
@@ -145,8 +146,7 @@ def test_a_tiny_transformer_trained_on_the_written_files_learns_to_copy(tmp_path
     that cannot attend or decode cannot copy 8 random symbols exactly."""
     import yaml
 
-    from rosetta import Translator
-    from rosetta.config import load_config
+    from rosetta.config.reading import load_config
     from rosetta.tasks import accuracy
     from rosetta.train.run import run_training
 
@@ -187,7 +187,7 @@ def test_a_tiny_transformer_trained_on_the_written_files_learns_to_copy(tmp_path
     pairs = read_corpus(
         CorpusFiles(src=tmp_path / "data/test.src", tgt=tmp_path / "data/test.tgt")
     )
-    translator = Translator.load(tmp_path / "run", device="cpu")
+    translator = load_translator(tmp_path / "run", device="cpu")
     outputs = translator.translate([source for source, _ in pairs])
     score = accuracy(outputs, [target for _, target in pairs])
     assert score.exact >= 0.95, score

@@ -1,6 +1,6 @@
 import pytest
 
-from rosetta.config import TokenizerConfig
+from rosetta.config.sections import TokenizerConfig
 from rosetta.data import TokenizerPair, Vocabulary, WordTokenizer
 from rosetta.data.tokenizer import SentencePieceTokenizer, tokenizer_from_dict
 from rosetta.data.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID

@@ -4,11 +4,11 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from rosetta import Translator
 from rosetta.data.batching import Example, collate
 from rosetta.data.vocab import PAD_ID
 from rosetta.errors import RosettaError
-from rosetta.models.build import build_model
+from rosetta.families import build_model, family_of
+from rosetta.loading import load_translator
 from rosetta.precision import autocast
 from rosetta.train.loss import label_smoothed_cross_entropy
 from rosetta.train.prepare import prepare_data
@@ -78,17 +78,17 @@ def test_corrupted_checkpoint_is_refused(tmp_path):
     config, _ = toy_config(tmp_path, "train.max_steps=10", "train.max_epochs=null")
     run_training(config, tmp_path / "run")
     folder, _ = latest(tmp_path / "run")
-    Translator.load(folder)  # loads while intact
+    load_translator(folder)  # loads while intact
     data = (folder / "model.safetensors").read_bytes()
     (folder / "model.safetensors").write_bytes(data[: len(data) // 2])
     with pytest.raises(RosettaError, match="checksum mismatch"):
-        Translator.load(folder)
+        load_translator(folder)
 
 
 def test_translator_keeps_one_output_per_input(tmp_path):
     config, _ = toy_config(tmp_path, "train.max_steps=10", "train.max_epochs=null")
     run_training(config, tmp_path / "run")
-    translator = Translator.load(tmp_path / "run")
+    translator = load_translator(tmp_path / "run")
     inputs = ["alpha beta", "", "   ", "gamma " * 200, "😀 \u202eunknown\u0007", "eta"]
     with pytest.warns(UserWarning, match="truncated"):
         outputs = translator.translate(inputs)
@@ -104,7 +104,8 @@ def test_flush_denormals_is_set_for_training(tmp_path):
 
     code = (
         "import torch\n"
-        "from rosetta.config import Config, DataConfig\n"
+        "from rosetta.config.schema import Config\n"
+        "from rosetta.config.sections import DataConfig\n"
         "from rosetta.train.run import configure_torch\n"
         "tiny = torch.tensor([1e-39])\n"
         "before = float(tiny * 1.0)\n"
@@ -131,7 +132,8 @@ def test_the_training_loss_equals_the_loss_of_the_models_logits(
     config, _ = toy_config(tmp_path, f"train.precision={precision}", model=model)
     torch.manual_seed(0)
     model = build_model(config.model, 40, 40)
-    task = TranslationTask(config, model, None, [], [], [], CPU)
+    translator = family_of(config.model).inference
+    task = TranslationTask(config, model, None, [], [], [], CPU, translator)
     model.eval()  # no dropout: both paths see the same network
     examples = [
         Example([5, 6, 7, 8], [9, 10, 11]),
@@ -175,6 +177,7 @@ def test_fp16_training_scales_the_loss_and_skips_overflowing_updates(tmp_path):
     model = build_model(
         config.model, len(data.tokenizers.src), len(data.tokenizers.tgt)
     )
+    translator = family_of(config.model).inference
     task = TranslationTask(
         config,
         model,
@@ -183,6 +186,7 @@ def test_fp16_training_scales_the_loss_and_skips_overflowing_updates(tmp_path):
         data.valid,
         data.valid_pairs,
         CPU,
+        translator,
     )
     trainer = Trainer(config, tmp_path / "run", model, task, CPU)
     trainer.updater.scaler = torch.amp.GradScaler("cpu", init_scale=2.0**40)
@@ -233,7 +237,7 @@ def test_resume_never_trains_the_tokenizers_again(toy_run, tmp_path):
     number the pieces otherwise than the checkpoint's embeddings."""
     import shutil
 
-    from rosetta.config import load_config
+    from rosetta.config.reading import load_config
 
     run = tmp_path / "run"
     shutil.copytree(toy_run("transformer"), run)

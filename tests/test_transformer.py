@@ -2,15 +2,15 @@ import pytest
 import torch
 from torch import nn
 
-from rosetta.models import (
+from rosetta.families.transformer.build import build_transformer
+from rosetta.families.transformer.layers import (
     TransformerDecoderLayer,
     TransformerEncoderLayer,
-    build_transformer,
 )
-from rosetta.models.packed import pack_for_inference
-from rosetta.models.transformer import (
+from rosetta.families.transformer.model import causal_mask
+from rosetta.families.transformer.packed import pack_for_inference
+from rosetta.families.transformer.positions import (
     POSITIONS,
-    causal_mask,
     draw_offsets,
     draw_positions,
 )

@@ -4,9 +4,12 @@ import pytest
 import torch
 from torch import nn
 
-from rosetta.models.kv_cache import KeyValueCache
-from rosetta.models.packed import PackedTransformerDecoder, pack_for_inference
-from rosetta.models.transformer_step import (
+from rosetta.families.transformer.kv_cache import KeyValueCache
+from rosetta.families.transformer.packed import (
+    PackedTransformerDecoder,
+    pack_for_inference,
+)
+from rosetta.families.transformer.step import (
     PackedVocabulary,
     pack_linear,
     pack_vocabulary,

@@ -8,7 +8,7 @@ import torch
 from rosetta import Translator
 from rosetta.data.corpus import read_corpus
 from rosetta.evaluate.corpus import sacrebleu_score
-from rosetta.train import validation
+from rosetta.loading import load_translator
 from rosetta.train.run import run_training
 from tests.toy import RNN_ATTENTION, TRANSFORMER, toy_config
 
@@ -28,13 +28,14 @@ def test_every_validation_equals_its_checkpoint_loaded_afresh(
     checkpoint saved with it, loaded into a new process's worth of objects."""
     decoded: list[list[list[int]]] = []
 
-    class RecordingTranslator(Translator):
-        def translate_nbest(self, *args, **kwargs):
-            results = super().translate_nbest(*args, **kwargs)
-            decoded.append([found[0].token_ids for found in results])
-            return results
+    translate_nbest = Translator.translate_nbest
 
-    monkeypatch.setattr(validation, "Translator", RecordingTranslator)
+    def recording(self, *args, **kwargs):
+        results = translate_nbest(self, *args, **kwargs)
+        decoded.append([found[0].token_ids for found in results])
+        return results
+
+    monkeypatch.setattr(Translator, "translate_nbest", recording)
     config, _ = toy_config(
         tmp_path,
         "train.max_epochs=null",
@@ -46,6 +47,7 @@ def test_every_validation_equals_its_checkpoint_loaded_afresh(
     )
     run_dir = tmp_path / "run"
     run_training(config, run_dir)
+    monkeypatch.undo()  # what validation decoded is recorded; now load afresh
 
     records = [json.loads(line) for line in (run_dir / "metrics.jsonl").open()]
     validations = [r for r in records if r["kind"] == "valid"]
@@ -55,7 +57,7 @@ def test_every_validation_equals_its_checkpoint_loaded_afresh(
     sources, references = [s for s, _ in pairs], [t for _, t in pairs]
     for record, during_training in zip(validations, decoded, strict=True):
         folder = run_dir / f"checkpoint-{record['step']:07d}"
-        fresh = Translator.load(folder, device=device)
+        fresh = load_translator(folder, device=device)
         found = fresh.translate_nbest(sources)
         assert [f[0].token_ids for f in found] == during_training, record["step"]
         hypotheses = [f[0].text for f in found]

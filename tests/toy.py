@@ -5,7 +5,8 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from rosetta.config import Config, load_config
+from rosetta.config.reading import load_config
+from rosetta.config.schema import Config
 
 WORDS = [
     "alpha",

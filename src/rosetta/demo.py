@@ -14,17 +14,21 @@ import statistics
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import torch
 
 from rosetta.checkpoint import INDEX_FILE
 from rosetta.cli import Parser
-from rosetta.config import Config, load_config
+from rosetta.config.reading import load_config
+from rosetta.config.schema import Config
 from rosetta.data.corpus import read_corpus
 from rosetta.errors import RosettaError
 from rosetta.evaluate.corpus import evaluate_all
-from rosetta.models.build import build_model
+from rosetta.families import family_of
+from rosetta.families.family import TrainingSetup
+from rosetta.loading import load_translator
 from rosetta.train.prepare import PreparedData, prepare_data
 from rosetta.train.run import (
     check_new_run_folder,
@@ -34,8 +38,6 @@ from rosetta.train.run import (
     run_training,
 )
 from rosetta.train.trainer import Trainer
-from rosetta.train.translation_task import TranslationTask
-from rosetta.translator import Translator
 
 CPU_STEPS = 600  # test_2016 BLEU in the 20s: see docs/performance.md
 
@@ -112,7 +114,7 @@ def main(argv: list[str] | None = None) -> None:
     pairs = read_corpus(config.data.test)
     sources, references = [s for s, _ in pairs], [t for _, t in pairs]
     print(f"\nTranslating the {len(sources)} sentences of the test set ...")
-    hypotheses = Translator.load(run_dir, device=device).translate(sources)
+    hypotheses = load_translator(run_dir, device=device).translate(sources)
     print()
     shown = list(zip(sources, hypotheses, references, strict=True))[:5]
     for source, hypothesis, reference in shown:
@@ -158,13 +160,16 @@ def measure_updates(
 def _time_updates(
     config: Config, data: PreparedData, device: torch.device
 ) -> tuple[float, int]:
-    model = build_model(
+    family = family_of(config.model)
+    model = family.build(
         config.model, len(data.tokenizers.src), len(data.tokenizers.tgt)
     )
     with tempfile.TemporaryDirectory() as scratch:
-        task = TranslationTask(
-            config, model, data.tokenizers, data.train, [], [], device
+        training_data = replace(data, valid=[], valid_pairs=[])
+        setup = TrainingSetup(
+            config, model, training_data, device, Path(scratch), 0, 1, print
         )
+        task = family.training(setup)
         trainer = Trainer(config, Path(scratch), model, task, device)
         batches = task.epoch_batches(0)
         times = []

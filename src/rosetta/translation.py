@@ -12,16 +12,19 @@ import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
-from rosetta.config import Config, NATConfig, TransformerConfig
 from rosetta.data.tokenizer import TokenizerPair
 from rosetta.decode.batched import Workers
 from rosetta.decode.beam import normalized_score
 from rosetta.decode.greedy import Hypothesis
 from rosetta.decode.options import SearchOptions
+from rosetta.errors import RosettaError
+
+if TYPE_CHECKING:
+    from rosetta.config.schema import Config
 
 
 class TextTranslator(ABC):
@@ -33,6 +36,7 @@ class TextTranslator(ABC):
     """
 
     engine: str  # what runs the model: "rosetta", "ctranslate2"
+    one_pass = False  # every target token at once (no beam, no sampling)
     tokenizers: TokenizerPair
     config: Config
     device: torch.device
@@ -45,10 +49,17 @@ class TextTranslator(ABC):
 
     @property
     def position_limit(self) -> int | None:
-        """The longest sequence the model can encode or decode (Transformer)."""
-        model = self.config.model
-        attention = (TransformerConfig, NATConfig)
-        return model.max_positions if isinstance(model, attention) else None
+        """The longest sequence the model can encode or decode, if any."""
+        return self.config.model.position_limit
+
+    def rescored_by(self, teacher: TextTranslator, samples: int) -> TextTranslator:
+        """This model drawing ``samples`` candidates per sentence, of which
+        ``teacher`` keeps the one it scores best (noisy parallel decoding):
+        what a one-pass model offers instead of beam search."""
+        raise RosettaError(
+            "noisy parallel decoding (--npd, --teacher) is for one-pass models "
+            "(arch nat)"
+        )
 
     def encode(self, sentence: str) -> list[int]:
         """Source token ids of ``sentence`` (without ``<eos>``), cut to what the

@@ -8,16 +8,14 @@ from dataclasses import fields
 from pathlib import Path
 
 from rosetta import checkpoint as ckpt
-from rosetta import limits
+from rosetta import limits, loading
 from rosetta.data.corpus import check_no_carriage_return, read_lines
 from rosetta.decode.options import KINDS, SearchOptions
 from rosetta.errors import RosettaError
 from rosetta.export.ctranslate2 import ENGINE_FILE
 from rosetta.limits import flag
-from rosetta.nat_translator import NATTranslator
 from rosetta.precision import PRECISIONS
 from rosetta.translation import TextTranslator
-from rosetta.translator import Translator
 
 DEFAULT = SearchOptions()
 
@@ -176,7 +174,7 @@ def add_engine_flags(verb: argparse.ArgumentParser) -> None:
     """``--engine``, ``--device`` and ``--precision``: what runs the model."""
     verb.add_argument(
         "--engine",
-        choices=["rosetta", "ctranslate2"],
+        choices=loading.ENGINES,
         default="rosetta",
         help="rosetta (default): the PyTorch model; ctranslate2: its CTranslate2 "
         "export (-m an exported folder, or a run exported on first use)",
@@ -186,34 +184,29 @@ def add_engine_flags(verb: argparse.ArgumentParser) -> None:
 
 
 def load_translator(args: argparse.Namespace) -> TextTranslator:
-    """The translator that ``--engine`` names, for ``-m``; says on stderr
-    which checkpoint of a run it loads."""
+    """The translator of ``-m`` run by ``--engine`` (with ``--npd`` and
+    ``--teacher``: rescored by the teacher); says on stderr which checkpoint
+    of a run it loads."""
     model = Path(args.model)
     if not (model / ENGINE_FILE).is_file():  # a run or checkpoint, not an export
         model, reason = ckpt.choose_checkpoint(model)
         print(f"model: {model} ({reason})", file=sys.stderr)
-    if args.engine == "ctranslate2":
-        from rosetta.engines.ctranslate2 import CTranslate2Translator
-
-        return CTranslate2Translator.load(
-            model, device=args.device, precision=args.precision
-        )
-    translator = Translator.load(model, device=args.device, precision=args.precision)
+    translator = loading.load_translator(
+        model, device=args.device, precision=args.precision, engine=args.engine
+    )
     npd, teacher = getattr(args, "npd", 0), getattr(args, "teacher", None)
     if not (npd or teacher):
         return translator
-    if not isinstance(translator, NATTranslator):
+    if not translator.one_pass:
         raise RosettaError("--npd and --teacher go with a NAT model (arch nat)")
     if not (npd and teacher):
         raise RosettaError("noisy parallel decoding needs both --npd and --teacher")
     teacher_folder, reason = ckpt.choose_checkpoint(Path(teacher))
     print(f"teacher: {teacher_folder} ({reason})", file=sys.stderr)
-    scorer = Translator.load(
+    scorer = loading.load_translator(
         teacher_folder, device=translator.device, precision=args.precision
     )
-    if isinstance(scorer, NATTranslator):
-        raise RosettaError(f"{teacher}: the teacher must be autoregressive")
-    return translator.with_teacher(scorer, npd)
+    return translator.rescored_by(scorer, npd)
 
 
 def add_npd_flags(verb: argparse.ArgumentParser) -> None:

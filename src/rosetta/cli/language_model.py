@@ -10,14 +10,15 @@ from pathlib import Path
 
 from rosetta import checkpoint as ckpt
 from rosetta.data.text import read_text
+from rosetta.families.language_model.inference import LanguageModel
 from rosetta.limits import Count, Seed, Size, Temperature, flag
-from rosetta.lm import LanguageModel
+from rosetta.loading import load_language_model
 
 
 def load(args: argparse.Namespace) -> LanguageModel:
     folder, reason = ckpt.choose_checkpoint(Path(args.model))
     print(f"model: {folder} ({reason})", file=sys.stderr)
-    return LanguageModel.load(folder, device=args.device)
+    return load_language_model(folder, device=args.device)
 
 
 def add_model_flags(verb: argparse.ArgumentParser) -> None:

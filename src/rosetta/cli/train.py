@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
-from rosetta.config import load_config
+from rosetta.config.reading import load_config
 from rosetta.errors import RosettaError
+from rosetta.families import family_of
 from rosetta.limits import Count, flag
-from rosetta.train.prepare import prepare_data, prepare_text
 from rosetta.train.run import check_new_run_folder, run_training
 
 
@@ -24,7 +24,7 @@ def cmd_prepare(args: argparse.Namespace) -> None:
     config = load_config(args.config, args.set)
     run_dir = Path(args.output or default_run_dir(args.config))
     check_new_run_folder(run_dir)
-    (prepare_text if config.task == "lm" else prepare_data)(config, run_dir)
+    family_of(config.model).prepare(config, run_dir, print)
     print(f"prepared: {run_dir}")
 
 

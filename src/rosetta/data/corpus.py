@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rosetta.config import CorpusFiles
+from rosetta.config.sections import CorpusFiles
 from rosetta.errors import RosettaError, where
 
 

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 import sentencepiece as spm
 
-from rosetta.config import TokenizerConfig
+from rosetta.config.sections import TokenizerConfig
 from rosetta.data.vocab import BOS, EOS, PAD, SPECIALS, UNK, Vocabulary
 from rosetta.errors import RosettaError
 

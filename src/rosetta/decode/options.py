@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 import torch
 
 from rosetta import limits
-from rosetta.config import DecodeConfig
+from rosetta.config.sections import DecodeConfig
 from rosetta.decode.beam import LengthPenalty, Stopping, beam_search, length_penalty
 from rosetta.decode.greedy import Hypothesis, greedy_search, most_likely
 from rosetta.decode.sampling import sampler

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from rosetta import checkpoint as ckpt
-from rosetta.config import config_from_dict
+from rosetta.config.reading import config_from_dict
 from rosetta.data.tokenizer import TokenizerPair
 from rosetta.data.vocab import EOS
 from rosetta.decode.batched import Workers
@@ -277,7 +277,7 @@ def search_arguments(options: SearchOptions) -> dict[str, Any]:
 
 def _parameter_count(config: Any, tokenizers: TokenizerPair) -> int:
     """The PyTorch model's weight count, from its configuration."""
-    from rosetta.models.build import build_model
+    from rosetta.families import build_model
 
     with torch.device("meta"):
         model = build_model(config.model, len(tokenizers.src), len(tokenizers.tgt))

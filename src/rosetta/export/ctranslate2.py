@@ -18,13 +18,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 from rosetta import checkpoint as ckpt
 from rosetta.data.vocab import BOS, EOS, UNK
 from rosetta.errors import RosettaError
-from rosetta.models.transformer import TransformerDecoder, TransformerEncoder
+from rosetta.families.transformer.model import TransformerDecoder, TransformerEncoder
 from rosetta.outputs import atomic_folder, claim_folder, write_json_atomic
-from rosetta.translator import Translator
+from rosetta.restore import Restored, restore
 
 ENGINE_FILE = "rosetta.json"
 QUANTIZATIONS = ("int8", "int8_float32", "int16", "float16", "bfloat16")
@@ -71,13 +72,13 @@ def export_ctranslate2(
         ours=is_export,
         what="a CTranslate2 export",
     )
-    translator = Translator.load(folder, device="cpu", packed=False)
-    model = translator.model
+    restored = restore(folder, torch.device("cpu"))
+    model = restored.model.eval()
     if not isinstance(model.decoder, TransformerDecoder):
         raise RosettaError(
             f"{folder}: a recurrent model; CTranslate2 runs Transformers only"
         )
-    positions = translator.config.model.positions
+    positions = restored.config.model.positions
     if positions == "relative":
         raise RosettaError(
             f"{folder}: relative positions; CTranslate2 has no Transformer-XL "
@@ -93,7 +94,7 @@ def export_ctranslate2(
             f"{folder}: alibi positions; CTranslate2's encoder-decoder has no "
             "distance penalties, only absolute sinusoidal positions"
         )
-    spec = _transformer_spec(translator)
+    spec = _transformer_spec(restored)
     meta = ckpt.read_meta(folder)
     engine = {
         "format": 1,
@@ -108,10 +109,10 @@ def export_ctranslate2(
     return folder
 
 
-def _transformer_spec(translator: Translator) -> Any:
+def _transformer_spec(restored: Restored) -> Any:
     from ctranslate2.specs import transformer_spec
 
-    model = translator.model
+    model = restored.model
     encoder: TransformerEncoder = model.encoder
     decoder: TransformerDecoder = model.decoder
     weights = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
@@ -160,7 +161,7 @@ def _transformer_spec(translator: Translator) -> Any:
         linear(layer.attention.linear[1], f"{cross}.k_proj", f"{cross}.v_proj")
         linear(layer.attention.linear[2], f"{cross}.out_proj")
         norm(layer.attention.layer_norm, f"{scope}.cross_res.norm")
-    tokenizers = translator.tokenizers
+    tokenizers = restored.tokenizers
     spec.register_source_vocabulary(
         tokenizers.src.id_pieces(range(len(tokenizers.src)))
     )

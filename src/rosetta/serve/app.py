@@ -26,7 +26,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rosetta import __version__
-from rosetta.config import config_to_dict
+from rosetta.config.reading import config_to_dict
 from rosetta.decode.batched import threads_per_worker
 from rosetta.decode.options import SearchOptions
 from rosetta.errors import RosettaError
@@ -252,6 +252,7 @@ def create_app(
             "model": model_name,
             "engine": translator.engine,
             "arch": config.model.arch,
+            "one_pass": translator.one_pass,
             "src_lang": config.data.src_lang,
             "tgt_lang": config.data.tgt_lang,
             "parameters": translator.parameter_count,

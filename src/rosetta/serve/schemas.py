@@ -125,6 +125,7 @@ class Info(BaseModel):
     model: str
     engine: str = Field(description="rosetta or ctranslate2")
     arch: str
+    one_pass: bool  # every target token at once: no beam, no n-best
     src_lang: str
     tgt_lang: str
     parameters: int

@@ -11,14 +11,17 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from rosetta.config import Config
 from rosetta.data.batching import Example, encode_pairs, make_batches, padding_share
 from rosetta.data.corpus import corpus_name, read_corpus
 from rosetta.data.text import encode_text, read_text
 from rosetta.data.tokenizer import TokenizerPair, train_tokenizer
 from rosetta.errors import RosettaError
 from rosetta.outputs import write_json_atomic
+
+if TYPE_CHECKING:
+    from rosetta.config.schema import Config
 
 TOKENIZER_FILE = "tokenizers.json"
 

@@ -9,18 +9,17 @@ from pathlib import Path
 import torch
 
 from rosetta.checkpoint import INDEX_FILE, read_index
-from rosetta.config import Config
+from rosetta.config.schema import Config
+from rosetta.data.fertilities import ALIGNMENTS_FILE
 from rosetta.devices import pick_device
 from rosetta.errors import RosettaError
-from rosetta.models.build import build_language_model, build_model
-from rosetta.models.nat import NonAutoregressiveTransformer
+from rosetta.families import family_of
+from rosetta.families.family import TrainingSetup
 from rosetta.train import distributed
 from rosetta.train.distributed import SINGLE_PROCESS, Group, local_device
-from rosetta.train.lm_task import LanguageModelTask
-from rosetta.train.nat_task import ALIGNMENTS_FILE, NATTask
-from rosetta.train.prepare import TOKENIZER_FILE, prepare_data, prepare_text
-from rosetta.train.trainer import Task, Trainer, TrainerState
-from rosetta.train.translation_task import TranslationTask
+from rosetta.train.prepare import TOKENIZER_FILE
+from rosetta.train.task import Task
+from rosetta.train.trainer import Trainer, TrainerState
 
 
 def configure_torch(config: Config) -> None:
@@ -148,38 +147,16 @@ def make_task(
     Rank 0 trains and saves the tokenizers; the other processes then load
     them."""
     quiet = lambda *_: None  # noqa: E731
-    prepare = prepare_text if config.task == "lm" else prepare_data
+    family = family_of(config.model)
     if group.is_main:
-        data = prepare(config, run_dir)
+        data = family.prepare(config, run_dir, print)
     group.barrier()
     if not group.is_main:
-        data = prepare(config, run_dir, log=quiet)
+        data = family.prepare(config, run_dir, quiet)
     tokenizers = data.tokenizers
-    if config.task == "lm":
-        model = build_language_model(config.model, len(tokenizers.tgt))
-        return model, LanguageModelTask(
-            config,
-            model,
-            tokenizers,
-            data.train,
-            data.valid,
-            device,
-            group.rank,
-            group.world_size,
-        )
-    model = build_model(config.model, len(tokenizers.src), len(tokenizers.tgt))
-    if isinstance(model, NonAutoregressiveTransformer):
-        return model, NATTask(
-            config,
-            model,
-            tokenizers,
-            data.train,
-            data.valid,
-            data.valid_pairs,
-            device,
-            run_dir,
-            log=print if group.is_main else quiet,
-        )
-    return model, TranslationTask(
-        config, model, tokenizers, data.train, data.valid, data.valid_pairs, device
+    model = family.build(config.model, len(tokenizers.src), len(tokenizers.tgt))
+    log = print if group.is_main else quiet
+    setup = TrainingSetup(
+        config, model, data, device, run_dir, group.rank, group.world_size, log
     )
+    return model, family.training(setup)

@@ -20,18 +20,19 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import torch
 from tqdm import tqdm
 
 from rosetta import checkpoint as ckpt
-from rosetta.config import Config, config_to_dict
-from rosetta.data.tokenizer import TokenizerPair
+from rosetta.config.reading import config_to_dict
+from rosetta.config.schema import Config
 from rosetta.errors import RosettaError
 from rosetta.train.distributed import SINGLE_PROCESS, Group
 from rosetta.train.metrics import MetricsLog, Window
 from rosetta.train.schedule import learning_rate
+from rosetta.train.task import Task
 from rosetta.train.update import Updater, make_adam
 
 MAX_BAD_STEPS = 10  # consecutive non-finite losses before training stops
@@ -48,26 +49,6 @@ class TrainerState:
     elapsed_seconds: float = 0.0
     skipped_steps: int = 0
     overflow_steps: int = 0  # fp16 updates skipped as the loss scale shrank
-
-
-class Task(Protocol):
-    """What the trainer asks of the data and the model it trains."""
-
-    tokenizers: TokenizerPair
-
-    @property
-    def has_validation(self) -> bool: ...
-    @property
-    def best_metric(self) -> str: ...
-    def epoch_batches(self, epoch: int) -> list[Any]: ...
-    def batches_per_update(self, world_size: int) -> int: ...
-    def share(
-        self, group: list[Any], rank: int, world_size: int
-    ) -> list[tuple[Any, int]]: ...
-    def loss_sum(self, forward: torch.nn.Module, batch: Any) -> torch.Tensor: ...
-    def validate(self) -> dict[str, float]: ...
-    def state_tensors(self) -> dict[str, torch.Tensor]: ...
-    def load_state_tensors(self, tensors: dict[str, torch.Tensor]) -> None: ...
 
 
 class Trainer:

@@ -3,22 +3,34 @@ epoch, the label-smoothed loss of a batch, and validation (loss, perplexity
 and BLEU of greedy output).
 
 The trainer (``rosetta.train.trainer``) drives any task with these methods;
-the language-model task (``rosetta.train.lm_task``) is the other one.
+the language-model task (``rosetta.families.language_model.task``) is the other one.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 import numpy as np
 import torch
 
-from rosetta.config import Config
 from rosetta.data.batching import Batch, Example, collate, make_batches, rank_share
 from rosetta.data.tokenizer import TokenizerPair
 from rosetta.data.vocab import PAD_ID
 from rosetta.models.interface import EncoderDecoder
+from rosetta.models.trained import Trained
 from rosetta.precision import autocast
 from rosetta.train.loss import projected_label_smoothed_cross_entropy
 from rosetta.train.validation import validation_bleu, validation_loss
+from rosetta.translation import TextTranslator
+
+if TYPE_CHECKING:
+    from rosetta.config.schema import Config
+    from rosetta.families.family import TrainingSetup
+
+# A family's inference object for a model: (Trained, precision) ->
+# translator (``Family.inference``).
+MakeTranslator = Callable[..., TextTranslator]
 
 
 class TranslationTask:
@@ -27,6 +39,8 @@ class TranslationTask:
     Args:
         train, valid: the encoded training and validation pairs.
         valid_pairs: the validation pairs as text, for BLEU.
+        translator: the family's inference object for a model
+            (``Family.inference``), which validation translates with.
     """
 
     def __init__(
@@ -38,8 +52,10 @@ class TranslationTask:
         valid: list[Example],
         valid_pairs: list[tuple[str, str]],
         device: torch.device,
+        translator: MakeTranslator,
     ):
         self.config, self.cfg = config, config.train
+        self.translator = translator
         self.model, self.tokenizers, self.device = model, tokenizers, device
         self.train_examples, self.valid_examples = train, valid
         self.valid_pairs = valid_pairs
@@ -103,9 +119,9 @@ class TranslationTask:
                 self.device,
             )
         if self.cfg.valid_bleu:
-            result["bleu"] = validation_bleu(
-                self.model, self.tokenizers, self.valid_pairs, self.config, self.device
-            )
+            trained = Trained(self.model, self.tokenizers, self.config, self.device)
+            translator = self.translator(trained, self.cfg.precision)
+            result["bleu"] = validation_bleu(translator, self.valid_pairs)
         return result
 
     def state_tensors(self) -> dict[str, torch.Tensor]:
@@ -114,3 +130,21 @@ class TranslationTask:
 
     def load_state_tensors(self, tensors: dict[str, torch.Tensor]) -> None:
         pass
+
+
+def translation_training(
+    setup: TrainingSetup, translator: MakeTranslator
+) -> TranslationTask:
+    """The task of an encoder-decoder family: its prepared data
+    (``rosetta.train.prepare.PreparedData``), validated with ``translator``."""
+    data = setup.data
+    return TranslationTask(
+        setup.config,
+        setup.model,  # type: ignore[arg-type]
+        data.tokenizers,
+        data.train,
+        data.valid,
+        data.valid_pairs,
+        setup.device,
+        translator,
+    )

@@ -6,14 +6,12 @@ import math
 
 import torch
 
-from rosetta.config import Config
 from rosetta.data.batching import Example, collate, make_batches
-from rosetta.data.tokenizer import TokenizerPair
 from rosetta.data.vocab import PAD_ID
 from rosetta.evaluate.corpus import sacrebleu_score
 from rosetta.models.interface import EncoderDecoder
 from rosetta.train.loss import label_smoothed_cross_entropy
-from rosetta.translator import Translator
+from rosetta.translation import TextTranslator
 
 
 @torch.no_grad()
@@ -43,16 +41,8 @@ def validation_loss(
     return {"loss": loss_sum / count, "ppl": math.exp(min(nll_sum / count, 50.0))}
 
 
-def validation_bleu(
-    model: EncoderDecoder,
-    tokenizers: TokenizerPair,
-    pairs: list[tuple[str, str]],
-    config: Config,
-    device: torch.device,
-) -> float:
-    """sacreBLEU of greedy translations of the validation sources."""
-    translator = Translator(
-        model, tokenizers, config, device, precision=config.train.precision
-    )
+def validation_bleu(translator: TextTranslator, pairs: list[tuple[str, str]]) -> float:
+    """sacreBLEU of ``translator``'s translations (its default search: greedy)
+    of the validation sources."""
     hypotheses = translator.translate([source for source, _ in pairs])
     return sacrebleu_score(hypotheses, [target for _, target in pairs]).value

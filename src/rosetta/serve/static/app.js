@@ -25,7 +25,7 @@ async function loadInfo() {
       (engine === "rosetta" ? "" : `, ${engine} engine`);
     $("beam").max = info.limits.max_beam;
     $("nbest").max = info.limits.max_beam;
-    oneShot = info.arch === "nat";
+    oneShot = info.one_pass;
     if (oneShot) {
       // one pass decodes every token: there is no beam to size
       for (const id of ["beam", "nbest"]) {

@@ -3,8 +3,7 @@ reference fertilities of every pair, batches that carry them, the loss, and
 validation.
 
 The reference fertilities come from word alignments of the training pairs
-on the model's own tokens (``rosetta.align``), found once and kept in the
-run folder (``alignments.txt``). The loss of a batch is the label-smoothed
+(``rosetta.data.fertilities``). The loss of a batch is the label-smoothed
 cross-entropy of the target tokens, decoded from the reference fertilities,
 plus ``fertility_weight`` times the cross-entropy of those fertilities.
 Validation reports both, and BLEU of translations decoded from the
@@ -13,34 +12,35 @@ predicted (argmax) fertilities, as ``rosetta translate`` would.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
 
-from rosetta.align import align, fertilities_from_links, parse_links
-from rosetta.config import Config, NATConfig
 from rosetta.data.batching import Example, make_batches, pad, rank_share
+from rosetta.data.fertilities import fits, reference_fertilities
 from rosetta.data.tokenizer import TokenizerPair
 from rosetta.data.vocab import EOS_ID, PAD_ID
 from rosetta.errors import RosettaError
-from rosetta.evaluate.corpus import sacrebleu_score
-from rosetta.models.nat import NonAutoregressiveTransformer
-from rosetta.nat_translator import NATTranslator
-from rosetta.outputs import write_text_atomic
+from rosetta.families.nat.config import NATConfig
+from rosetta.families.nat.model import NonAutoregressiveTransformer
+from rosetta.families.nat.translator import NATTranslator
+from rosetta.models.trained import Trained
 from rosetta.precision import autocast
 from rosetta.train.loss import (
     label_smoothed_cross_entropy,
     projected_label_smoothed_cross_entropy,
 )
 from rosetta.train.translation_task import TranslationTask
+from rosetta.train.validation import validation_bleu
 
-ALIGNMENTS_FILE = "alignments.txt"
+if TYPE_CHECKING:
+    from rosetta.config.schema import Config
+    from rosetta.families.family import TrainingSetup
 
 
 @dataclass
@@ -69,59 +69,6 @@ def collate_fertilities(
     )
 
 
-def token_lines(examples: list[Example]) -> tuple[list[str], list[str]]:
-    """The pairs as the aligner reads them: token ids separated by spaces."""
-    return (
-        [" ".join(map(str, e.src)) for e in examples],
-        [" ".join(map(str, e.tgt)) for e in examples],
-    )
-
-
-def reference_fertilities(
-    examples: list[Example],
-    max_fertility: int,
-    run_dir: Path,
-    log: Callable[[str], None] = print,
-) -> list[list[int]]:
-    """Each pair's source-token fertilities, from alignments kept in
-    ``run_dir`` (made with eflomal when missing or made for other pairs)."""
-    sources, targets = token_lines(examples)
-    digest = hashlib.sha256(
-        "\n".join(f"{s}\t{t}" for s, t in zip(sources, targets, strict=True)).encode()
-    ).hexdigest()
-    path = run_dir / ALIGNMENTS_FILE
-    lines: list[str] | None = None
-    if path.is_file():
-        header, *rest = path.read_text(encoding="utf-8").splitlines()
-        if json.loads(header).get("pairs_sha256") == digest and len(rest) == len(
-            examples
-        ):
-            lines = rest
-            log(f"alignments: loaded from {path}")
-    if lines is None:
-        log(f"alignments: aligning {len(examples):,} pairs with eflomal")
-        links = align(sources, targets)
-        lines = [" ".join(f"{i}-{j}" for i, j in pair) for pair in links]
-        header = json.dumps({"pairs_sha256": digest, "aligner": "eflomal"})
-        write_text_atomic(path, "\n".join([header, *lines]) + "\n")
-    return [
-        fertilities_from_links(
-            parse_links(line, f"{path}, line {number}"),
-            len(example.src),
-            len(example.tgt),
-            max_fertility,
-        )
-        for number, (line, example) in enumerate(
-            zip(lines, examples, strict=True), start=2
-        )
-    ]
-
-
-def fits(example: Example, max_fertility: int) -> bool:
-    """Whether the source's tokens can account for the whole target."""
-    return len(example.tgt) <= len(example.src) * max_fertility
-
-
 class NATTask(TranslationTask):
     """Parallel sentences with reference fertilities, for a NAT: the
     translation task's epochs, batching and checkpoint selection, with its
@@ -145,8 +92,7 @@ class NATTask(TranslationTask):
         run_dir: Path,
         log: Callable[[str], None] = print,
     ):
-        assert isinstance(config.model, NATConfig)
-        self.model_cfg = config.model
+        self.model_cfg: NATConfig = config.model  # type: ignore[assignment]
         limit = self.model_cfg.max_fertility
         kept_train = [e for e in train if fits(e, limit)]
         kept_valid = [e for e in valid if fits(e, limit)]
@@ -163,7 +109,14 @@ class NATTask(TranslationTask):
             kept_train + kept_valid, limit, run_dir, log
         )
         super().__init__(
-            config, model, tokenizers, kept_train, kept_valid, valid_pairs, device
+            config,
+            model,
+            tokenizers,
+            kept_train,
+            kept_valid,
+            valid_pairs,
+            device,
+            NATTranslator,
         )
         self.train_fertilities = fertilities[: len(kept_train)]
         self.valid_fertilities = fertilities[len(kept_train) :]
@@ -241,14 +194,23 @@ class NATTask(TranslationTask):
             "fertility_nll": fertility_sum / tokens,
         }
         if self.cfg.valid_bleu:
-            translator = NATTranslator(
-                self.model,
-                self.tokenizers,
-                self.config,
-                self.device,
-                precision=self.cfg.precision,
-            )
-            hypotheses = translator.translate([s for s, _ in self.valid_pairs])
-            references = [t for _, t in self.valid_pairs]
-            result["bleu"] = sacrebleu_score(hypotheses, references).value
+            trained = Trained(self.model, self.tokenizers, self.config, self.device)
+            translator = self.translator(trained, self.cfg.precision)
+            result["bleu"] = validation_bleu(translator, self.valid_pairs)
         return result
+
+
+def nat_training(setup: TrainingSetup) -> NATTask:
+    """The NAT's task, from its prepared data (``PreparedData``)."""
+    data = setup.data
+    return NATTask(
+        setup.config,
+        setup.model,  # type: ignore[arg-type]
+        data.tokenizers,
+        data.train,
+        data.valid,
+        data.valid_pairs,
+        setup.device,
+        setup.run_dir,
+        setup.log,
+    )

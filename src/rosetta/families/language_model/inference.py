@@ -1,23 +1,24 @@
-"""The Python API of language models: ``LanguageModel.load(path)``, then
-``score(text)`` or ``generate(prompt)``."""
+"""Scoring and generating text with a trained language model: what
+``rosetta.load`` returns for a run of ``task: lm``."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
-from rosetta import checkpoint as ckpt
-from rosetta.config import Config, LanguageModelConfig, config_from_dict
 from rosetta.data.text import decode_text, encode_text
-from rosetta.data.tokenizer import CharacterTokenizer, Tokenizer, TokenizerPair
+from rosetta.data.tokenizer import CharacterTokenizer, Tokenizer
 from rosetta.data.vocab import UNK_ID
-from rosetta.devices import pick_device
 from rosetta.errors import RosettaError
-from rosetta.evaluate.perplexity import TextScore, score_text
+from rosetta.families.language_model.config import LanguageModelConfig
+from rosetta.families.language_model.model import MemoryTransformerLM
+from rosetta.families.language_model.scoring import TextScore, score_text
 from rosetta.limits import Count, Seed, Size, Temperature, check
-from rosetta.models.build import build_language_model
-from rosetta.models.language_model import MemoryTransformerLM
+from rosetta.models.trained import Trained
+
+if TYPE_CHECKING:
+    pass
 
 
 class LanguageModel:
@@ -25,44 +26,17 @@ class LanguageModel:
 
     Example::
 
-        lm = LanguageModel.load("runs/tinyshakespeare-char-xl")
+        lm = rosetta.load("runs/tinyshakespeare-char-xl")
         lm.score(open("valid.txt").read()).loss     # nats per token
         lm.generate("ROMEO:", tokens=200, top_k=20, seed=1)
     """
 
-    def __init__(
-        self,
-        model: MemoryTransformerLM,
-        tokenizer: Tokenizer,
-        config: Config,
-        device: torch.device,
-    ):
-        assert isinstance(config.model, LanguageModelConfig)
-        self.model = model.to(device).eval()
-        self.tokenizer, self.config, self.device = tokenizer, config, device
-        self.lm: LanguageModelConfig = config.model
-
-    @classmethod
-    def load(
-        cls,
-        path: str | Path,
-        device: str | torch.device | None = None,
-        which: str = "best",
-    ) -> LanguageModel:
-        """Load a run folder (its best checkpoint) or one checkpoint folder."""
-        folder = ckpt.resolve_checkpoint(Path(path), which)
-        meta = ckpt.read_meta(folder)
-        config = config_from_dict(meta["config"], str(folder / ckpt.META_FILE))
-        if not isinstance(config.model, LanguageModelConfig):
-            raise RosettaError(
-                f"{folder}: a translation model, not a language model; "
-                "use rosetta translate"
-            )
-        tokenizer = TokenizerPair.from_dict(meta["tokenizers"]).tgt
-        model = build_language_model(config.model, len(tokenizer))
-        device = pick_device(device)
-        ckpt.load_weights(folder, model, device)
-        return cls(model, tokenizer, config, device)
+    def __init__(self, trained: Trained):
+        """``trained.tokenizers.tgt`` is the language model's tokenizer."""
+        self.model: MemoryTransformerLM = trained.model.to(trained.device).eval()  # type: ignore[assignment]
+        self.tokenizer: Tokenizer = trained.tokenizers.tgt
+        self.config, self.device = trained.config, trained.device
+        self.lm: LanguageModelConfig = trained.config.model  # type: ignore[assignment]
 
     @property
     def reads_characters(self) -> bool:
@@ -76,8 +50,9 @@ class LanguageModel:
         progress: bool = False,
     ) -> TextScore:
         """Loss, perplexity and bits per token of ``text`` (see
-        ``rosetta.evaluate.perplexity``), read with ``memory_length`` positions
-        of memory per layer (default: the configuration's evaluation memory)."""
+        ``rosetta.families.language_model.scoring``), read with
+        ``memory_length`` positions of memory per layer (default: the
+        configuration's evaluation memory)."""
         ids = encode_text(self.tokenizer, text)
         if len(ids) < 2 * streams:
             raise RosettaError(

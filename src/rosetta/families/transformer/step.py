@@ -15,7 +15,7 @@ short of:
 - no module calls and no dropout (inference), the residual added in place;
 - the new position's keys and values are written into the state's
   ``KeyValueCache`` in place, not concatenated to the earlier ones
-  (``rosetta.models.kv_cache``);
+  (``rosetta.families.transformer.kv_cache``);
 - under autocast (``--precision bf16``) the weights are packed in autocast's
   dtype once, where autocast would convert every weight at every product
   (the vocabulary's 8 MB too); the residual stream and the norms stay
@@ -25,7 +25,7 @@ Why each choice pays, measured, is on the performance page (docs/performance.md,
 "Design choices measured").
 
 ``pack_decoder`` builds the packed weights from a decoder's layers;
-``rosetta.models.packed.pack_for_inference`` is the transform that callers
+``rosetta.families.transformer.packed.pack_for_inference`` is the transform that callers
 apply to a whole model to decode with them.
 """
 
@@ -37,7 +37,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from rosetta.models.kv_cache import KeyValue, KeyValueCache
+from rosetta.families.transformer.kv_cache import KeyValue, KeyValueCache
 from rosetta.nn.attention import MultiHeadAttention
 
 

@@ -21,8 +21,8 @@ import torch
 
 from rosetta.data.batching import pad
 from rosetta.data.vocab import BOS_ID, EOS_ID, PAD_ID
+from rosetta.families.nat.model import NonAutoregressiveTransformer
 from rosetta.models.interface import EncoderDecoder
-from rosetta.models.nat import NonAutoregressiveTransformer
 
 
 @dataclass

@@ -35,11 +35,11 @@ import math
 import torch
 from torch import nn
 
-from rosetta.models.transformer import (
+from rosetta.families.transformer.layers import (
     TransformerEmbedding,
-    TransformerEncoder,
     TransformerEncoderLayer,
 )
+from rosetta.families.transformer.model import TransformerEncoder
 from rosetta.nn import MultiHeadAttention, PositionwiseFeedForward, ResidualNorm
 from rosetta.nn.dropout import Dropout
 
@@ -147,7 +147,7 @@ class NonAutoregressiveTransformer(nn.Module):
     the target those fertilities make, (n, T, d), its mask (n, T), and the
     fertility logits (n, S, F+1); ``output_proj`` maps features to logits.
     In training the fertilities are the reference ones (from alignments);
-    in search, predicted or sampled ones (``rosetta.decode.nat``).
+    in search, predicted or sampled ones (``rosetta.families.nat.search``).
     """
 
     def __init__(

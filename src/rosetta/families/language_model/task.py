@@ -12,20 +12,24 @@ continues with the memory an uninterrupted run would have had.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import torch
 
-from rosetta.config import Config, LanguageModelConfig
 from rosetta.data.text import TokenStreams
 from rosetta.data.tokenizer import CharacterTokenizer, TokenizerPair
 from rosetta.data.vocab import PAD_ID
 from rosetta.errors import RosettaError
-from rosetta.evaluate.perplexity import score_text
-from rosetta.models.language_model import Memory, MemoryTransformerLM
+from rosetta.families.language_model.config import LanguageModelConfig
+from rosetta.families.language_model.model import Memory, MemoryTransformerLM
+from rosetta.families.language_model.scoring import score_text
 from rosetta.precision import autocast
 from rosetta.train.loss import projected_label_smoothed_cross_entropy
+
+if TYPE_CHECKING:
+    from rosetta.config.schema import Config
+    from rosetta.families.family import TrainingSetup
 
 
 class Segment(NamedTuple):
@@ -54,8 +58,8 @@ class LanguageModelTask:
         rank: int = 0,
         world_size: int = 1,
     ):
-        assert isinstance(config.model, LanguageModelConfig)
-        self.config, self.cfg, self.lm = config, config.train, config.model
+        self.config, self.cfg = config, config.train
+        self.lm: LanguageModelConfig = config.model  # type: ignore[assignment]
         self.model, self.tokenizers, self.device = model, tokenizers, device
         self.train_ids, self.valid_ids = train, valid
         self.rank = rank
@@ -159,3 +163,18 @@ class LanguageModelTask:
             if key.startswith("memory.")
         )
         self.memory = [value.to(self.device) for _, value in layers] or None
+
+
+def lm_training(setup: TrainingSetup) -> LanguageModelTask:
+    """The language model's task, from its prepared text (``PreparedText``)."""
+    data = setup.data
+    return LanguageModelTask(
+        setup.config,
+        setup.model,  # type: ignore[arg-type]
+        data.tokenizers,
+        data.train,
+        data.valid,
+        setup.device,
+        setup.rank,
+        setup.world_size,
+    )

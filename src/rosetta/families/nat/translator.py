@@ -1,31 +1,37 @@
 """Translating with a non-autoregressive model (``model.arch: nat``).
 
-``NATTranslator`` is what ``Translator.load`` returns for such a run: the
+``NATTranslator`` is what ``rosetta.load`` returns for such a run: the
 same text-in, text-out interface, decoding every sentence in one pass
-(``rosetta.decode.nat``). With ``npd`` samples and an autoregressive
+(``rosetta.families.nat.search``). With ``npd`` samples and an autoregressive
 ``teacher`` it decodes that many fertility sequences per sentence and keeps
 the candidate the teacher scores best (noisy parallel decoding).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
-from rosetta.config import Config
 from rosetta.data.batching import pad
-from rosetta.data.tokenizer import TokenizerPair
 from rosetta.data.vocab import EOS, EOS_ID, PAD_ID
 from rosetta.decode.batched import Workers
 from rosetta.decode.beam import normalized_score
 from rosetta.decode.greedy import max_lengths
-from rosetta.decode.nat import NATCandidate, nat_candidates, teacher_log_probabilities
 from rosetta.decode.options import SearchOptions
 from rosetta.errors import RosettaError
-from rosetta.models.nat import NonAutoregressiveTransformer
+from rosetta.families.nat.model import NonAutoregressiveTransformer
+from rosetta.families.nat.search import (
+    NATCandidate,
+    nat_candidates,
+    teacher_log_probabilities,
+)
+from rosetta.models.trained import Trained
 from rosetta.precision import Precision, autocast, check_precision
 from rosetta.translation import TextTranslator, Translation
+
+if TYPE_CHECKING:
+    from rosetta.config.schema import Config
 
 
 def check_same_languages(student: Config, teacher: Config) -> None:
@@ -50,18 +56,17 @@ class NATTranslator(TextTranslator):
     """
 
     engine = "rosetta"
+    one_pass = True
 
     def __init__(
         self,
-        model: NonAutoregressiveTransformer,
-        tokenizers: TokenizerPair,
-        config: Config,
-        device: torch.device,
+        trained: Trained,
         precision: Precision = "fp32",
         *,
         teacher: TextTranslator | None = None,
         npd: int = 0,
     ):
+        config, device = trained.config, trained.device
         check_precision(device, precision)
         if precision == "int8":
             raise RosettaError("a NAT model decodes in fp32 or bf16, not int8")
@@ -76,11 +81,10 @@ class NATTranslator(TextTranslator):
             raise RosettaError("the teacher must be a Rosetta (PyTorch) model")
         if teacher is not None:
             check_same_languages(config, teacher.config)
-        self.model = model.to(device).eval()
-        self.tokenizers = tokenizers
-        self.config = config
-        self.device = device
-        self.precision = precision
+        self.trained = trained
+        self.model: NonAutoregressiveTransformer = trained.model.to(device).eval()  # type: ignore[assignment]
+        self.tokenizers, self.config = trained.tokenizers, config
+        self.device, self.precision = device, precision
         self.teacher = teacher
         self.npd = npd
 
@@ -88,37 +92,16 @@ class NATTranslator(TextTranslator):
     def parameter_count(self) -> int:
         return sum(p.numel() for p in self.model.parameters())
 
-    @classmethod
-    def load(
-        cls,
-        path: str | Path,
-        device: str | torch.device | None = None,
-        which: str = "best",
-        precision: Precision = "fp32",
-        *,
-        teacher: TextTranslator | None = None,
-        npd: int = 0,
-    ) -> NATTranslator:
-        """Load a NAT run folder (its best checkpoint) or checkpoint folder,
-        as ``Translator.load`` does, with a teacher for ``npd``."""
-        from rosetta.translator import Translator  # it returns this class
-
-        loaded = Translator.load(path, device, which, precision)
-        if not isinstance(loaded, NATTranslator):
-            raise RosettaError(f"{path}: not a NAT model ({loaded.config.model.arch})")
-        return loaded.with_teacher(teacher, npd)
+    def rescored_by(self, teacher: TextTranslator, samples: int) -> NATTranslator:
+        """This model decoding with ``samples`` fertility sequences per
+        sentence rescored by ``teacher`` (noisy parallel decoding)."""
+        if teacher.one_pass:
+            raise RosettaError("the teacher must be autoregressive")
+        return self.with_teacher(teacher, samples)
 
     def with_teacher(self, teacher: TextTranslator | None, npd: int) -> NATTranslator:
         """This model decoding with ``npd`` samples rescored by ``teacher``."""
-        return NATTranslator(
-            self.model,
-            self.tokenizers,
-            self.config,
-            self.device,
-            self.precision,
-            teacher=teacher,
-            npd=npd,
-        )
+        return NATTranslator(self.trained, self.precision, teacher=teacher, npd=npd)
 
     @torch.no_grad()
     def translate_ids(

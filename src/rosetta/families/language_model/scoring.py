@@ -20,7 +20,7 @@ from torch.nn import functional as F
 from tqdm import tqdm
 
 from rosetta.data.text import TokenStreams
-from rosetta.models.language_model import MemoryTransformerLM
+from rosetta.families.language_model.model import MemoryTransformerLM
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,145 @@
+"""Reading a configuration: YAML in, a validated ``Config`` out, with
+``--set KEY=VALUE`` overrides applied to the raw YAML before validation (so
+they are checked the same way), and errors that name every bad key where it
+was set, with a did-you-mean.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from rosetta.config.schema import ARCHS, Config
+from rosetta.config.sections import (
+    CorpusFiles,
+    DataConfig,
+    DecodeConfig,
+    EarlyStopping,
+    TokenizerConfig,
+    TrainConfig,
+)
+from rosetta.errors import RosettaError
+from rosetta.families import FAMILIES
+from rosetta.yaml_file import read_yaml
+
+
+def apply_override(raw: dict[str, Any], assignment: str) -> str:
+    """Apply ``section.key=value`` (value parsed as YAML) to a raw config dict;
+    returns the dotted key."""
+    if "=" not in assignment:
+        raise RosettaError(f"--set {assignment!r}: expected KEY=VALUE")
+    dotted, value_text = assignment.split("=", 1)
+    keys = dotted.strip().split(".")
+    node = raw
+    for key in keys[:-1]:
+        child = node.setdefault(key, {})
+        if not isinstance(child, dict):
+            raise RosettaError(f"--set {dotted}: '{key}' is not a section")
+        node = child
+    node[keys[-1]] = yaml.safe_load(value_text)
+    return ".".join(keys)
+
+
+def _resolve_paths(raw: dict[str, Any], base: Path) -> None:
+    """Make data paths relative to the config file's folder, not the cwd."""
+    data = raw.get("data")
+    if not isinstance(data, dict):
+        return
+    for split in ("train", "valid", "test"):
+        files = data.get(split)
+        if isinstance(files, dict):
+            for key in ("src", "tgt", "tsv", "text"):
+                if isinstance(files.get(key), str):
+                    files[key] = str((base / files[key]).resolve())
+
+
+def _family_config(arch: str | None) -> type[BaseModel]:
+    named = [f.config for f in FAMILIES if f.arch == (arch or ARCHS[0])]
+    return named[0] if named else FAMILIES[0].config
+
+
+def _section(location: list[Any], arch: str | None) -> type[BaseModel] | None:
+    """The config class that holds the key at ``location`` (a key path)."""
+    sections: dict[str, type[BaseModel]] = {
+        "": Config,
+        "data": DataConfig,
+        "data.train": CorpusFiles,
+        "data.valid": CorpusFiles,
+        "data.test": CorpusFiles,
+        "tokenizer": TokenizerConfig,
+        "model": _family_config(arch),
+        "train": TrainConfig,
+        "train.early_stopping": EarlyStopping,
+        "decode": DecodeConfig,
+    }
+    return sections.get(".".join(str(part) for part in location[:-1]))
+
+
+def _did_you_mean(location: list[Any], arch: str | None) -> str:
+    section = _section(location, arch)
+    if section is None:
+        return ""
+    key = str(location[-1])
+    for family in FAMILIES:
+        if arch and family.arch != arch and key in family.config.model_fields:
+            return f"; it is a key of arch '{family.arch}'"
+    close = difflib.get_close_matches(key, list(section.model_fields), cutoff=0.5)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
+def format_validation_error(
+    error: ValidationError, source: str, overridden: frozenset[str] = frozenset()
+) -> str:
+    """One line per problem, each key named where it was set: in ``source``
+    or by ``--set`` (the dotted keys in ``overridden``)."""
+    problems = []
+    for item in error.errors():
+        location = list(item["loc"])
+        arch = None
+        if location[:1] == ["model"] and location[1:2] and location[1] in ARCHS:
+            arch = location.pop(1)  # the family's tag, not a key
+        key = ".".join(str(part) for part in location) or "(top level)"
+        message = item["msg"]
+        if item["type"] == "extra_forbidden":
+            message = "unknown key" + (f" for arch '{arch}'" if arch else "")
+            message += _did_you_mean(location, arch)
+        by_set = any(o == key or o.startswith(f"{key}.") for o in overridden)
+        where = "--set " if by_set else ""
+        problems.append((where, f"  {where}{key}: {message}"))
+    from_file = any(not where for where, _ in problems)
+    header = f"{source}: invalid configuration" if from_file else "invalid --set"
+    return "\n".join([header, *(line for _, line in problems)])
+
+
+def config_from_dict(
+    raw: dict[str, Any],
+    source: str = "config",
+    overridden: frozenset[str] = frozenset(),
+) -> Config:
+    try:
+        return Config.model_validate(raw)
+    except ValidationError as error:
+        message = format_validation_error(error, source, overridden)
+        raise RosettaError(message) from None
+
+
+def load_config(path: str | Path, overrides: list[str] | None = None) -> Config:
+    """Read a YAML config, apply ``KEY=VALUE`` overrides and validate it."""
+    path = Path(path)
+    raw = read_yaml(path)
+    if not isinstance(raw, dict):
+        raise RosettaError(f"{path}: the top level must be a mapping of sections")
+    overridden = set()
+    for assignment in overrides or []:
+        overridden.add(apply_override(raw, assignment))
+    _resolve_paths(raw, path.parent)
+    return config_from_dict(raw, str(path), frozenset(overridden))
+
+
+def config_to_dict(config: Config) -> dict[str, Any]:
+    """A JSON-ready dict (paths as strings) that ``config_from_dict`` reads back."""
+    return config.model_dump(mode="json")

@@ -1,0 +1,229 @@
+"""The configuration's sections that do not depend on the model family:
+data, tokenizer, training, decoding, and the base every family's ``model``
+section extends (``ModelSection``).
+
+Every section is a pydantic model that forbids unknown keys, so a typo such as
+``modle.layers`` or ``train.lrate`` is an error naming the key, never a silently
+ignored setting.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar, Literal, get_args
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from rosetta.limits import LengthOffset, LengthRatio, Seed
+
+
+class Section(BaseModel):
+    # inf and nan are no setting; neither is true for a number (pydantic
+    # would read it as 1)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_for_a_number(cls, value: Any, info: ValidationInfo) -> Any:
+        annotation = cls.model_fields[info.field_name].annotation
+        numeric = {int, float} & {annotation, *get_args(annotation)}
+        if isinstance(value, bool) and numeric:
+            raise ValueError(f"a number is expected, not {str(value).lower()}")
+        return value
+
+
+class CorpusFiles(Section):
+    """One parallel corpus: two aligned files, or one TSV (source, target, ...);
+    or, for a language model (``task: lm``), one long text."""
+
+    src: Path | None = Field(None, description="source side, one sentence per line")
+    tgt: Path | None = Field(None, description="target side, line by line with src")
+    tsv: Path | None = Field(
+        None,
+        description="or one file: source TAB target per line (extra columns ignored)",
+    )
+    text: Path | None = Field(
+        None, description="task lm: one long text, read whole (gzip if .gz)"
+    )
+
+    @model_validator(mode="after")
+    def _one_layout(self) -> CorpusFiles:
+        two_files = self.src is not None and self.tgt is not None
+        layouts = two_files + (self.tsv is not None) + (self.text is not None)
+        if layouts != 1 or (self.src is None) != (self.tgt is None):
+            raise ValueError(
+                "give either both 'src' and 'tgt', or 'tsv' alone, or 'text' alone"
+            )
+        return self
+
+
+class DataConfig(Section):
+    train: CorpusFiles = Field(description="the training corpus")
+    valid: CorpusFiles | None = Field(
+        None,
+        description="validation corpus: loss and BLEU at every validation, the "
+        "best checkpoint and early stopping; without it training keeps the latest",
+    )
+    test: CorpusFiles | None = Field(
+        None, description="test corpus, scored by benchmarks and the demo"
+    )
+    src_lang: str = Field(
+        "src", description="source language code, for names and output"
+    )
+    tgt_lang: str = Field(
+        "tgt", description="target language code, for names and output"
+    )
+    max_len: int = Field(128, gt=0, description="pairs longer (in tokens) are dropped")
+
+
+class TokenizerConfig(Section):
+    kind: Literal["sentencepiece", "word", "char"] = Field(
+        "sentencepiece",
+        description="subword pieces learned by SentencePiece, words, or "
+        "characters (one token each)",
+    )
+    model_type: Literal["unigram", "bpe"] = Field(
+        "unigram", description="sentencepiece: the unigram language model or BPE"
+    )
+    vocab_size: int = Field(
+        8000, gt=4, description="pieces (or most frequent words) per vocabulary"
+    )
+    joint: bool = Field(True, description="one vocabulary learned from both languages")
+    min_freq: int = Field(1, ge=1, description="word tokenizer: rarer words -> <unk>")
+    character_coverage: float = Field(
+        1.0,
+        gt=0.0,
+        le=1.0,
+        description="sentencepiece: share of characters covered; rarer ones -> <unk>",
+    )
+
+
+class ModelSection(Section):
+    """What every family's ``model`` section has: ``arch``, its name, and
+    what the rest of Rosetta asks of the configuration."""
+
+    TASK: ClassVar[Literal["translate", "lm"]] = "translate"  # what it learns
+
+    arch: str = Field(description="the model family")  # each family's own name
+
+    @property
+    def position_limit(self) -> int | None:
+        """The longest sequence the model can encode or decode, if any."""
+        return None
+
+    @property
+    def shares_embeddings(self) -> bool:
+        """Whether source and target share one embedding (a joint vocabulary)."""
+        return False
+
+
+class EncoderDecoderSection(ModelSection):
+    """What every encoder-decoder family reads: ``encoder_layers``,
+    ``decoder_layers``, ``d_model`` (the embedding width), ``dropout``,
+    ``share_embeddings``, ``tie_output``."""
+
+    encoder_layers: int = Field(3, gt=0, description="stacked encoder layers")
+    decoder_layers: int = Field(3, gt=0, description="stacked decoder layers")
+    d_model: int = Field(
+        256, gt=0, description="embedding width (and the Transformer's model width)"
+    )
+    dropout: float = Field(0.1, ge=0.0, lt=1.0, description="dropout probability")
+    share_embeddings: bool = Field(
+        True, description="one embedding for both languages (needs tokenizer.joint)"
+    )
+    tie_output: bool = Field(
+        True, description="the output projection reuses the target embedding"
+    )
+
+    @property
+    def shares_embeddings(self) -> bool:
+        return self.share_embeddings
+
+
+class EarlyStopping(Section):
+    metric: Literal["bleu", "loss"] = Field(
+        "bleu", description="validation metric that picks the best checkpoint"
+    )
+    patience: int | None = Field(None, gt=0, description="validations without gain")
+
+
+class TrainConfig(Section):
+    seed: Seed = Field(1, description="seed of every random generator")
+    batch_tokens: int = Field(
+        4096, gt=0, description="padded tokens per batch (length-bucketed)"
+    )
+    update_freq: int = Field(
+        1, gt=0, description="batches per update: gradients accumulate over them"
+    )
+    lr: float = Field(
+        5e-4, gt=0.0, description="peak learning rate, reached at the warm-up's end"
+    )
+    warmup_steps: int = Field(
+        1000, ge=0, description="updates of linear warm-up from 0 to lr"
+    )
+    decay: Literal["inverse_sqrt", "constant"] = Field(
+        "inverse_sqrt",
+        description="after warm-up: lr·sqrt(warmup/step), or constant lr",
+    )
+    betas: tuple[float, float] = Field(
+        (0.9, 0.98), description="Adam's moving-average rates β1, β2"
+    )
+    eps: float = Field(1e-9, gt=0.0, description="Adam's ε")
+    weight_decay: float = Field(0.0, ge=0.0, description="AdamW's decoupled decay")
+    label_smoothing: float = Field(
+        0.1, ge=0.0, lt=1.0, description="share ε of the target spread evenly"
+    )
+    clip_norm: float | None = Field(
+        1.0, gt=0.0, description="largest gradient norm; null: no clipping"
+    )
+    max_epochs: int | None = Field(20, gt=0, description="stop after these epochs")
+    max_steps: int | None = Field(None, gt=0, description="stop after these updates")
+    max_minutes: float | None = Field(
+        None, gt=0.0, description="stop after this much training time"
+    )
+    validate_every: int = Field(
+        500, gt=0, description="updates between validations (and checkpoints)"
+    )
+    valid_bleu: bool = Field(
+        True, description="decode the validation set for BLEU (else loss only)"
+    )
+    early_stopping: EarlyStopping = Field(
+        EarlyStopping(), description="which metric is best, and patience"
+    )
+    keep_last: int = Field(2, gt=0, description="checkpoints kept besides the best one")
+    log_every: int = Field(50, gt=0, description="updates between log lines")
+    threads: int | None = Field(
+        None, gt=0, description="CPU threads; null: PyTorch's default"
+    )
+    device: Literal["auto", "cpu", "cuda"] = Field(
+        "auto", description="auto: a GPU when there is one"
+    )
+    deterministic: bool = Field(
+        True, description="deterministic kernels, so a resumed run repeats exactly"
+    )
+    flush_denormals: bool = Field(
+        True, description="treat denormal floats as zero on CPUs (speed)"
+    )
+    precision: Literal["fp32", "bf16", "fp16"] = Field(
+        "fp32",
+        description="bf16 / fp16: bfloat16 / float16 matrix products, fp16 with "
+        "loss scaling (see rosetta.precision)",
+    )
+
+
+class DecodeConfig(Section):
+    max_len_a: LengthRatio = Field(
+        1.5, description="longest output: a·(source length) + b tokens"
+    )
+    max_len_b: LengthOffset = Field(10, description="see max_len_a")
+    batch_size: int = Field(64, gt=0, description="sentences decoded together")
+    max_input_tokens: int = Field(
+        512, gt=0, description="longer inputs are truncated with a warning"
+    )

@@ -1,0 +1,72 @@
+"""What a model family is to the rest of Rosetta: one ``Family`` record.
+
+A family package (``rosetta.families.transformer``, ...) holds its ``model``
+section, its model, its builder, its training task and its inference object,
+and describes them in one ``FAMILY``; ``rosetta.families`` lists the
+families. Everything else (the configuration's ``model`` union, training,
+loading a run, the command line, the server, the docs) reads that list, so
+nothing outside a family asks which family it has.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import nn
+
+from rosetta.config.sections import ModelSection
+from rosetta.models.trained import Trained
+
+if TYPE_CHECKING:
+    from rosetta.config.schema import Config
+
+
+@dataclass(frozen=True)
+class TrainingSetup:
+    """What a family's training task is made from.
+
+    ``data`` is what the family's ``prepare`` returned; ``rank`` and
+    ``world_size`` say which of how many training processes this is; ``log``
+    prints (on the main process) or does nothing.
+    """
+
+    config: Config
+    model: nn.Module
+    data: Any
+    device: torch.device
+    run_dir: Path
+    rank: int
+    world_size: int
+    log: Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Family:
+    """One model family.
+
+    Attributes:
+        arch: the name ``model.arch`` gives it.
+        summary: what it is, in a few words (``rosetta --help``, the docs).
+        config: its ``model`` section, a ``ModelSection``.
+        build: ``(model section, source vocabulary size, target vocabulary
+            size) -> model``, freshly initialised.
+        prepare: ``(config, run folder, log) -> data``: tokenizers trained
+            or loaded, the corpus read and encoded.
+        training: ``(TrainingSetup) -> task``, what the trainer drives
+            (``rosetta.train.trainer.Task``).
+        inference: ``(Trained, precision, packed) -> inference object``: a
+            ``TextTranslator`` or a language model. ``packed=False`` decodes
+            through the layers only, not a family's fast path (comparison).
+    """
+
+    arch: str
+    summary: str
+    config: type[ModelSection]
+    build: Callable[[Any, int, int], nn.Module]
+    prepare: Callable[[Config, Path, Callable[[str], None]], Any]
+    training: Callable[[TrainingSetup], Any]
+    inference: Callable[[Trained, str, bool], Any]

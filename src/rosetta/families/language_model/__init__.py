@@ -1,0 +1,51 @@
+"""The Transformer-XL language model (``model.arch: transformer-xl``,
+``task: lm``): a decoder-only Transformer that reads a long text in
+segments, each attending to the states the previous ones left in memory."""
+
+from __future__ import annotations
+
+from rosetta.errors import RosettaError
+from rosetta.families.family import Family
+from rosetta.families.language_model.config import LanguageModelConfig
+from rosetta.families.language_model.inference import LanguageModel
+from rosetta.families.language_model.model import MemoryTransformerLM
+from rosetta.families.language_model.task import lm_training
+from rosetta.models.trained import Trained
+from rosetta.train.prepare import prepare_text
+
+
+def build(
+    config: LanguageModelConfig, src_vocab: int, tgt_vocab: int
+) -> MemoryTransformerLM:
+    """A language model reads and writes one vocabulary, the target's."""
+    return MemoryTransformerLM(
+        tgt_vocab,
+        layers=config.layers,
+        d_model=config.d_model,
+        heads=config.heads,
+        d_ff=config.d_ff,
+        dropout=config.dropout,
+        attention_dropout=config.attention_dropout,
+        norm_first=config.norm == "pre",
+        memory_length=config.memory_length,
+    )
+
+
+def language_model(
+    trained: Trained, precision: str, packed: bool = True
+) -> LanguageModel:
+    """Scores and generates in float32; ``packed`` changes nothing."""
+    if precision != "fp32":
+        raise RosettaError(f"a language model runs in fp32, not {precision}")
+    return LanguageModel(trained)
+
+
+FAMILY = Family(
+    arch="transformer-xl",
+    summary="the Transformer-XL language model (task: lm)",
+    config=LanguageModelConfig,
+    build=build,
+    prepare=prepare_text,
+    training=lm_training,
+    inference=language_model,
+)

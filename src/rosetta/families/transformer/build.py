@@ -1,0 +1,104 @@
+"""Assembling a Transformer from its sizes and position scheme."""
+
+from __future__ import annotations
+
+from torch import nn
+
+from rosetta.families.transformer.layers import (
+    TransformerDecoderLayer,
+    TransformerEmbedding,
+    TransformerEncoderLayer,
+)
+from rosetta.families.transformer.model import TransformerDecoder, TransformerEncoder
+from rosetta.families.transformer.positions import (
+    POSITIONS,
+    RandomPositionsTransformer,
+)
+from rosetta.models.interface import EncoderDecoder
+from rosetta.nn.linear_bias import LinearBiases
+
+
+def build_transformer(
+    src_vocab: int,
+    tgt_vocab: int,
+    *,
+    encoder_layers: int = 3,
+    decoder_layers: int = 3,
+    d_model: int = 256,
+    heads: int = 4,
+    d_ff: int = 1024,
+    dropout: float = 0.1,
+    attention_dropout: float = 0.0,
+    norm_first: bool = False,
+    share_embeddings: bool = False,
+    tie_output: bool = True,
+    max_positions: int = 1024,
+    positions: str = "sinusoidal",
+) -> EncoderDecoder:
+    """Assemble a Transformer; the sizes are those of ``ModelConfig``.
+
+    ``positions``: ``sinusoidal`` (added to both embeddings), ``relative``
+    (self-attention scores distances), ``randomized`` / ``shifted``
+    (sinusoids at random sorted / consecutive positions in training; see
+    ``RandomPositionsTransformer``), ``nope`` (sinusoids in the encoder,
+    none in the decoder) or ``alibi`` (no sinusoids; every attention
+    penalises distance, ``rosetta.nn.linear_bias``)."""
+    if share_embeddings and src_vocab != tgt_vocab:
+        raise ValueError("shared embeddings need one vocabulary for source and target")
+    if positions not in POSITIONS:
+        raise ValueError(f"positions {positions!r}: use one of {', '.join(POSITIONS)}")
+    relative = positions == "relative"
+    alibi = positions == "alibi"
+
+    def embedding(vocab: int) -> TransformerEmbedding:
+        return TransformerEmbedding(
+            vocab, d_model, max_positions, dropout, absolute=not (relative or alibi)
+        )
+
+    def biases(layers: int, both_ends: bool = False) -> LinearBiases | None:
+        return LinearBiases(layers, heads, both_ends) if alibi else None
+
+    def final_norm() -> nn.Module:
+        return nn.LayerNorm(d_model) if norm_first else nn.Identity()
+
+    layer_args = (
+        d_model,
+        heads,
+        d_ff,
+        dropout,
+        attention_dropout,
+        norm_first,
+        relative,
+    )
+    src_embedding = embedding(src_vocab)
+    tgt_embedding = src_embedding if share_embeddings else embedding(tgt_vocab)
+    if positions == "nope":  # the same tokens, no positions added
+        tgt_embedding = TransformerEmbedding(
+            tgt_vocab, d_model, max_positions, dropout, False, tgt_embedding.token
+        )
+    output_proj = nn.Linear(d_model, tgt_vocab, bias=False)
+    encoder = TransformerEncoder(
+        src_embedding,
+        [TransformerEncoderLayer(*layer_args) for _ in range(encoder_layers)],
+        final_norm(),
+        biases(encoder_layers),
+    )
+    decoder = TransformerDecoder(
+        tgt_embedding,
+        [TransformerDecoderLayer(*layer_args) for _ in range(decoder_layers)],
+        final_norm(),
+        biases(decoder_layers),
+        biases(decoder_layers, both_ends=True),
+    )
+    for module in [*encoder.layers.modules(), *decoder.layers.modules()]:
+        if isinstance(module, nn.Linear):
+            nn.init.xavier_uniform_(module.weight)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+    if tie_output:
+        output_proj.weight = tgt_embedding.token.weight
+    else:
+        nn.init.normal_(output_proj.weight, std=d_model**-0.5)
+    if positions in ("randomized", "shifted"):
+        return RandomPositionsTransformer(encoder, decoder, output_proj, positions)
+    return EncoderDecoder(encoder, decoder, output_proj)

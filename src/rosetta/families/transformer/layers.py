@@ -1,0 +1,170 @@
+"""The Transformer's pieces: the embedding, and the encoder and decoder layers."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from rosetta.families.transformer.kv_cache import KeyValue
+from rosetta.nn import (
+    MultiHeadAttention,
+    PositionwiseFeedForward,
+    ResidualNorm,
+    positional_encoding,
+)
+from rosetta.nn.dropout import Dropout
+from rosetta.nn.relative_attention import RelativeMultiHeadAttention
+
+
+class TransformerEmbedding(nn.Module):
+    """Token embedding scaled by sqrt(d), plus sinusoidal positions, then dropout.
+
+    With ``absolute=False`` no positions are added: relative attention scores
+    the distances between positions instead, and a decoder without positions
+    learns where it is from its causal self-attention alone. ``token`` shares
+    an existing token embedding (one vocabulary, two position schemes)."""
+
+    def __init__(
+        self,
+        vocab_size: int,
+        d_model: int,
+        max_positions: int,
+        dropout: float,
+        absolute: bool = True,
+        token: nn.Embedding | None = None,
+    ):
+        super().__init__()
+        self.absolute = absolute
+        if token is None:
+            token = nn.Embedding(vocab_size, d_model)
+            nn.init.normal_(token.weight, std=d_model**-0.5)
+        self.token = token
+        self.scale = math.sqrt(d_model)
+        self.register_buffer(
+            "positions", positional_encoding(max_positions, d_model), persistent=False
+        )
+        self.dropout = Dropout(dropout)
+
+    def forward(
+        self,
+        tokens: torch.Tensor,
+        offset: int = 0,
+        positions: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """(n, L) ids -> (n, L, d); ``offset`` is the position of the first
+        token, or ``positions`` (n, L) gives every token's own."""
+        length = tokens.size(1)
+        if offset + length > self.positions.size(0):
+            raise ValueError(
+                f"sequence of {offset + length} tokens exceeds max_positions "
+                f"({self.positions.size(0)})"
+            )
+        x = self.token(tokens) * self.scale
+        if self.absolute:
+            if positions is None:
+                x = x + self.positions[offset : offset + length]
+            else:
+                x = x + self.positions[positions]
+        return self.dropout(x)
+
+
+def self_attention(
+    d_model: int, heads: int, dropout: float, relative: bool
+) -> MultiHeadAttention | RelativeMultiHeadAttention:
+    """Self-attention over absolute positions (added to the embeddings) or
+    scored by relative distance."""
+    if relative:
+        return RelativeMultiHeadAttention(d_model, heads, dropout)
+    return MultiHeadAttention(d_model, heads, dropout)
+
+
+class TransformerEncoderLayer(nn.Module):
+    """Self-attention then FFN, each wrapped in residual + LayerNorm."""
+
+    def __init__(
+        self,
+        d_model: int,
+        heads: int,
+        d_ff: int,
+        dropout: float = 0.1,
+        attention_dropout: float = 0.0,
+        norm_first: bool = False,
+        relative: bool = False,
+    ):
+        super().__init__()
+        self.self_attn = self_attention(d_model, heads, attention_dropout, relative)
+        self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout)
+        self.attn_res = ResidualNorm(d_model, dropout, norm_first)
+        self.ffn_res = ResidualNorm(d_model, dropout, norm_first)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """x (n, S, d), mask (n, 1, 1, S) -> (n, S, d)."""
+        h = self.attn_res.before(x)
+        x = self.attn_res.after(x, self.self_attn(h, h, h, mask)[0])
+        return self.ffn_res.after(x, self.ffn(self.ffn_res.before(x)))
+
+
+class TransformerDecoderLayer(nn.Module):
+    """Masked self-attention, cross-attention over the memory, then FFN."""
+
+    def __init__(
+        self,
+        d_model: int,
+        heads: int,
+        d_ff: int,
+        dropout: float = 0.1,
+        attention_dropout: float = 0.0,
+        norm_first: bool = False,
+        relative: bool = False,
+    ):
+        super().__init__()
+        self.self_attn = self_attention(d_model, heads, attention_dropout, relative)
+        self.cross_attn = MultiHeadAttention(d_model, heads, attention_dropout)
+        self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout)
+        self.self_res = ResidualNorm(d_model, dropout, norm_first)
+        self.cross_res = ResidualNorm(d_model, dropout, norm_first)
+        self.ffn_res = ResidualNorm(d_model, dropout, norm_first)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        memory_kv: KeyValue,
+        src_mask: torch.Tensor,
+        self_mask: torch.Tensor | None,
+        cache: KeyValue | None = None,
+        need_weights: bool = False,
+        group: int = 1,
+    ) -> tuple[torch.Tensor, KeyValue, torch.Tensor | None]:
+        """x (n, t, d) new positions; ``cache`` holds keys/values of earlier ones.
+
+        ``memory_kv`` and ``src_mask`` have n / ``group`` rows: each run of
+        ``group`` consecutive rows of x (the beams of one sentence) shares one.
+        Returns the output (n, t, d), the keys/values of all positions so far,
+        and the cross-attention weights (n, heads, t, S) if ``need_weights``.
+        """
+        h = self.self_res.before(x)
+        k, v = self.self_attn.project_key_value(h, h)
+        if cache is not None:
+            k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
+        attn, _ = self.self_attn.attend(
+            self.self_attn.project_query(h), k, v, self_mask
+        )
+        x = self.self_res.after(x, attn)
+
+        h = self.cross_res.before(x)
+        q = self.cross_attn.project_query(h)  # (n, heads, t, d_k)
+        n, heads, t, d_k = q.shape
+        if group > 1:  # a sentence's beams are its queries: (n/g, heads, g*t, d_k)
+            q = q.view(n // group, group, heads, t, d_k).transpose(1, 2)
+            q = q.reshape(n // group, heads, group * t, d_k)
+        cross, weights = self.cross_attn.attend(q, *memory_kv, src_mask, need_weights)
+        if group > 1:  # back to one row per beam
+            cross = cross.reshape(n, t, -1)
+            if weights is not None:
+                weights = weights.view(n // group, heads, group, t, -1).transpose(1, 2)
+                weights = weights.reshape(n, heads, t, -1)
+        x = self.cross_res.after(x, cross)
+        x = self.ffn_res.after(x, self.ffn(self.ffn_res.before(x)))
+        return x, (k, v), weights

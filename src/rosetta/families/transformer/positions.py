@@ -1,0 +1,90 @@
+"""Where the Transformer's tokens are: the position schemes that ``model.positions``
+names, and the training-time draws of ``randomized`` and ``shifted``.
+
+``sinusoidal`` adds sinusoids of positions 0, 1, 2, ... to both embeddings
+(``TransformerEmbedding``); ``relative`` scores distances in self-attention
+instead (``rosetta.nn.relative_attention``); ``randomized`` and ``shifted``
+add sinusoids at positions drawn afresh for every sentence pair in training
+(``RandomPositionsTransformer``); ``nope`` adds them in the encoder only;
+``alibi`` adds none and subtracts a learned slope times the distance from
+every attention score (``rosetta.nn.linear_bias``).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from rosetta.models.interface import Decoder, Encoder, EncoderDecoder
+
+POSITIONS = ("sinusoidal", "relative", "randomized", "shifted", "nope", "alibi")
+
+
+def _check_fits(length: int, span: int) -> None:
+    if length > span:
+        raise ValueError(f"sequence of {length} tokens exceeds max_positions ({span})")
+
+
+def draw_positions(
+    rows: int, length: int, span: int, device: torch.device
+) -> torch.Tensor:
+    """(rows, length): for every row, ``length`` distinct positions drawn
+    uniformly from ``0 .. span-1`` and sorted (randomized positions)."""
+    _check_fits(length, span)
+    chosen = torch.rand(rows, span, device=device).topk(length, dim=1).indices
+    return chosen.sort(dim=1).values
+
+
+def draw_offsets(
+    rows: int, length: int, span: int, device: torch.device
+) -> torch.Tensor:
+    """(rows, length): for every row, ``k, k+1, ..., k+length-1`` with ``k``
+    drawn uniformly from ``0 .. span-length`` (shifted positions)."""
+    _check_fits(length, span)
+    start = torch.randint(0, span - length + 1, (rows, 1), device=device)
+    return start + torch.arange(length, device=device)
+
+
+class RandomPositionsTransformer(EncoderDecoder):
+    """A Transformer that, in training, places every sentence pair at random
+    positions of its table, ``0 .. max_positions-1``, so that every position
+    is trained and a sentence longer than any seen in training finds none
+    new. For a pair of ``S`` source and ``T`` target tokens, ``max(S, T)``
+    positions are drawn; the source takes the first ``S`` and the target the
+    first ``T``, so that source token ``i`` and target token ``i`` keep one
+    position, as they do with ``0, 1, 2, ...``.
+
+    ``draw``: ``randomized`` draws distinct positions anywhere in the table
+    and sorts them (``draw_positions``); ``shifted`` draws one start and
+    keeps the positions consecutive (``draw_offsets``). Outside training
+    (validation, search) positions are ``0, 1, 2, ...``: decoding is that of
+    the sinusoidal Transformer."""
+
+    def __init__(
+        self,
+        encoder: Encoder,
+        decoder: Decoder,
+        output_proj: nn.Module,
+        draw: str,
+    ):
+        super().__init__(encoder, decoder, output_proj)
+        self.draw = draw_positions if draw == "randomized" else draw_offsets
+
+    def forward(
+        self,
+        src: torch.Tensor,
+        src_mask: torch.Tensor,
+        tgt_in: torch.Tensor,
+        tgt_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        if not self.training:
+            return super().forward(src, src_mask, tgt_in, tgt_mask)
+        span = self.encoder.embedding.positions.size(0)
+        longest = max(src.size(1), tgt_in.size(1))
+        positions = self.draw(src.size(0), longest, span, src.device)
+        memory = self.encoder(src, src_mask, positions[:, : src.size(1)])
+        state = self.init_state(memory, src_mask)
+        features, _ = self.decoder(
+            tgt_in, state, tgt_mask, positions=positions[:, : tgt_in.size(1)]
+        )
+        return features

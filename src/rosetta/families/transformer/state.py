@@ -1,0 +1,64 @@
+"""The Transformer decoder's state between steps."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import torch
+
+from rosetta.families.transformer.kv_cache import KeyValue, KeyValueCache
+
+
+@dataclass
+class TransformerState:
+    """Decoding state: cross-attention keys/values of the memory (computed once),
+    self-attention keys/values of the tokens decoded so far, and their count.
+
+    The memory side is kept once per sentence: each run of ``group``
+    consecutive decoding rows (a sentence's beams) shares one row of
+    ``src_mask`` and ``memory_kv``, so reordering beams never copies it.
+    """
+
+    src_mask: torch.Tensor  # (m, 1, 1, S) bool, m = n / group
+    memory_kv: list[KeyValue]  # per layer, (m, heads, S, d_k) each
+    # None before the first token; the packed step (rosetta.families.transformer.packed)
+    # keeps a KeyValueCache, the layers' path per-layer (n, heads, t, d_k)
+    # pairs (either reads both)
+    self_kv: KeyValueCache | list[KeyValue] | None
+    length: int = 0
+    attention: torch.Tensor | None = None  # (n, t, layers, heads, S) if asked
+    group: int = 1  # decoding rows per memory row
+
+    def reorder(self, index: torch.Tensor) -> TransformerState:
+        """Row i of the result continues row ``index[i]``."""
+
+        def pick(kv: KeyValue, rows: torch.Tensor) -> KeyValue:
+            return kv[0].index_select(0, rows), kv[1].index_select(0, rows)
+
+        sentences = torch.div(index, self.group, rounding_mode="floor")
+        runs, counts = torch.unique_consecutive(sentences, return_counts=True)
+        group = int(counts[0]) if counts.numel() else 1
+        if not bool((counts == group).all()):  # uneven: one memory row per row
+            runs, group = sentences, 1
+        src_mask, memory_kv = self.src_mask, self.memory_kv
+        unchanged = runs.numel() == src_mask.size(0) and bool(
+            (runs == torch.arange(runs.numel(), device=runs.device)).all()
+        )
+        if not unchanged:
+            src_mask = src_mask.index_select(0, runs)
+            memory_kv = [pick(kv, runs) for kv in memory_kv]
+        self_kv = self.self_kv
+        if isinstance(self_kv, KeyValueCache):
+            self_kv = self_kv.reorder(index)
+        elif self_kv is not None:
+            self_kv = [pick(kv, index) for kv in self_kv]
+        return replace(
+            self,
+            src_mask=src_mask,
+            memory_kv=memory_kv,
+            self_kv=self_kv,
+            attention=None
+            if self.attention is None
+            else self.attention.index_select(0, index),
+            group=group,
+        )

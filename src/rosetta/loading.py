@@ -1,0 +1,90 @@
+"""One way in: ``rosetta.load(path)`` gives any trained model ready to use.
+
+A run folder (its best checkpoint) or a checkpoint folder gives its family's
+inference object: a ``Translator`` (Transformer, recurrent), a
+``NATTranslator`` (non-autoregressive; ``rescored_by(teacher, samples)`` for
+noisy parallel decoding) or a ``LanguageModel`` (Transformer-XL). With
+``engine="ctranslate2"`` a Transformer runs in CTranslate2 instead (a run is
+exported on first use; an exported folder loads as it is).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from rosetta.devices import parse_device, pick_device
+from rosetta.engines.ctranslate2 import CTranslate2Translator
+from rosetta.errors import RosettaError
+from rosetta.precision import Precision, check_precision
+from rosetta.restore import restore
+from rosetta.translation import TextTranslator
+
+if TYPE_CHECKING:
+    from rosetta.families.language_model.inference import LanguageModel
+
+ENGINES = ("rosetta", "ctranslate2")
+
+
+def load(
+    path: str | Path,
+    device: str | torch.device | None = None,
+    which: str = "best",
+    precision: Precision = "fp32",
+    *,
+    engine: str = "rosetta",
+    packed: bool = True,
+) -> Any:
+    """The trained model at ``path``, ready to translate or score.
+
+    Args:
+        path: a run folder (its ``which`` checkpoint, ``best`` or
+            ``latest``), a checkpoint folder, or (``engine="ctranslate2"``)
+            a CTranslate2 export.
+        device: ``cpu``, ``cuda`` or ``cuda:N``; default a GPU if there is one.
+        precision: ``fp32``, ``bf16``, ``fp16`` or ``int8`` (``rosetta.precision``).
+        engine: ``rosetta`` (PyTorch) or ``ctranslate2``.
+        packed: ``False`` decodes a Transformer through its layers rather
+            than its packed fast path (for comparison).
+    """
+    if engine not in ENGINES:
+        raise RosettaError(f"engine {engine!r}: use one of {', '.join(ENGINES)}")
+    if engine == "ctranslate2":
+        return CTranslate2Translator.load(path, device=device, precision=precision)
+    device = parse_device(device)
+    check_precision(device, precision)  # before a GPU is looked for
+    restored = restore(path, pick_device(device), which)
+    return restored.inference(precision, packed)
+
+
+def load_translator(
+    path: str | Path,
+    device: str | torch.device | None = None,
+    which: str = "best",
+    precision: Precision = "fp32",
+    *,
+    engine: str = "rosetta",
+    packed: bool = True,
+) -> TextTranslator:
+    """``load`` for a translation model; a language model is refused."""
+    loaded = load(path, device, which, precision, engine=engine, packed=packed)
+    if not isinstance(loaded, TextTranslator):
+        raise RosettaError(
+            f"{path}: a language model, not a translation model; use "
+            "rosetta perplexity or rosetta generate"
+        )
+    return loaded
+
+
+def load_language_model(
+    path: str | Path, device: str | torch.device | None = None, which: str = "best"
+) -> LanguageModel:
+    """``load`` for a language model; a translation model is refused."""
+    loaded = load(path, device, which)
+    if isinstance(loaded, TextTranslator):
+        raise RosettaError(
+            f"{path}: a translation model, not a language model; use rosetta translate"
+        )
+    return loaded

@@ -1,0 +1,47 @@
+"""A trained model rebuilt from its folder: configuration, tokenizers and
+weights, checked (``rosetta.checkpoint``), in the model of its family."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from rosetta import checkpoint as ckpt
+from rosetta.config.reading import config_from_dict
+from rosetta.config.schema import Config
+from rosetta.data.tokenizer import TokenizerPair
+from rosetta.families import Family, family_of
+from rosetta.models.trained import Trained
+
+
+@dataclass(frozen=True)
+class Restored:
+    """One checkpoint's model with what it was trained with."""
+
+    folder: Path  # the checkpoint folder
+    config: Config
+    tokenizers: TokenizerPair
+    model: nn.Module
+    family: Family
+
+    def inference(self, precision: str = "fp32", packed: bool = True) -> object:
+        """The family's inference object for this model (``Family.inference``)."""
+        device = next(self.model.parameters()).device
+        trained = Trained(self.model, self.tokenizers, self.config, device)
+        return self.family.inference(trained, precision, packed)
+
+
+def restore(path: str | Path, device: torch.device, which: str = "best") -> Restored:
+    """The model of a run folder (its ``which`` checkpoint: best or latest) or
+    of one checkpoint folder, its weights loaded onto ``device``."""
+    folder = ckpt.resolve_checkpoint(Path(path), which)
+    meta = ckpt.read_meta(folder)
+    config = config_from_dict(meta["config"], str(folder / ckpt.META_FILE))
+    tokenizers = TokenizerPair.from_dict(meta["tokenizers"])
+    family = family_of(config.model)
+    model = family.build(config.model, len(tokenizers.src), len(tokenizers.tgt))
+    ckpt.load_weights(folder, model, device)
+    return Restored(folder, config, tokenizers, model, family)
