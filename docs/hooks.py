@@ -9,29 +9,26 @@ from pydantic import BaseModel
 
 from rosetta.config import sections
 from rosetta.families import FAMILIES
+from rosetta.families.family import Family
 
 MARKER = "<!-- configuration reference -->"
 
-# (heading, class), in the order of a config file; one model section per family
-SECTIONS: list[tuple[str, type[BaseModel]]] = [
-    ("data", sections.DataConfig),
-    ("data.train, data.valid, data.test", sections.CorpusFiles),
-    ("tokenizer", sections.TokenizerConfig),
-    *(
-        (
-            f"model (arch: {family.arch}"
-            + (
-                f", task: {family.config.TASK})"
-                if family.config.TASK != "translate"
-                else ")"
-            ),
-            family.config,
-        )
-        for family in FAMILIES
-    ),
-    ("train", sections.TrainConfig),
-    ("train.early_stopping", sections.EarlyStopping),
-    ("decode", sections.DecodeConfig),
+
+def _model_heading(family: Family) -> str:
+    task = "" if family.config.TASK == "translate" else f", task: {family.config.TASK}"
+    return f"model (arch: {family.arch}{task})"
+
+
+# (heading, class, what it is), in the order of a config file; one model
+# section per family
+SECTIONS: list[tuple[str, type[BaseModel], str]] = [
+    ("data", sections.DataConfig, ""),
+    ("data.train, data.valid, data.test", sections.CorpusFiles, ""),
+    ("tokenizer", sections.TokenizerConfig, ""),
+    *((_model_heading(f), f.config, f.summary[0].upper() + f.summary[1:] + ".") for f in FAMILIES),
+    ("train", sections.TrainConfig, ""),
+    ("train.early_stopping", sections.EarlyStopping, ""),
+    ("decode", sections.DecodeConfig, ""),
 ]
 
 
@@ -65,8 +62,9 @@ def _allowed(field: Any) -> str:
 
 def reference() -> str:
     lines = []
-    for heading, section in SECTIONS:
-        lines += [f"## `{heading}`", "", "| key | default | values | meaning |"]
+    for heading, section, summary in SECTIONS:
+        lines += [f"## `{heading}`", ""] + ([summary, ""] if summary else [])
+        lines.append("| key | default | values | meaning |")
         lines.append("|---|---|---|---|")
         for name, field in section.model_fields.items():
             description = (field.description or "").replace("|", "\\|")

@@ -48,7 +48,7 @@ def test_every_family_trains_a_step_and_loads_through_rosetta_load(family, tmp_p
     setup = TrainingSetup(
         config, model, data, torch.device("cpu"), tmp_path / "prepared", 0, 1, print
     )
-    task = family.training(setup)
+    task = family.training_task(setup)
     batch, tokens = task.share(task.epoch_batches(0)[:1], 0, 1)[0]
     assert tokens > 0
     assert torch.isfinite(task.loss_sum(model, batch))

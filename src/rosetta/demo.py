@@ -169,7 +169,7 @@ def _time_updates(
         setup = TrainingSetup(
             config, model, training_data, device, Path(scratch), 0, 1, print
         )
-        task = family.training(setup)
+        task = family.training_task(setup)
         trainer = Trainer(config, Path(scratch), model, task, device)
         batches = task.epoch_batches(0)
         times = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -25,12 +26,12 @@ class Restored:
     config: Config
     tokenizers: TokenizerPair
     model: nn.Module
+    device: torch.device  # where the weights were loaded
     family: Family
 
-    def inference(self, precision: str = "fp32", packed: bool = True) -> object:
+    def inference(self, precision: str = "fp32", packed: bool = True) -> Any:
         """The family's inference object for this model (``Family.inference``)."""
-        device = next(self.model.parameters()).device
-        trained = Trained(self.model, self.tokenizers, self.config, device)
+        trained = Trained(self.model, self.tokenizers, self.config, self.device)
         return self.family.inference(trained, precision, packed)
 
 
@@ -44,4 +45,4 @@ def restore(path: str | Path, device: torch.device, which: str = "best") -> Rest
     family = family_of(config.model)
     model = family.build(config.model, len(tokenizers.src), len(tokenizers.tgt))
     ckpt.load_weights(folder, model, device)
-    return Restored(folder, config, tokenizers, model, family)
+    return Restored(folder, config, tokenizers, model, device, family)

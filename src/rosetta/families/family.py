@@ -50,14 +50,15 @@ class Family:
 
     Attributes:
         arch: the name ``model.arch`` gives it.
-        summary: what it is, in a few words (``rosetta --help``, the docs).
+        summary: what it is, in a few words (the configuration reference).
         config: its ``model`` section, a ``ModelSection``.
         build: ``(model section, source vocabulary size, target vocabulary
             size) -> model``, freshly initialised.
         prepare: ``(config, run folder, log) -> data``: tokenizers trained
             or loaded, the corpus read and encoded.
-        training: ``(TrainingSetup) -> task``, what the trainer drives
-            (``rosetta.train.trainer.Task``).
+        training: ``(TrainingSetup, inference) -> task``, what the trainer
+            drives (``rosetta.train.task.Task``); validation decodes with
+            ``inference``, the family's own (see ``training_task``).
         inference: ``(Trained, precision, packed) -> inference object``: a
             ``TextTranslator`` or a language model. ``packed=False`` decodes
             through the layers only, not a family's fast path (comparison).
@@ -68,5 +69,10 @@ class Family:
     config: type[ModelSection]
     build: Callable[[Any, int, int], nn.Module]
     prepare: Callable[[Config, Path, Callable[[str], None]], Any]
-    training: Callable[[TrainingSetup], Any]
+    training: Callable[[TrainingSetup, Callable[..., Any]], Any]
     inference: Callable[[Trained, str, bool], Any]
+
+    def training_task(self, setup: TrainingSetup) -> Any:
+        """The task that trains ``setup.model``, validated with this family's
+        inference object."""
+        return self.training(setup, self.inference)

@@ -159,4 +159,4 @@ def make_task(
     setup = TrainingSetup(
         config, model, data, device, run_dir, group.rank, group.world_size, log
     )
-    return model, family.training(setup)
+    return model, family.training_task(setup)

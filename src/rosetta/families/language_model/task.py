@@ -12,7 +12,8 @@ continues with the memory an uninterrupted run would have had.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import torch
@@ -165,8 +166,9 @@ class LanguageModelTask:
         self.memory = [value.to(self.device) for _, value in layers] or None
 
 
-def lm_training(setup: TrainingSetup) -> LanguageModelTask:
-    """The language model's task, from its prepared text (``PreparedText``)."""
+def lm_training(setup: TrainingSetup, scorer: Callable[..., Any]) -> LanguageModelTask:
+    """The language model's task, from its prepared text (``PreparedText``);
+    it validates by its own scoring, not through ``scorer``."""
     data = setup.data
     return LanguageModelTask(
         setup.config,

@@ -28,14 +28,13 @@ from rosetta.data.vocab import EOS_ID, PAD_ID
 from rosetta.errors import RosettaError
 from rosetta.families.nat.config import NATConfig
 from rosetta.families.nat.model import NonAutoregressiveTransformer
-from rosetta.families.nat.translator import NATTranslator
 from rosetta.models.trained import Trained
 from rosetta.precision import autocast
 from rosetta.train.loss import (
     label_smoothed_cross_entropy,
     projected_label_smoothed_cross_entropy,
 )
-from rosetta.train.translation_task import TranslationTask
+from rosetta.train.translation_task import MakeTranslator, TranslationTask
 from rosetta.train.validation import validation_bleu
 
 if TYPE_CHECKING:
@@ -78,6 +77,7 @@ class NATTask(TranslationTask):
         train, valid: the encoded pairs; those whose target is longer than
             ``max_fertility`` times the source are left out (counted).
         valid_pairs: the validation pairs as text, for BLEU.
+        translator: what validation translates with (``NATTranslator``).
     """
 
     def __init__(
@@ -90,6 +90,7 @@ class NATTask(TranslationTask):
         valid_pairs: list[tuple[str, str]],
         device: torch.device,
         run_dir: Path,
+        translator: MakeTranslator,
         log: Callable[[str], None] = print,
     ):
         self.model_cfg: NATConfig = config.model  # type: ignore[assignment]
@@ -116,7 +117,7 @@ class NATTask(TranslationTask):
             kept_valid,
             valid_pairs,
             device,
-            NATTranslator,
+            translator,
         )
         self.train_fertilities = fertilities[: len(kept_train)]
         self.valid_fertilities = fertilities[len(kept_train) :]
@@ -200,8 +201,9 @@ class NATTask(TranslationTask):
         return result
 
 
-def nat_training(setup: TrainingSetup) -> NATTask:
-    """The NAT's task, from its prepared data (``PreparedData``)."""
+def nat_training(setup: TrainingSetup, translator: MakeTranslator) -> NATTask:
+    """The NAT's task, from its prepared data (``PreparedData``), validated
+    with ``translator``."""
     data = setup.data
     return NATTask(
         setup.config,
@@ -212,5 +214,6 @@ def nat_training(setup: TrainingSetup) -> NATTask:
         data.valid_pairs,
         setup.device,
         setup.run_dir,
+        translator,
         setup.log,
     )

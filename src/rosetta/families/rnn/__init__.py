@@ -3,13 +3,13 @@ layers, with or without additive attention."""
 
 from __future__ import annotations
 
-from rosetta.families.family import Family, TrainingSetup
+from rosetta.families.family import Family
 from rosetta.families.rnn.config import RNNConfig
 from rosetta.families.rnn.model import build_rnn_seq2seq
 from rosetta.models.interface import EncoderDecoder
 from rosetta.models.trained import Trained
 from rosetta.train.prepare import prepare_data
-from rosetta.train.translation_task import TranslationTask, translation_training
+from rosetta.train.translation_task import translation_training
 from rosetta.translator import Translator
 
 
@@ -37,16 +37,12 @@ def translator(trained: Trained, precision: str, packed: bool = True) -> Transla
     return Translator(trained, precision)
 
 
-def training(setup: TrainingSetup) -> TranslationTask:
-    return translation_training(setup, translator)
-
-
 FAMILY = Family(
     arch="rnn",
     summary="recurrent encoder-decoders (GRU, LSTM, RNN; attention optional)",
     config=RNNConfig,
     build=build,
     prepare=prepare_data,
-    training=training,
+    training=translation_training,
     inference=translator,
 )

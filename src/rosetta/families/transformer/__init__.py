@@ -3,14 +3,14 @@ attention layers, with a choice of position schemes (``positions``)."""
 
 from __future__ import annotations
 
-from rosetta.families.family import Family, TrainingSetup
+from rosetta.families.family import Family
 from rosetta.families.transformer.build import build_transformer
 from rosetta.families.transformer.config import TransformerConfig
 from rosetta.families.transformer.packed import pack_for_inference
 from rosetta.models.interface import EncoderDecoder
 from rosetta.models.trained import Trained
 from rosetta.train.prepare import prepare_data
-from rosetta.train.translation_task import TranslationTask, translation_training
+from rosetta.train.translation_task import translation_training
 from rosetta.translator import Translator
 
 
@@ -26,16 +26,12 @@ def translator(trained: Trained, precision: str, packed: bool = True) -> Transla
     return Translator(trained, precision, pack_for_inference if packed else None)
 
 
-def training(setup: TrainingSetup) -> TranslationTask:
-    return translation_training(setup, translator)
-
-
 FAMILY = Family(
     arch="transformer",
     summary="the Transformer encoder-decoder",
     config=TransformerConfig,
     build=build,
     prepare=prepare_data,
-    training=training,
+    training=translation_training,
     inference=translator,
 )
