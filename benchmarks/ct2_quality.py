@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 
 from rosetta import SearchOptions
+from rosetta.ctranslate2.engine import CTranslate2Translator
 from rosetta.data.corpus import read_lines
-from rosetta.engines.ctranslate2 import CTranslate2Translator
 from rosetta.evaluate import chrf_score, sacrebleu_score
 from rosetta.loading import load_translator
 

@@ -34,14 +34,14 @@ import torch
 from peers import check_copy, to_marian
 from quality_multi30k import device_name
 from rosetta.config.reading import load_config
+from rosetta.ctranslate2.export import export_ctranslate2, import_ctranslate2
 from rosetta.data.corpus import read_corpus
 from rosetta.data.vocab import EOS, EOS_ID, PAD_ID
-from rosetta.decode.batched import decode_in_batches
-from rosetta.decode.options import SearchOptions
 from rosetta.evaluate import sacrebleu_score
-from rosetta.export.ctranslate2 import export_ctranslate2, import_ctranslate2
 from rosetta.loading import load_translator
-from rosetta.precision import PRECISIONS, autocast, quantize_int8
+from rosetta.runtime.precision import PRECISIONS, autocast, quantize_int8
+from rosetta.search.batched import decode_in_batches
+from rosetta.search.options import SearchOptions
 
 ALPHA = 0.75
 # One beam search in every engine: k live prefixes (Rosetta's refill=True), and

@@ -1,6 +1,6 @@
 """Copying, reversing and lengths never seen in training, measured.
 
-Writes every synthetic task (``rosetta.tasks``) with sources of lengths 1-40
+Writes every synthetic task (``rosetta.data.synthetic``) with sources of lengths 1-40
 for training, and test sets at 1-40, 41-80, 81-120 and 121-200; trains every
 model on every task with the same budget (updates of the same token batch),
 through the ordinary training run; decodes every test set greedily and
@@ -26,13 +26,13 @@ from pathlib import Path
 
 import yaml
 
-from rosetta.checkpoint import read_index, read_meta, resolve_checkpoint
 from rosetta.config.reading import load_config
 from rosetta.config.sections import CorpusFiles
 from rosetta.data.corpus import read_corpus
-from rosetta.decode.options import SearchOptions
+from rosetta.data.synthetic import ARITHMETIC, TASKS, TaskSpec, accuracy, write_task
 from rosetta.loading import load_translator
-from rosetta.tasks import ARITHMETIC, TASKS, TaskSpec, accuracy, write_task
+from rosetta.runs.checkpoint import read_index, read_meta, resolve_checkpoint
+from rosetta.search.options import SearchOptions
 from rosetta.train.run import run_training
 
 TRAIN_LENGTHS = (1, 40)

@@ -38,10 +38,10 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from rosetta import Translator
 from rosetta.data.corpus import read_parallel
-from rosetta.decode.options import SearchOptions
 from rosetta.evaluate import sacrebleu_score, tokenized_lowercase_bleu
 from rosetta.families.nat.translator import NATTranslator
 from rosetta.loading import load_translator
+from rosetta.search.options import SearchOptions
 from train_speed import matmul_ceiling
 
 GREEDY = SearchOptions()

@@ -33,11 +33,11 @@ from decode_speed import SEARCH, synchronize
 from quality_multi30k import device_name
 from rosetta.config.reading import load_config
 from rosetta.data.corpus import read_corpus
-from rosetta.decode.batched import decode_in_batches
-from rosetta.decode.options import SearchOptions
 from rosetta.families.transformer.packed import pack_for_inference
 from rosetta.loading import load_translator
-from rosetta.precision import autocast
+from rosetta.runtime.precision import autocast
+from rosetta.search.batched import decode_in_batches
+from rosetta.search.options import SearchOptions
 
 
 def main() -> None:

@@ -136,7 +136,7 @@ def marian_step(config, data, device: torch.device):
     from peers import marian_config
     from rosetta.data.batching import collate
     from rosetta.data.vocab import PAD_ID
-    from rosetta.precision import autocast
+    from rosetta.runtime.precision import autocast
     from rosetta.train.loss import label_smoothed_cross_entropy
     from rosetta.train.trainer import make_adam
 

@@ -19,13 +19,20 @@ def _model_heading(family: Family) -> str:
     return f"model (arch: {family.arch}{task})"
 
 
+def _sentence(text: str) -> str:
+    return text[0].upper() + text[1:] + "."
+
+
 # (heading, class, what it is), in the order of a config file; one model
 # section per family
 SECTIONS: list[tuple[str, type[BaseModel], str]] = [
     ("data", sections.DataConfig, ""),
     ("data.train, data.valid, data.test", sections.CorpusFiles, ""),
     ("tokenizer", sections.TokenizerConfig, ""),
-    *((_model_heading(f), f.config, f.summary[0].upper() + f.summary[1:] + ".") for f in FAMILIES),
+    *(
+        (_model_heading(f), f.config, f.summary[0].upper() + f.summary[1:] + ".")
+        for f in FAMILIES
+    ),
     ("train", sections.TrainConfig, ""),
     ("train.early_stopping", sections.EarlyStopping, ""),
     ("decode", sections.DecodeConfig, ""),

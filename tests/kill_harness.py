@@ -24,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-import rosetta.checkpoint as ckpt
+import rosetta.runs.checkpoint as ckpt
 import rosetta.train.trainer as trainer_module
 import rosetta.train.translation_task as task_module
 from rosetta.cli import main

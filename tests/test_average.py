@@ -4,9 +4,9 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from rosetta.checkpoint import MODEL_FILE, read_index
 from rosetta.cli import main
 from rosetta.loading import load_translator
+from rosetta.runs.checkpoint import MODEL_FILE, read_index
 
 
 def test_the_average_is_the_mean_of_the_weights_and_translates(toy_run, tmp_path):

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from rosetta.checkpoint import FORMAT_VERSION
 from rosetta.cli import main
-from rosetta.integrity import seal_meta
+from rosetta.runs.checkpoint import FORMAT_VERSION
+from rosetta.runs.integrity import seal_meta
 from rosetta.train.run import run_training
 from tests.toy import toy_config
 

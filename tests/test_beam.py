@@ -6,13 +6,13 @@ import random
 import pytest
 import torch
 
-from rosetta.decode import (
+from rosetta.search import (
     beam_search,
     exhaustive_search,
     greedy_search,
     normalized_score,
 )
-from rosetta.decode.options import SearchOptions
+from rosetta.search.options import SearchOptions
 from tests.fakes import BOS, EOS, TableModel, random_table, sequences_of
 
 TOKENS = [4, 5, 6]

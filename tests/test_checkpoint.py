@@ -4,10 +4,10 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file, save_model
 
-from rosetta import checkpoint as ckpt
 from rosetta.errors import RosettaError
 from rosetta.families import build_model
 from rosetta.families.transformer.build import build_transformer
+from rosetta.runs import checkpoint as ckpt
 from tests.toy import RNN_ATTENTION, toy_config
 
 CPU = torch.device("cpu")
@@ -129,7 +129,7 @@ def test_weights_of_another_model_are_a_clear_error(tmp_path):
 
 
 def test_the_chosen_checkpoint_says_why(tmp_path):
-    from rosetta.checkpoint import choose_checkpoint, write_json_atomic
+    from rosetta.runs.checkpoint import choose_checkpoint, write_json_atomic
 
     for name in ("checkpoint-0000010", "checkpoint-0000020"):
         (tmp_path / name).mkdir()

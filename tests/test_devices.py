@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from rosetta.devices import pick_device
 from rosetta.errors import RosettaError
+from rosetta.runtime.devices import pick_device
 
 
 def test_auto_picks_a_gpu_when_there_is_one_and_names_pass_through():

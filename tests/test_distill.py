@@ -5,10 +5,10 @@ import json
 import pytest
 
 from rosetta.cli import main
-from rosetta.decode.options import SearchOptions
 from rosetta.distill import distill, finished_lines, partial_paths
 from rosetta.errors import RosettaError
 from rosetta.loading import load_translator
+from rosetta.search.options import SearchOptions
 
 SOURCES = [
     "alpha beta",

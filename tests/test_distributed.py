@@ -16,9 +16,9 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from safetensors.torch import load_file
 
-from rosetta.checkpoint import read_index
 from rosetta.cli.train import end_worker
 from rosetta.families import build_model, family_of
+from rosetta.runs.checkpoint import read_index
 from rosetta.train.distributed import Group, leave
 from rosetta.train.prepare import prepare_data
 from rosetta.train.trainer import Trainer

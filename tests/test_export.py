@@ -10,11 +10,11 @@ import sys
 import pytest
 
 from rosetta import SearchOptions
-from rosetta.checkpoint import read_index
 from rosetta.cli import main
 from rosetta.data.vocab import EOS
 from rosetta.errors import RosettaError
 from rosetta.loading import load_translator
+from rosetta.runs.checkpoint import read_index
 from rosetta.train.run import run_training
 from tests.toy import RNN_ATTENTION, TRANSFORMER_RELATIVE, toy_config
 
@@ -132,7 +132,7 @@ def test_a_model_ctranslate2_cannot_run_is_a_clear_error(
 @pytest.fixture(scope="module")
 def engines(toy_run, tmp_path_factory):
     """Rosetta's translator and the CTranslate2 one, on the same checkpoint."""
-    from rosetta.engines.ctranslate2 import CTranslate2Translator
+    from rosetta.ctranslate2.engine import CTranslate2Translator
 
     run = toy_run("transformer")
     latest = run / read_index(run)["latest"]

@@ -10,8 +10,8 @@ import torch
 import rosetta
 from rosetta.families import FAMILIES, family_of
 from rosetta.families.family import TrainingSetup
+from rosetta.inference.text_translator import TextTranslator
 from rosetta.train.run import run_training
-from rosetta.translation import TextTranslator
 from tests.toy import NAT, RNN_ATTENTION, TRANSFORMER, toy_config, toy_lm_config
 
 MODELS = {"transformer": TRANSFORMER, "rnn": RNN_ATTENTION, "nat": NAT}

@@ -9,7 +9,7 @@ import shutil
 import pytest
 import torch
 
-import rosetta.checkpoint as ckpt
+import rosetta.runs.checkpoint as ckpt
 import rosetta.train.trainer as trainer_module
 import rosetta.train.translation_task as task_module
 from rosetta.errors import RosettaError

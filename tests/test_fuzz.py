@@ -52,7 +52,7 @@ ANY_NUMBER = st.one_of(
 )
 
 
-FLAG_NAMES = ("whole number", "number")  # what ``rosetta.limits.flag`` makes
+FLAG_NAMES = ("whole number", "number")  # what ``rosetta.runtime.limits.flag`` makes
 
 
 def numeric_options():

@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from rosetta.decode import greedy_search, max_lengths
 from rosetta.families.transformer.build import build_transformer
+from rosetta.search import greedy_search, max_lengths
 from tests.fakes import BOS, CONFIG_LIMIT, EOS, TableModel
 
 LIMIT = CONFIG_LIMIT

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from rosetta.checkpoint import choose_checkpoint, read_index, read_meta
 from rosetta.errors import RosettaError
-from rosetta.integrity import META_DIGEST, seal_meta
+from rosetta.runs.checkpoint import choose_checkpoint, read_index, read_meta
+from rosetta.runs.integrity import META_DIGEST, seal_meta
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from rosetta.checkpoint import read_index
+from rosetta.runs.checkpoint import read_index
 from tests.toy import RNN_ATTENTION, TRANSFORMER, toy_config
 
 ROOT = Path(__file__).resolve().parent.parent

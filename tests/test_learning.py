@@ -7,9 +7,9 @@ import torch
 
 from rosetta.data import Example, collate
 from rosetta.data.vocab import BOS_ID, EOS_ID, PAD_ID
-from rosetta.decode import greedy_search
 from rosetta.families.rnn.model import build_rnn_seq2seq
 from rosetta.families.transformer.build import build_transformer
+from rosetta.search import greedy_search
 from rosetta.train import label_smoothed_cross_entropy, learning_rate
 from tests.fakes import CONFIG_LIMIT
 

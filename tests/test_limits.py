@@ -9,9 +9,9 @@ import pytest
 
 from rosetta.cli import main
 from rosetta.config.reading import config_from_dict, config_to_dict
-from rosetta.decode.options import SearchOptions
 from rosetta.errors import RosettaError
-from rosetta.limits import Count, LengthRatio, Seed, check, flag
+from rosetta.runtime.limits import Count, LengthRatio, Seed, check, flag
+from rosetta.search.options import SearchOptions
 from rosetta.serve.schemas import TranslateRequest
 from tests.toy import toy_config
 

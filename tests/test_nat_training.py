@@ -63,7 +63,7 @@ def test_training_reports_the_bleu_a_fresh_load_gets(toy_run):
 def test_a_resumed_nat_run_ends_with_the_uninterrupted_weights(tmp_path):
     from safetensors.torch import load_file
 
-    from rosetta.checkpoint import resolve_checkpoint
+    from rosetta.runs.checkpoint import resolve_checkpoint
     from rosetta.train.run import run_training
 
     steps = ("train.max_epochs=null", "train.validate_every=10")
@@ -132,8 +132,8 @@ def test_noisy_parallel_decoding_keeps_the_candidate_the_teacher_scores_best(
 
 
 def test_noisy_parallel_decoding_needs_a_teacher_and_nat_search_no_beam(toy_run):
-    from rosetta.decode.options import SearchOptions
     from rosetta.errors import RosettaError
+    from rosetta.search.options import SearchOptions
 
     nat = load_translator(toy_run("nat"), device="cpu")
     with pytest.raises(RosettaError, match="teacher"):

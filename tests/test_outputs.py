@@ -11,7 +11,7 @@ import pytest
 
 from rosetta.cli import main
 from rosetta.errors import RosettaError
-from rosetta.outputs import (
+from rosetta.runtime.outputs import (
     atomic_file,
     atomic_folder,
     claim_file,

@@ -5,7 +5,6 @@ import pytest
 import torch
 
 from rosetta.cli import main
-from rosetta.decode.options import SearchOptions
 from rosetta.errors import RosettaError
 from rosetta.loading import load_translator
 from rosetta.plots import (
@@ -14,6 +13,7 @@ from rosetta.plots import (
     plot_learning_curves,
     plot_positional_encoding,
 )
+from rosetta.search.options import SearchOptions
 
 
 def check_image(path, min_width=300, min_height=200):

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from rosetta.decode import sampler
+from rosetta.search import sampler
 
 PROBS = [0.4, 0.3, 0.2, 0.1]
 

@@ -9,11 +9,11 @@ import torch
 
 from rosetta.data import Example, collate
 from rosetta.data.vocab import BOS_ID, EOS_ID
-from rosetta.decode import beam_search, greedy_search, sampler
-from rosetta.decode.batched import auto_workers
-from rosetta.decode.greedy import most_likely
-from rosetta.decode.options import SearchOptions
 from rosetta.loading import load_translator
+from rosetta.search import beam_search, greedy_search, sampler
+from rosetta.search.batched import auto_workers
+from rosetta.search.greedy import most_likely
+from rosetta.search.options import SearchOptions
 from rosetta.train.run import run_training
 from tests.fakes import CONFIG_LIMIT
 from tests.toy import (

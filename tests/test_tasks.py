@@ -9,9 +9,15 @@ import pytest
 from rosetta.cli import main
 from rosetta.config.sections import CorpusFiles
 from rosetta.data.corpus import read_corpus
+from rosetta.data.synthetic import (
+    TaskSpec,
+    draw_source,
+    parse_band,
+    target_of,
+    write_task,
+)
 from rosetta.errors import RosettaError
 from rosetta.loading import load_translator
-from rosetta.tasks import TaskSpec, draw_source, parse_band, target_of, write_task
 
 ALPHABET = list("abcdefghij")
 
@@ -130,7 +136,7 @@ def test_the_command_writes_the_files_it_lists(tmp_path, capsys):
 
 
 def test_accuracy_counts_whole_outputs_and_positions_over_the_longer():
-    from rosetta.tasks import accuracy
+    from rosetta.data.synthetic import accuracy
 
     score = accuracy(["a b c", "a b", "a x c d", ""], ["a b c", "a b c", "a b c", "a"])
     assert score.exact == 0.25
@@ -147,7 +153,7 @@ def test_a_tiny_transformer_trained_on_the_written_files_learns_to_copy(tmp_path
     import yaml
 
     from rosetta.config.reading import load_config
-    from rosetta.tasks import accuracy
+    from rosetta.data.synthetic import accuracy
     from rosetta.train.run import run_training
 
     # From length 2: the ten sources of length 1 all go to the test and

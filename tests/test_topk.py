@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from rosetta.decode.topk import BLOCK, argmax_rows, top_k_rows
+from rosetta.search.topk import BLOCK, argmax_rows, top_k_rows
 
 pytestmark = pytest.mark.reference
 

@@ -9,7 +9,7 @@ from rosetta.data.vocab import PAD_ID
 from rosetta.errors import RosettaError
 from rosetta.families import build_model, family_of
 from rosetta.loading import load_translator
-from rosetta.precision import autocast
+from rosetta.runtime.precision import autocast
 from rosetta.train.loss import label_smoothed_cross_entropy
 from rosetta.train.prepare import prepare_data
 from rosetta.train.run import run_training
@@ -204,7 +204,7 @@ def test_fp16_training_scales_the_loss_and_skips_overflowing_updates(tmp_path):
 
 
 def test_a_run_without_validation_says_so_and_its_latest_is_chosen(tmp_path, capsys):
-    from rosetta.checkpoint import choose_checkpoint
+    from rosetta.runs.checkpoint import choose_checkpoint
 
     config, _ = toy_config(
         tmp_path, "data.valid=null", "train.max_epochs=null", "train.max_steps=6"

@@ -14,7 +14,7 @@ from rosetta.families.transformer.step import (
     pack_linear,
     pack_vocabulary,
 )
-from rosetta.precision import quantize_int8
+from rosetta.runtime.precision import quantize_int8
 from tests.test_transformer import random_batch, tiny_model
 
 

@@ -4,13 +4,13 @@
 ``rosetta.load(path)`` gives a trained model ready to use (``rosetta.loading``).
 """
 
-from rosetta.decode.options import SearchOptions
 from rosetta.errors import RosettaError
 from rosetta.families.language_model.inference import LanguageModel
 from rosetta.families.nat.translator import NATTranslator
+from rosetta.inference.text_translator import TextTranslator, Translation
+from rosetta.inference.translator import Translator
 from rosetta.loading import load, load_language_model, load_translator
-from rosetta.translation import TextTranslator, Translation
-from rosetta.translator import Translator
+from rosetta.search.options import SearchOptions
 
 __version__ = "0.1.0"
 __all__ = [

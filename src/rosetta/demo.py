@@ -19,7 +19,6 @@ from pathlib import Path
 
 import torch
 
-from rosetta.checkpoint import INDEX_FILE
 from rosetta.cli import Parser
 from rosetta.config.reading import load_config
 from rosetta.config.schema import Config
@@ -29,6 +28,7 @@ from rosetta.evaluate.corpus import evaluate_all
 from rosetta.families import family_of
 from rosetta.families.family import TrainingSetup
 from rosetta.loading import load_translator
+from rosetta.runs.checkpoint import INDEX_FILE
 from rosetta.train.prepare import PreparedData, prepare_data
 from rosetta.train.run import (
     check_new_run_folder,

@@ -22,11 +22,11 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from rosetta.decode.batched import Workers
-from rosetta.decode.options import SearchOptions
 from rosetta.errors import RosettaError
-from rosetta.outputs import write_json_atomic
-from rosetta.translation import TextTranslator
+from rosetta.inference.text_translator import TextTranslator
+from rosetta.runtime.outputs import write_json_atomic
+from rosetta.search.batched import Workers
+from rosetta.search.options import SearchOptions
 
 
 def partial_paths(output: Path) -> tuple[Path, Path]:

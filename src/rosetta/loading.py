@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from rosetta.devices import parse_device, pick_device
-from rosetta.engines.ctranslate2 import CTranslate2Translator
+from rosetta.ctranslate2.engine import CTranslate2Translator
 from rosetta.errors import RosettaError
-from rosetta.precision import Precision, check_precision
-from rosetta.restore import restore
-from rosetta.translation import TextTranslator
+from rosetta.inference.text_translator import TextTranslator
+from rosetta.runs.restore import restore
+from rosetta.runtime.devices import parse_device, pick_device
+from rosetta.runtime.precision import Precision, check_precision
 
 if TYPE_CHECKING:
     from rosetta.families.language_model.inference import LanguageModel
@@ -44,7 +44,8 @@ def load(
             ``latest``), a checkpoint folder, or (``engine="ctranslate2"``)
             a CTranslate2 export.
         device: ``cpu``, ``cuda`` or ``cuda:N``; default a GPU if there is one.
-        precision: ``fp32``, ``bf16``, ``fp16`` or ``int8`` (``rosetta.precision``).
+        precision: ``fp32``, ``bf16``, ``fp16`` or ``int8``
+            (``rosetta.runtime.precision``).
         engine: ``rosetta`` (PyTorch) or ``ctranslate2``.
         packed: ``False`` decodes a Transformer through its layers rather
             than its packed fast path (for comparison).

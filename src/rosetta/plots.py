@@ -17,12 +17,12 @@ from matplotlib.figure import Figure
 from rosetta.data.vocab import EOS
 from rosetta.errors import RosettaError, where
 from rosetta.nn.positional import positional_encoding
-from rosetta.outputs import atomic_file
+from rosetta.runtime.outputs import atomic_file
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-    from rosetta.translation import Translation
+    from rosetta.inference.text_translator import Translation
 
 FORMATS = {".png", ".svg", ".pdf"}
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rosetta.average import average_run
 from rosetta.cli.common import add_overwrite_flag
-from rosetta.limits import Count, flag
+from rosetta.runs.average import average_run
+from rosetta.runtime.limits import Count, flag
 
 
 def cmd_average(args: argparse.Namespace) -> None:

@@ -7,15 +7,16 @@ import sys
 from dataclasses import fields
 from pathlib import Path
 
-from rosetta import checkpoint as ckpt
-from rosetta import limits, loading
+from rosetta import loading
+from rosetta.ctranslate2.export import ENGINE_FILE
 from rosetta.data.corpus import check_no_carriage_return, read_lines
-from rosetta.decode.options import KINDS, SearchOptions
 from rosetta.errors import RosettaError
-from rosetta.export.ctranslate2 import ENGINE_FILE
-from rosetta.limits import flag
-from rosetta.precision import PRECISIONS
-from rosetta.translation import TextTranslator
+from rosetta.inference.text_translator import TextTranslator
+from rosetta.runs import checkpoint as ckpt
+from rosetta.runtime import limits
+from rosetta.runtime.limits import flag
+from rosetta.runtime.precision import PRECISIONS
+from rosetta.search.options import KINDS, SearchOptions
 
 DEFAULT = SearchOptions()
 

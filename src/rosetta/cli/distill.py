@@ -8,7 +8,6 @@ import sys
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from rosetta import checkpoint as ckpt
 from rosetta.cli.common import (
     add_engine_flags,
     add_overwrite_flag,
@@ -17,14 +16,15 @@ from rosetta.cli.common import (
     search_options,
     workers_count,
 )
+from rosetta.ctranslate2.export import ENGINE_FILE
 from rosetta.data.corpus import read_lines
-from rosetta.decode.batched import check_workers
 from rosetta.distill import distill, partial_paths
 from rosetta.errors import RosettaError
-from rosetta.export.ctranslate2 import ENGINE_FILE
-from rosetta.integrity import META_DIGEST, sha256_file
-from rosetta.limits import Count, flag
-from rosetta.outputs import claim_file
+from rosetta.runs import checkpoint as ckpt
+from rosetta.runs.integrity import META_DIGEST, sha256_file
+from rosetta.runtime.limits import Count, flag
+from rosetta.runtime.outputs import claim_file
+from rosetta.search.batched import check_workers
 
 DISTILL_BEAM = 5
 

@@ -8,11 +8,11 @@ import sys
 import warnings
 from pathlib import Path
 
-from rosetta import checkpoint as ckpt
 from rosetta.data.text import read_text
 from rosetta.families.language_model.inference import LanguageModel
-from rosetta.limits import Count, Seed, Size, Temperature, flag
 from rosetta.loading import load_language_model
+from rosetta.runs import checkpoint as ckpt
+from rosetta.runtime.limits import Count, Seed, Size, Temperature, flag
 
 
 def load(args: argparse.Namespace) -> LanguageModel:

@@ -14,8 +14,8 @@ from rosetta.cli.common import (
     search_options,
 )
 from rosetta.errors import RosettaError
-from rosetta.limits import Count, Size, flag
-from rosetta.outputs import claim_file
+from rosetta.runtime.limits import Count, Size, flag
+from rosetta.runtime.outputs import claim_file
 
 
 def cmd_plot(args: argparse.Namespace) -> None:

@@ -9,7 +9,7 @@ import torch
 
 from rosetta.cli.common import add_engine_flags, add_npd_flags, load_translator
 from rosetta.errors import RosettaError
-from rosetta.limits import Count, NonNegative, Port, Size, flag
+from rosetta.runtime.limits import Count, NonNegative, Port, Size, flag
 from rosetta.serve.schemas import ServerSettings
 
 

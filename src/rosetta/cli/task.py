@@ -6,9 +6,9 @@ import argparse
 from pathlib import Path
 
 from rosetta.cli.common import add_overwrite_flag
-from rosetta.limits import Count, Seed, Size, flag
-from rosetta.outputs import atomic_folder, claim_folder
-from rosetta.tasks import TASK_FILE, TASKS, TaskSpec, parse_band, write_task
+from rosetta.data.synthetic import TASK_FILE, TASKS, TaskSpec, parse_band, write_task
+from rosetta.runtime.limits import Count, Seed, Size, flag
+from rosetta.runtime.outputs import atomic_folder, claim_folder
 
 
 def cmd_task(args: argparse.Namespace) -> None:

@@ -12,7 +12,7 @@ from typing import NoReturn
 from rosetta.config.reading import load_config
 from rosetta.errors import RosettaError
 from rosetta.families import family_of
-from rosetta.limits import Count, flag
+from rosetta.runtime.limits import Count, flag
 from rosetta.train.run import check_new_run_folder, run_training
 
 

@@ -17,10 +17,10 @@ from rosetta.cli.common import (
     search_options,
     workers_count,
 )
-from rosetta.decode.batched import check_workers
 from rosetta.errors import RosettaError
-from rosetta.limits import Count, flag
-from rosetta.outputs import claim_file, write_text_atomic
+from rosetta.runtime.limits import Count, flag
+from rosetta.runtime.outputs import claim_file, write_text_atomic
+from rosetta.search.batched import check_workers
 
 
 def cmd_translate(args: argparse.Namespace) -> None:

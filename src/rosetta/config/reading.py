@@ -24,7 +24,7 @@ from rosetta.config.sections import (
 )
 from rosetta.errors import RosettaError
 from rosetta.families import FAMILIES
-from rosetta.yaml_file import read_yaml
+from rosetta.runtime.yaml_file import read_yaml
 
 
 def apply_override(raw: dict[str, Any], assignment: str) -> str:

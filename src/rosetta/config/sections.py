@@ -21,7 +21,7 @@ from pydantic import (
     model_validator,
 )
 
-from rosetta.limits import LengthOffset, LengthRatio, Seed
+from rosetta.runtime.limits import LengthOffset, LengthRatio, Seed
 
 
 class Section(BaseModel):
@@ -214,7 +214,7 @@ class TrainConfig(Section):
     precision: Literal["fp32", "bf16", "fp16"] = Field(
         "fp32",
         description="bf16 / fp16: bfloat16 / float16 matrix products, fp16 with "
-        "loss scaling (see rosetta.precision)",
+        "loss scaling (see rosetta.runtime.precision)",
     )
 
 

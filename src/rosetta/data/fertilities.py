@@ -12,7 +12,7 @@ from pathlib import Path
 
 from rosetta.data.align import align, fertilities_from_links, parse_links
 from rosetta.data.batching import Example
-from rosetta.outputs import write_text_atomic
+from rosetta.runtime.outputs import write_text_atomic
 
 ALIGNMENTS_FILE = "alignments.txt"
 

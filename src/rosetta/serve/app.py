@@ -27,9 +27,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rosetta import __version__
 from rosetta.config.reading import config_to_dict
-from rosetta.decode.batched import threads_per_worker
-from rosetta.decode.options import SearchOptions
 from rosetta.errors import RosettaError
+from rosetta.inference.text_translator import TextTranslator
+from rosetta.search.batched import threads_per_worker
+from rosetta.search.options import SearchOptions
 from rosetta.serve.batcher import DynamicBatcher, QueueFull
 from rosetta.serve.schemas import (
     Health,
@@ -38,7 +39,6 @@ from rosetta.serve.schemas import (
     TranslateRequest,
     TranslateResponse,
 )
-from rosetta.translation import TextTranslator
 
 log = logging.getLogger("rosetta.serve")
 DISCONNECT_POLL_S = 0.05  # how often a waiting request checks its client

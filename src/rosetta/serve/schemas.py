@@ -7,9 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from rosetta.decode.beam import LengthPenalty, Stopping
-from rosetta.decode.options import SearchOptions
-from rosetta.limits import (
+from rosetta.runtime.limits import (
     Count,
     LengthOffset,
     LengthRatio,
@@ -19,6 +17,8 @@ from rosetta.limits import (
     Size,
     Temperature,
 )
+from rosetta.search.beam import LengthPenalty, Stopping
+from rosetta.search.options import SearchOptions
 
 DEFAULT = SearchOptions()
 

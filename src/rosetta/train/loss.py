@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from rosetta.precision import autocast_dtype
+from rosetta.runtime.precision import autocast_dtype
 
 
 def label_smoothed_cross_entropy(

@@ -18,7 +18,7 @@ from rosetta.data.corpus import corpus_name, read_corpus
 from rosetta.data.text import encode_text, read_text
 from rosetta.data.tokenizer import TokenizerPair, train_tokenizer
 from rosetta.errors import RosettaError
-from rosetta.outputs import write_json_atomic
+from rosetta.runtime.outputs import write_json_atomic
 
 if TYPE_CHECKING:
     from rosetta.config.schema import Config

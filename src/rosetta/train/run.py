@@ -8,13 +8,13 @@ from pathlib import Path
 
 import torch
 
-from rosetta.checkpoint import INDEX_FILE, read_index
 from rosetta.config.schema import Config
 from rosetta.data.fertilities import ALIGNMENTS_FILE
-from rosetta.devices import pick_device
 from rosetta.errors import RosettaError
 from rosetta.families import family_of
 from rosetta.families.family import TrainingSetup
+from rosetta.runs.checkpoint import INDEX_FILE, read_index
+from rosetta.runtime.devices import pick_device
 from rosetta.train import distributed
 from rosetta.train.distributed import SINGLE_PROCESS, Group, local_device
 from rosetta.train.prepare import TOKENIZER_FILE

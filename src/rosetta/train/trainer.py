@@ -25,10 +25,10 @@ from typing import Any
 import torch
 from tqdm import tqdm
 
-from rosetta import checkpoint as ckpt
 from rosetta.config.reading import config_to_dict
 from rosetta.config.schema import Config
 from rosetta.errors import RosettaError
+from rosetta.runs import checkpoint as ckpt
 from rosetta.train.distributed import SINGLE_PROCESS, Group
 from rosetta.train.metrics import MetricsLog, Window
 from rosetta.train.schedule import learning_rate

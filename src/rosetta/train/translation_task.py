@@ -17,12 +17,12 @@ import torch
 from rosetta.data.batching import Batch, Example, collate, make_batches, rank_share
 from rosetta.data.tokenizer import TokenizerPair
 from rosetta.data.vocab import PAD_ID
+from rosetta.inference.text_translator import TextTranslator
 from rosetta.models.interface import EncoderDecoder
 from rosetta.models.trained import Trained
-from rosetta.precision import autocast
+from rosetta.runtime.precision import autocast
 from rosetta.train.loss import projected_label_smoothed_cross_entropy
 from rosetta.train.validation import validation_bleu, validation_loss
-from rosetta.translation import TextTranslator
 
 if TYPE_CHECKING:
     from rosetta.config.schema import Config

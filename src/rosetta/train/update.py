@@ -22,7 +22,7 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 
 from rosetta.config.sections import TrainConfig
-from rosetta.precision import autocast, check_precision
+from rosetta.runtime.precision import autocast, check_precision
 from rosetta.train.distributed import Group
 
 # (the forward module: the model or its DDP wrapper, a batch) -> summed loss

@@ -9,9 +9,9 @@ import torch
 from rosetta.data.batching import Example, collate, make_batches
 from rosetta.data.vocab import PAD_ID
 from rosetta.evaluate.corpus import sacrebleu_score
+from rosetta.inference.text_translator import TextTranslator
 from rosetta.models.interface import EncoderDecoder
 from rosetta.train.loss import label_smoothed_cross_entropy
-from rosetta.translation import TextTranslator
 
 
 @torch.no_grad()

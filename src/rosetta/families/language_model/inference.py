@@ -14,8 +14,8 @@ from rosetta.errors import RosettaError
 from rosetta.families.language_model.config import LanguageModelConfig
 from rosetta.families.language_model.model import MemoryTransformerLM
 from rosetta.families.language_model.scoring import TextScore, score_text
-from rosetta.limits import Count, Seed, Size, Temperature, check
 from rosetta.models.trained import Trained
+from rosetta.runtime.limits import Count, Seed, Size, Temperature, check
 
 if TYPE_CHECKING:
     pass

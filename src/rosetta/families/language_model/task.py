@@ -25,7 +25,7 @@ from rosetta.errors import RosettaError
 from rosetta.families.language_model.config import LanguageModelConfig
 from rosetta.families.language_model.model import Memory, MemoryTransformerLM
 from rosetta.families.language_model.scoring import score_text
-from rosetta.precision import autocast
+from rosetta.runtime.precision import autocast
 from rosetta.train.loss import projected_label_smoothed_cross_entropy
 
 if TYPE_CHECKING:

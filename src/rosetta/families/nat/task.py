@@ -29,7 +29,7 @@ from rosetta.errors import RosettaError
 from rosetta.families.nat.config import NATConfig
 from rosetta.families.nat.model import NonAutoregressiveTransformer
 from rosetta.models.trained import Trained
-from rosetta.precision import autocast
+from rosetta.runtime.precision import autocast
 from rosetta.train.loss import (
     label_smoothed_cross_entropy,
     projected_label_smoothed_cross_entropy,

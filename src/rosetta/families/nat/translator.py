@@ -15,10 +15,6 @@ import torch
 
 from rosetta.data.batching import pad
 from rosetta.data.vocab import EOS, EOS_ID, PAD_ID
-from rosetta.decode.batched import Workers
-from rosetta.decode.beam import normalized_score
-from rosetta.decode.greedy import max_lengths
-from rosetta.decode.options import SearchOptions
 from rosetta.errors import RosettaError
 from rosetta.families.nat.model import NonAutoregressiveTransformer
 from rosetta.families.nat.search import (
@@ -26,9 +22,13 @@ from rosetta.families.nat.search import (
     nat_candidates,
     teacher_log_probabilities,
 )
+from rosetta.inference.text_translator import TextTranslator, Translation
 from rosetta.models.trained import Trained
-from rosetta.precision import Precision, autocast, check_precision
-from rosetta.translation import TextTranslator, Translation
+from rosetta.runtime.precision import Precision, autocast, check_precision
+from rosetta.search.batched import Workers
+from rosetta.search.beam import normalized_score
+from rosetta.search.greedy import max_lengths
+from rosetta.search.options import SearchOptions
 
 if TYPE_CHECKING:
     from rosetta.config.schema import Config

@@ -6,11 +6,11 @@ from __future__ import annotations
 from rosetta.families.family import Family
 from rosetta.families.rnn.config import RNNConfig
 from rosetta.families.rnn.model import build_rnn_seq2seq
+from rosetta.inference.translator import Translator
 from rosetta.models.interface import EncoderDecoder
 from rosetta.models.trained import Trained
 from rosetta.train.prepare import prepare_data
 from rosetta.train.translation_task import translation_training
-from rosetta.translator import Translator
 
 
 def build(config: RNNConfig, src_vocab: int, tgt_vocab: int) -> EncoderDecoder:

@@ -7,11 +7,11 @@ from rosetta.families.family import Family
 from rosetta.families.transformer.build import build_transformer
 from rosetta.families.transformer.config import TransformerConfig
 from rosetta.families.transformer.packed import pack_for_inference
+from rosetta.inference.translator import Translator
 from rosetta.models.interface import EncoderDecoder
 from rosetta.models.trained import Trained
 from rosetta.train.prepare import prepare_data
 from rosetta.train.translation_task import translation_training
-from rosetta.translator import Translator
 
 
 def build(config: TransformerConfig, src_vocab: int, tgt_vocab: int) -> EncoderDecoder:

@@ -43,7 +43,7 @@ from rosetta.families.transformer.step import (
     pack_vocabulary,
 )
 from rosetta.models.interface import Decoder, EncoderDecoder
-from rosetta.precision import autocast_dtype
+from rosetta.runtime.precision import autocast_dtype
 
 SNAPSHOT = (
     "a model packed for inference is a snapshot of the weights it was packed "

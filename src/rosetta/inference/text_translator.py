@@ -1,8 +1,8 @@
 """What every translator shares, whatever engine runs the model: text in and
 out, the source length limit, search options, and the ``Translation`` record.
 
-``Translator`` (``rosetta.translator``) decodes with the PyTorch model;
-``CTranslate2Translator`` (``rosetta.engines.ctranslate2``) with a
+``Translator`` (``rosetta.inference.translator``) decodes with the PyTorch model;
+``CTranslate2Translator`` (``rosetta.ctranslate2.engine``) with a
 CTranslate2 export of it. Both implement ``translate_ids``.
 """
 
@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from rosetta.data.tokenizer import TokenizerPair
-from rosetta.decode.batched import Workers
-from rosetta.decode.beam import normalized_score
-from rosetta.decode.greedy import Hypothesis
-from rosetta.decode.options import SearchOptions
 from rosetta.errors import RosettaError
+from rosetta.search.batched import Workers
+from rosetta.search.beam import normalized_score
+from rosetta.search.greedy import Hypothesis
+from rosetta.search.options import SearchOptions
 
 if TYPE_CHECKING:
     from rosetta.config.schema import Config

@@ -11,15 +11,15 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from rosetta import limits
 from rosetta.config.sections import DecodeConfig
-from rosetta.decode.beam import LengthPenalty, Stopping, beam_search, length_penalty
-from rosetta.decode.greedy import Hypothesis, greedy_search, most_likely
-from rosetta.decode.sampling import sampler
-from rosetta.limits import check
 from rosetta.models.interface import EncoderDecoder
+from rosetta.runtime import limits
+from rosetta.runtime.limits import check
+from rosetta.search.beam import LengthPenalty, Stopping, beam_search, length_penalty
+from rosetta.search.greedy import Hypothesis, greedy_search, most_likely
+from rosetta.search.sampling import sampler
 
-# Every number of the options, and what it may be (``rosetta.limits``).
+# Every number of the options, and what it may be (``rosetta.runtime.limits``).
 KINDS = {
     "beam_size": limits.Count,
     "alpha": limits.NonNegative,

@@ -1,5 +1,5 @@
 """A trained model rebuilt from its folder: configuration, tokenizers and
-weights, checked (``rosetta.checkpoint``), in the model of its family."""
+weights, checked (``rosetta.runs.checkpoint``), in the model of its family."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from rosetta import checkpoint as ckpt
+from rosetta.runs import checkpoint as ckpt
 from rosetta.config.reading import config_from_dict
 from rosetta.config.schema import Config
 from rosetta.data.tokenizer import TokenizerPair

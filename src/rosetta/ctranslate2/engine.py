@@ -16,22 +16,22 @@ from typing import Any
 
 import torch
 
-from rosetta import checkpoint as ckpt
 from rosetta.config.reading import config_from_dict
-from rosetta.data.tokenizer import TokenizerPair
-from rosetta.data.vocab import EOS
-from rosetta.decode.batched import Workers
-from rosetta.decode.greedy import Hypothesis, max_lengths
-from rosetta.decode.options import SearchOptions
-from rosetta.devices import pick_device
-from rosetta.errors import RosettaError
-from rosetta.export.ctranslate2 import (
+from rosetta.ctranslate2.export import (
     ENGINE_FILE,
     export_ctranslate2,
     import_ctranslate2,
     read_engine_file,
 )
-from rosetta.translation import TextTranslator, Translation
+from rosetta.data.tokenizer import TokenizerPair
+from rosetta.data.vocab import EOS
+from rosetta.errors import RosettaError
+from rosetta.inference.text_translator import TextTranslator, Translation
+from rosetta.runs import checkpoint as ckpt
+from rosetta.runtime.devices import pick_device
+from rosetta.search.batched import Workers
+from rosetta.search.greedy import Hypothesis, max_lengths
+from rosetta.search.options import SearchOptions
 
 # Rosetta's precision names -> CTranslate2's compute types
 COMPUTE_TYPES = {

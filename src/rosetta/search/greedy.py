@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import torch
 
-from rosetta.decode.topk import argmax_rows
 from rosetta.models.interface import EncoderDecoder
+from rosetta.search.topk import argmax_rows
 
 
 @dataclass

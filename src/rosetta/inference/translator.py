@@ -1,5 +1,5 @@
 """Translating with an autoregressive model (a Transformer or a recurrent
-encoder-decoder): search one token at a time (``rosetta.decode``)."""
+encoder-decoder): search one token at a time (``rosetta.search``)."""
 
 from __future__ import annotations
 
@@ -9,18 +9,18 @@ from typing import TYPE_CHECKING
 import torch
 
 from rosetta.data.vocab import EOS
-from rosetta.decode.batched import Workers, decode_in_batches
-from rosetta.decode.options import SearchOptions
+from rosetta.inference.text_translator import TextTranslator, Translation
 from rosetta.models.interface import EncoderDecoder
 from rosetta.models.trained import Trained
-from rosetta.precision import (
+from rosetta.runtime.precision import (
     AUTOCAST_DTYPES,
     Precision,
     autocast,
     check_precision,
     quantize_int8,
 )
-from rosetta.translation import TextTranslator, Translation
+from rosetta.search.batched import Workers, decode_in_batches
+from rosetta.search.options import SearchOptions
 
 if TYPE_CHECKING:
     pass

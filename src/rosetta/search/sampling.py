@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from rosetta.decode.greedy import TokenChooser
+from rosetta.search.greedy import TokenChooser
 
 
 def sampler(

@@ -35,10 +35,10 @@ from typing import Literal
 
 import torch
 
-from rosetta.decode.finished import FinishedCandidates, expand_like
-from rosetta.decode.greedy import Hypothesis, max_lengths
-from rosetta.decode.topk import top_k_rows
 from rosetta.models.interface import DecoderState, EncoderDecoder
+from rosetta.search.finished import FinishedCandidates, expand_like
+from rosetta.search.greedy import Hypothesis, max_lengths
+from rosetta.search.topk import top_k_rows
 
 LengthPenalty = Literal["power", "gnmt"]
 Stopping = Literal["exact", "k_finished", "max_length"]

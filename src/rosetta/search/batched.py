@@ -11,10 +11,10 @@ import torch
 
 from rosetta.data.batching import Example, collate
 from rosetta.data.vocab import BOS_ID, EOS_ID
-from rosetta.decode.greedy import Hypothesis
-from rosetta.decode.options import SearchOptions, search
 from rosetta.models.interface import EncoderDecoder
-from rosetta.precision import current_autocast
+from rosetta.runtime.precision import current_autocast
+from rosetta.search.greedy import Hypothesis
+from rosetta.search.options import SearchOptions, search
 
 Workers = int | Literal["auto"]
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file
 
-from rosetta import checkpoint as ckpt
+from rosetta.runs import checkpoint as ckpt
 from rosetta.errors import RosettaError
-from rosetta.outputs import claim_folder
+from rosetta.runtime.outputs import claim_folder
 
 
 def last_checkpoints(run_dir: Path, count: int) -> list[Path]:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import torch
 
-from rosetta.decode.greedy import Hypothesis
+from rosetta.search.greedy import Hypothesis
 
 
 def expand_like(index: torch.Tensor, target: torch.Tensor) -> torch.Tensor:

@@ -25,17 +25,8 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from rosetta.errors import RosettaError
-from rosetta.integrity import (
-    seal_meta,
-    sha256_file,
-    verify_files,
-    verify_sealed,
-)
-from rosetta.outputs import (
-    fsync_path,
-    replace_folder,
-    write_json_atomic,
-)
+from rosetta.runs.integrity import seal_meta, sha256_file, verify_files, verify_sealed
+from rosetta.runtime.outputs import fsync_path, replace_folder, write_json_atomic
 
 # 2: checkpoint.json carries the checksum of its own content (``meta_sha256``).
 FORMAT_VERSION = 2
@@ -215,7 +206,7 @@ def _write_checkpoint(
 
 def read_meta(folder: Path) -> dict[str, Any]:
     """Read and check a checkpoint's metadata and the checksums of its files
-    (``rosetta.integrity``: nothing can switch the check off)."""
+    (``rosetta.runs.integrity``: nothing can switch the check off)."""
     meta_path = folder / META_FILE
     if not meta_path.is_file():
         raise RosettaError(f"{folder}: not a Rosetta checkpoint ({META_FILE} missing)")

@@ -6,7 +6,7 @@ key and value projections side by side, as CTranslate2 keeps them), the same
 sinusoidal position table, the embeddings scaled by sqrt(d), post-norm or
 pre-norm layers, and Rosetta's vocabularies and special tokens. Beside it,
 ``rosetta.json`` holds the tokenizers and the configuration, so the folder
-alone translates text (``rosetta.engines.ctranslate2``).
+alone translates text (``rosetta.ctranslate2.engine``).
 
 CTranslate2 is an optional dependency: ``pip install rosetta[ct2]``.
 """
@@ -20,12 +20,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from rosetta import checkpoint as ckpt
 from rosetta.data.vocab import BOS, EOS, UNK
 from rosetta.errors import RosettaError
 from rosetta.families.transformer.model import TransformerDecoder, TransformerEncoder
-from rosetta.outputs import atomic_folder, claim_folder, write_json_atomic
-from rosetta.restore import Restored, restore
+from rosetta.runs import checkpoint as ckpt
+from rosetta.runs.restore import Restored, restore
+from rosetta.runtime.outputs import atomic_folder, claim_folder, write_json_atomic
 
 ENGINE_FILE = "rosetta.json"
 QUANTIZATIONS = ("int8", "int8_float32", "int16", "float16", "bfloat16")

@@ -1,7 +1,7 @@
 """Exhaustive search: score every sequence in ``V^T'``.
 
 Only feasible for a tiny vocabulary and length; it is the exactness reference
-for beam search, under the same scoring (``rosetta.decode.beam``): every
+for beam search, under the same scoring (``rosetta.search.beam``): every
 sequence that ends with ``<eos>`` or reaches the maximum length ``T' = a·S + b``
 is a candidate, ranked by ``Σ log P / penalty(L)``.
 
@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import torch
 
-from rosetta.decode.beam import LengthPenalty, normalized_score
-from rosetta.decode.greedy import Hypothesis, max_lengths
 from rosetta.models.interface import EncoderDecoder
+from rosetta.search.beam import LengthPenalty, normalized_score
+from rosetta.search.greedy import Hypothesis, max_lengths
 
 
 @torch.no_grad()

@@ -1,0 +1,2 @@
+"""CTranslate2 for Transformers: exporting a run (``export``) and translating
+with the export (``engine``)."""

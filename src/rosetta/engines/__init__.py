@@ -1,1 +1,0 @@
-"""Inference engines other than Rosetta's own PyTorch search."""

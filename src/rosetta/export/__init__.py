@@ -1,1 +1,0 @@
-"""Exporting trained models to other inference engines."""
