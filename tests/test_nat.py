@@ -1,6 +1,7 @@
 import pytest
 import torch
 
+from rosetta.families.nat.config import NATConfig
 from rosetta.families.nat.model import build_nat, copy_by_fertility, uniform_copy
 
 
@@ -46,6 +47,8 @@ def test_uniform_copy_spreads_the_real_source_over_the_target():
 def tiny_nat(**overrides):
     torch.manual_seed(0)
     options = dict(
+        arch="nat",
+        share_embeddings=False,
         encoder_layers=1,
         decoder_layers=1,
         d_model=16,
@@ -56,7 +59,7 @@ def tiny_nat(**overrides):
         max_fertility=3,
     )
     options.update(overrides)
-    return build_nat(12, 12, **options).eval()
+    return build_nat(NATConfig(**options), 12, 12).eval()
 
 
 def test_padding_has_fertility_zero_and_never_changes_real_outputs():

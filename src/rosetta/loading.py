@@ -60,17 +60,10 @@ def load(
     return restored.inference(precision, packed)
 
 
-def load_translator(
-    path: str | Path,
-    device: str | torch.device | None = None,
-    which: str = "best",
-    precision: Precision = "fp32",
-    *,
-    engine: str = "rosetta",
-    packed: bool = True,
-) -> TextTranslator:
-    """``load`` for a translation model; a language model is refused."""
-    loaded = load(path, device, which, precision, engine=engine, packed=packed)
+def load_translator(path: str | Path, *args: Any, **options: Any) -> TextTranslator:
+    """``load`` (the same arguments) for a translation model; a language
+    model is refused."""
+    loaded = load(path, *args, **options)
     if not isinstance(loaded, TextTranslator):
         raise RosettaError(
             f"{path}: a language model, not a translation model; use "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -46,6 +47,18 @@ def cmd_serve(args: argparse.Namespace) -> None:
     )
 
 
+def add_setting_flag(
+    group: argparse._ArgumentGroup, name: str, kind: Any, meaning: str
+) -> None:
+    """``--NAME`` for the ``ServerSettings`` field ``name``, with its default."""
+    group.add_argument(
+        f"--{name.replace('_', '-')}",
+        type=flag(kind),
+        default=getattr(ServerSettings(), name),
+        help=meaning,
+    )
+
+
 def add_parser(verbs: argparse._SubParsersAction) -> None:
     serve = verbs.add_parser(
         "serve", help="HTTP API and web page (POST /translate, GET /)"
@@ -60,56 +73,33 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
     serve.add_argument(
         "--threads", type=flag(Size), default=0, help="CPU threads (0: torch's default)"
     )
-    defaults = ServerSettings()
     limits = serve.add_argument_group("limits (answered with 4xx)")
-    limits.add_argument(
-        "--max-body-bytes",
-        type=flag(Count),
-        default=defaults.max_body_bytes,
-        help="largest request body",
-    )
-    limits.add_argument(
-        "--max-sentences",
-        type=flag(Count),
-        default=defaults.max_sentences,
-        help="per request",
-    )
-    limits.add_argument(
-        "--max-chars", type=flag(Count), default=defaults.max_chars, help="per sentence"
-    )
-    limits.add_argument(
-        "--max-beam",
-        type=flag(Count),
-        default=defaults.max_beam,
-        help="largest beam size",
-    )
-    limits.add_argument(
-        "--max-queue",
-        type=flag(Count),
-        default=defaults.max_queue,
-        help="sentences waiting before 503",
-    )
+    for name, meaning in (
+        ("max_body_bytes", "largest request body"),
+        ("max_sentences", "per request"),
+        ("max_chars", "per sentence"),
+        ("max_beam", "largest beam size"),
+        ("max_queue", "sentences waiting before 503"),
+    ):
+        add_setting_flag(limits, name, Count, meaning)
     batching = serve.add_argument_group("dynamic batching")
     batching.add_argument(
         "--no-batching", action="store_true", help="run every request alone"
     )
-    batching.add_argument(
-        "--max-batch-tokens",
-        type=flag(Count),
-        default=defaults.max_batch_tokens,
-        help="source tokens × beam in one model call",
+    add_setting_flag(
+        batching, "max_batch_tokens", Count, "source tokens × beam in one model call"
     )
-    batching.add_argument(
-        "--max-wait-ms",
-        type=flag(NonNegative),
-        default=defaults.max_wait_ms,
-        help="how long a batch that is not full waits for more requests",
+    add_setting_flag(
+        batching,
+        "max_wait_ms",
+        NonNegative,
+        "how long a batch that is not full waits for more requests",
     )
-    batching.add_argument(
-        "--workers",
-        type=flag(Count),
-        default=defaults.workers,
-        help="batches decoded at once on the CPU, each with threads / N",
+    add_setting_flag(
+        batching,
+        "workers",
+        Count,
+        "batches decoded at once on the CPU, each with threads / N",
     )
     serve.add_argument(
         "--graceful-seconds",

@@ -10,6 +10,7 @@ scaled_dot_product_attention``), and it broadcasts to
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from contextlib import nullcontext
 
 import torch
@@ -48,7 +49,47 @@ def scaled_dot_product_attention(
     return weights @ value, weights
 
 
-class MultiHeadAttention(nn.Module):
+class HeadAttention(nn.Module):
+    """What multi-head attentions share: queries, keys and values projected
+    (``q_proj``, ``k_proj``, ``v_proj``) and split into heads of ``d_k``; how
+    the heads attend (``attend``) is each one's own."""
+
+    q_proj: nn.Linear
+    k_proj: nn.Linear
+    v_proj: nn.Linear
+    d_k: int
+    # each one's own: projected queries (n, h, Lq, d_k) over projected keys
+    # and values (n, h, Lk, d_k), mask, need_weights -> (output, weights)
+    attend: Callable[..., tuple[torch.Tensor, torch.Tensor | None]]
+
+    def split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """(n, L, h*d_k) -> (n, h, L, d_k)."""
+        n, length, width = x.shape
+        return x.view(n, length, width // self.d_k, self.d_k).transpose(1, 2)
+
+    def project_query(self, query: torch.Tensor) -> torch.Tensor:
+        return self.split_heads(self.q_proj(query))
+
+    def project_key_value(
+        self, key: torch.Tensor, value: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per-head keys and values, (n, h, Lk, d_k) each; what a cache stores."""
+        return self.split_heads(self.k_proj(key)), self.split_heads(self.v_proj(value))
+
+    def forward(
+        self,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        need_weights: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Returns ``(output, weights)``; weights are None unless ``need_weights``."""
+        k, v = self.project_key_value(key, value)
+        return self.attend(self.project_query(query), k, v, mask, need_weights)
+
+
+class MultiHeadAttention(HeadAttention):
     """``MultiHead(Q, K, V) = Concat(head_1..head_h) W^O``.
 
     ``head_i = SDPA(Q W_i^Q, K W_i^K, V W_i^V)``.
@@ -78,20 +119,6 @@ class MultiHeadAttention(nn.Module):
         self.k_proj = nn.Linear(d_model, d_model)
         self.v_proj = nn.Linear(d_model, d_model)
         self.out_proj = nn.Linear(d_model, d_model)
-
-    def split_heads(self, x: torch.Tensor) -> torch.Tensor:
-        """(n, L, h*d_k) -> (n, h, L, d_k)."""
-        n, length, _ = x.shape
-        return x.view(n, length, self.num_heads, self.d_k).transpose(1, 2)
-
-    def project_query(self, query: torch.Tensor) -> torch.Tensor:
-        return self.split_heads(self.q_proj(query))
-
-    def project_key_value(
-        self, key: torch.Tensor, value: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Per-head keys and values, (n, h, Lk, d_k) each; what a cache stores."""
-        return self.split_heads(self.k_proj(key)), self.split_heads(self.v_proj(value))
 
     def attend(
         self,
@@ -124,15 +151,3 @@ class MultiHeadAttention(nn.Module):
         n, _, length, _ = heads.shape
         concat = heads.transpose(1, 2).reshape(n, length, self.num_heads * self.d_k)
         return self.out_proj(concat), weights
-
-    def forward(
-        self,
-        query: torch.Tensor,
-        key: torch.Tensor,
-        value: torch.Tensor,
-        mask: torch.Tensor | None = None,
-        need_weights: bool = False,
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Returns ``(output, weights)``; weights are None unless ``need_weights``."""
-        k, v = self.project_key_value(key, value)
-        return self.attend(self.project_query(query), k, v, mask, need_weights)

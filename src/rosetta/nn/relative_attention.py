@@ -41,6 +41,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from rosetta.nn.attention import HeadAttention
 from rosetta.nn.positional import sinusoids
 
 
@@ -66,7 +67,7 @@ def distances(queries: int, memory: int, max_distance: int | None) -> torch.Tens
     return found
 
 
-class RelativeMultiHeadAttention(nn.Module):
+class RelativeMultiHeadAttention(HeadAttention):
     """Attention of queries over keys scored by content and relative distance
     (the module docstring has the formula). The queries are the last ``L`` of
     the ``K`` key positions: the keys before them are memory, or the positions
@@ -104,20 +105,6 @@ class RelativeMultiHeadAttention(nn.Module):
         self.u = nn.Parameter(torch.zeros(heads, self.d_k))  # content bias
         self.v = nn.Parameter(torch.zeros(heads, self.d_k))  # position bias
 
-    def split_heads(self, x: torch.Tensor) -> torch.Tensor:
-        """(n, L, d) -> (n, heads, L, d_k)."""
-        n, length, _ = x.shape
-        return x.view(n, length, self.heads, self.d_k).transpose(1, 2)
-
-    def project_query(self, query: torch.Tensor) -> torch.Tensor:
-        return self.split_heads(self.q_proj(query))
-
-    def project_key_value(
-        self, key: torch.Tensor, value: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Per-head keys and values, (n, h, K, d_k) each; what a cache stores."""
-        return self.split_heads(self.k_proj(key)), self.split_heads(self.v_proj(value))
-
     def attend(
         self,
         q: torch.Tensor,
@@ -143,15 +130,3 @@ class RelativeMultiHeadAttention(nn.Module):
             weights = F.dropout(weights, p=self.dropout)
         out = (weights.to(v.dtype) @ v).transpose(1, 2).reshape(n, length, self.d_model)
         return self.out_proj(out), weights if need_weights else None
-
-    def forward(
-        self,
-        query: torch.Tensor,
-        key: torch.Tensor,
-        value: torch.Tensor,
-        mask: torch.Tensor | None = None,
-        need_weights: bool = False,
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Returns ``(output, weights)``; weights are None unless ``need_weights``."""
-        k, v = self.project_key_value(key, value)
-        return self.attend(self.project_query(query), k, v, mask, need_weights)

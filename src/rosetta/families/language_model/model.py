@@ -29,6 +29,7 @@ from torch import nn
 
 from rosetta.nn import PositionwiseFeedForward, ResidualNorm
 from rosetta.nn.dropout import Dropout
+from rosetta.nn.init import xavier_linear_layers
 from rosetta.nn.relative_attention import RelativeMultiHeadAttention
 
 Memory = list[torch.Tensor]  # per layer, (n, M, d): the inputs of the last M positions
@@ -109,11 +110,7 @@ class MemoryTransformerLM(nn.Module):
         self.final_norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
         self.output_proj = nn.Linear(d_model, vocab_size, bias=False)
         self.output_proj.weight = self.token.weight
-        for module in self.layers.modules():
-            if isinstance(module, nn.Linear):
-                nn.init.xavier_uniform_(module.weight)
-                if module.bias is not None:
-                    nn.init.zeros_(module.bias)
+        xavier_linear_layers(self.layers)
 
     def forward(
         self,

@@ -35,6 +35,7 @@ import math
 import torch
 from torch import nn
 
+from rosetta.families.nat.config import NATConfig
 from rosetta.families.transformer.layers import (
     TransformerEmbedding,
     TransformerEncoderLayer,
@@ -42,6 +43,7 @@ from rosetta.families.transformer.layers import (
 from rosetta.families.transformer.model import TransformerEncoder
 from rosetta.nn import MultiHeadAttention, PositionwiseFeedForward, ResidualNorm
 from rosetta.nn.dropout import Dropout
+from rosetta.nn.init import xavier_linear_layers
 
 
 def copy_by_fertility(
@@ -229,31 +231,18 @@ class NonAutoregressiveTransformer(nn.Module):
 
 
 def build_nat(
-    src_vocab: int,
-    tgt_vocab: int,
-    *,
-    encoder_layers: int = 3,
-    decoder_layers: int = 3,
-    d_model: int = 256,
-    heads: int = 4,
-    d_ff: int = 1024,
-    dropout: float = 0.1,
-    attention_dropout: float = 0.0,
-    norm_first: bool = False,
-    share_embeddings: bool = False,
-    tie_output: bool = True,
-    max_positions: int = 1024,
-    max_fertility: int = 8,
-    copy: str = "fertility",
+    config: NATConfig, src_vocab: int, tgt_vocab: int
 ) -> NonAutoregressiveTransformer:
-    """Assemble a NAT; the sizes are those of ``NATConfig``. With
-    ``share_embeddings`` and ``tie_output`` (one vocabulary), the output
-    projection is the source embedding, which is also the decoder input."""
-    if copy not in ("fertility", "uniform"):
-        raise ValueError(f"copy {copy!r}: use fertility or uniform")
+    """Assemble a NAT of ``config``'s sizes. With ``share_embeddings`` and
+    ``tie_output`` (one vocabulary), the output projection is the source
+    embedding, which is also the decoder input."""
+    d_model, heads, d_ff = config.d_model, config.heads, config.d_ff
+    dropout, attention_dropout = config.dropout, config.attention_dropout
+    norm_first, copy = config.norm == "pre", config.decoder_input
+    share_embeddings = config.share_embeddings
     if share_embeddings and src_vocab != tgt_vocab:
         raise ValueError("shared embeddings need one vocabulary for source and target")
-    embedding = TransformerEmbedding(src_vocab, d_model, max_positions, dropout)
+    embedding = TransformerEmbedding(src_vocab, d_model, config.max_positions, dropout)
     final_norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
     encoder = TransformerEncoder(
         embedding,
@@ -261,24 +250,20 @@ def build_nat(
             TransformerEncoderLayer(
                 d_model, heads, d_ff, dropout, attention_dropout, norm_first
             )
-            for _ in range(encoder_layers)
+            for _ in range(config.encoder_layers)
         ],
         nn.LayerNorm(d_model) if norm_first else nn.Identity(),
     )
     layers = [
         NATDecoderLayer(d_model, heads, d_ff, dropout, attention_dropout, norm_first)
-        for _ in range(decoder_layers)
+        for _ in range(config.decoder_layers)
     ]
     output_proj = nn.Linear(d_model, tgt_vocab, bias=False)
     model = NonAutoregressiveTransformer(
-        encoder, layers, final_norm, output_proj, max_fertility, dropout, copy
+        encoder, layers, final_norm, output_proj, config.max_fertility, dropout, copy
     )
-    for module in [*encoder.layers.modules(), *model.layers.modules()]:
-        if isinstance(module, nn.Linear):
-            nn.init.xavier_uniform_(module.weight)
-            if module.bias is not None:
-                nn.init.zeros_(module.bias)
-    if share_embeddings and tie_output:
+    xavier_linear_layers(encoder.layers, model.layers)
+    if share_embeddings and config.tie_output:
         output_proj.weight = embedding.token.weight
     else:
         nn.init.normal_(output_proj.weight, std=d_model**-0.5)

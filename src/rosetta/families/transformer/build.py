@@ -15,6 +15,7 @@ from rosetta.families.transformer.positions import (
     RandomPositionsTransformer,
 )
 from rosetta.models.interface import EncoderDecoder
+from rosetta.nn.init import xavier_linear_layers
 from rosetta.nn.linear_bias import LinearBiases
 
 
@@ -90,11 +91,7 @@ def build_transformer(
         biases(decoder_layers),
         biases(decoder_layers, both_ends=True),
     )
-    for module in [*encoder.layers.modules(), *decoder.layers.modules()]:
-        if isinstance(module, nn.Linear):
-            nn.init.xavier_uniform_(module.weight)
-            if module.bias is not None:
-                nn.init.zeros_(module.bias)
+    xavier_linear_layers(encoder.layers, decoder.layers)
     if tie_output:
         output_proj.weight = tgt_embedding.token.weight
     else:
