@@ -11,9 +11,9 @@ import time
 from pathlib import Path
 
 from rosetta import SearchOptions
-from rosetta.ctranslate2.engine import CTranslate2Translator
 from rosetta.data.corpus import read_lines
 from rosetta.evaluate import chrf_score, sacrebleu_score
+from rosetta.families.transformer.ctranslate2.engine import CTranslate2Translator
 from rosetta.loading import load_translator
 
 ROOT = Path(__file__).resolve().parent.parent

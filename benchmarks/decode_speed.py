@@ -34,10 +34,13 @@ import torch
 from peers import check_copy, to_marian
 from quality_multi30k import device_name
 from rosetta.config.reading import load_config
-from rosetta.ctranslate2.export import export_ctranslate2, import_ctranslate2
 from rosetta.data.corpus import read_corpus
 from rosetta.data.vocab import EOS, EOS_ID, PAD_ID
 from rosetta.evaluate import sacrebleu_score
+from rosetta.families.transformer.ctranslate2.export import (
+    export_ctranslate2,
+    import_ctranslate2,
+)
 from rosetta.loading import load_translator
 from rosetta.runtime.precision import PRECISIONS, autocast, quantize_int8
 from rosetta.search.batched import decode_in_batches

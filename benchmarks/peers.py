@@ -6,7 +6,7 @@
   residual-stream weight, LayerNorm and embedding), which computes the same
   function.
 - CTranslate2: the product's own export (``rosetta export ctranslate2``,
-  ``rosetta.ctranslate2.export``).
+  ``rosetta.families.transformer.ctranslate2.export``).
 
 ``check_copy`` compares the peers' log-probabilities with Rosetta's on real
 input, so a benchmark never compares different models.

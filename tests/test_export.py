@@ -132,7 +132,7 @@ def test_a_model_ctranslate2_cannot_run_is_a_clear_error(
 @pytest.fixture(scope="module")
 def engines(toy_run, tmp_path_factory):
     """Rosetta's translator and the CTranslate2 one, on the same checkpoint."""
-    from rosetta.ctranslate2.engine import CTranslate2Translator
+    from rosetta.families.transformer.ctranslate2.engine import CTranslate2Translator
 
     run = toy_run("transformer")
     latest = run / read_index(run)["latest"]

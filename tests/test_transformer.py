@@ -350,3 +350,12 @@ def test_each_end_of_the_cross_attention_starts_with_the_whole_slope_series():
     assert torch.allclose(cross[1], expected)
     encoder = model.encoder.biases.log_slopes.exp()
     assert torch.allclose(encoder[1], torch.tensor([2**-2, 2**-4, 2**-6, 2**-8]))
+
+
+def test_the_configuration_offers_every_position_scheme():
+    from typing import get_args
+
+    from rosetta.families.transformer.config import TransformerConfig
+
+    offered = get_args(TransformerConfig.model_fields["positions"].annotation)
+    assert offered == POSITIONS

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from rosetta.ctranslate2.engine import CTranslate2Translator
 from rosetta.errors import RosettaError
+from rosetta.families.transformer.ctranslate2.engine import CTranslate2Translator
 from rosetta.inference.text_translator import TextTranslator
 from rosetta.runs.restore import restore
 from rosetta.runtime.devices import parse_device, pick_device

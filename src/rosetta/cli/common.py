@@ -8,9 +8,9 @@ from dataclasses import fields
 from pathlib import Path
 
 from rosetta import loading
-from rosetta.ctranslate2.export import ENGINE_FILE
 from rosetta.data.corpus import check_no_carriage_return, read_lines
 from rosetta.errors import RosettaError
+from rosetta.families.transformer.ctranslate2.export import ENGINE_FILE
 from rosetta.inference.text_translator import TextTranslator
 from rosetta.runs import checkpoint as ckpt
 from rosetta.runtime import limits

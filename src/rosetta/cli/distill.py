@@ -16,10 +16,10 @@ from rosetta.cli.common import (
     search_options,
     workers_count,
 )
-from rosetta.ctranslate2.export import ENGINE_FILE
 from rosetta.data.corpus import read_lines
 from rosetta.distill import distill, partial_paths
 from rosetta.errors import RosettaError
+from rosetta.families.transformer.ctranslate2.export import ENGINE_FILE
 from rosetta.runs import checkpoint as ckpt
 from rosetta.runs.integrity import META_DIGEST, sha256_file
 from rosetta.runtime.limits import Count, flag

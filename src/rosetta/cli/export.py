@@ -6,7 +6,10 @@ import argparse
 from pathlib import Path
 
 from rosetta.cli.common import add_overwrite_flag
-from rosetta.ctranslate2.export import QUANTIZATIONS, export_ctranslate2
+from rosetta.families.transformer.ctranslate2.export import (
+    QUANTIZATIONS,
+    export_ctranslate2,
+)
 
 
 def cmd_export(args: argparse.Namespace) -> None:

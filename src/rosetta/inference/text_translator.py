@@ -2,7 +2,7 @@
 out, the source length limit, search options, and the ``Translation`` record.
 
 ``Translator`` (``rosetta.inference.translator``) decodes with the PyTorch model;
-``CTranslate2Translator`` (``rosetta.ctranslate2.engine``) with a
+``CTranslate2Translator`` (``rosetta.families.transformer.ctranslate2.engine``) with a
 CTranslate2 export of it. Both implement ``translate_ids``.
 """
 

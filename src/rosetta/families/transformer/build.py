@@ -12,6 +12,7 @@ from rosetta.families.transformer.layers import (
 from rosetta.families.transformer.model import TransformerDecoder, TransformerEncoder
 from rosetta.families.transformer.positions import (
     POSITIONS,
+    SCHEMES,
     RandomPositionsTransformer,
 )
 from rosetta.models.interface import EncoderDecoder
@@ -48,16 +49,17 @@ def build_transformer(
         raise ValueError("shared embeddings need one vocabulary for source and target")
     if positions not in POSITIONS:
         raise ValueError(f"positions {positions!r}: use one of {', '.join(POSITIONS)}")
-    relative = positions == "relative"
-    alibi = positions == "alibi"
+    scheme = SCHEMES[positions]
 
     def embedding(vocab: int) -> TransformerEmbedding:
         return TransformerEmbedding(
-            vocab, d_model, max_positions, dropout, absolute=not (relative or alibi)
+            vocab, d_model, max_positions, dropout, scheme.encoder_sinusoids
         )
 
     def biases(layers: int, both_ends: bool = False) -> LinearBiases | None:
-        return LinearBiases(layers, heads, both_ends) if alibi else None
+        if not scheme.distance_penalties:
+            return None
+        return LinearBiases(layers, heads, both_ends)
 
     def final_norm() -> nn.Module:
         return nn.LayerNorm(d_model) if norm_first else nn.Identity()
@@ -69,13 +71,18 @@ def build_transformer(
         dropout,
         attention_dropout,
         norm_first,
-        relative,
+        scheme.relative,
     )
     src_embedding = embedding(src_vocab)
     tgt_embedding = src_embedding if share_embeddings else embedding(tgt_vocab)
-    if positions == "nope":  # the same tokens, no positions added
+    if scheme.decoder_sinusoids != scheme.encoder_sinusoids:  # same tokens
         tgt_embedding = TransformerEmbedding(
-            tgt_vocab, d_model, max_positions, dropout, False, tgt_embedding.token
+            tgt_vocab,
+            d_model,
+            max_positions,
+            dropout,
+            scheme.decoder_sinusoids,
+            tgt_embedding.token,
         )
     output_proj = nn.Linear(d_model, tgt_vocab, bias=False)
     encoder = TransformerEncoder(
@@ -96,6 +103,6 @@ def build_transformer(
         output_proj.weight = tgt_embedding.token.weight
     else:
         nn.init.normal_(output_proj.weight, std=d_model**-0.5)
-    if positions in ("randomized", "shifted"):
-        return RandomPositionsTransformer(encoder, decoder, output_proj, positions)
+    if scheme.draw is not None:
+        return RandomPositionsTransformer(encoder, decoder, output_proj, scheme.draw)
     return EncoderDecoder(encoder, decoder, output_proj)

@@ -12,12 +12,16 @@ every attention score (``rosetta.nn.linear_bias``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 import torch
 from torch import nn
 
 from rosetta.models.interface import Decoder, Encoder, EncoderDecoder
 
-POSITIONS = ("sinusoidal", "relative", "randomized", "shifted", "nope", "alibi")
+# (rows, length, table size, device) -> (rows, length) positions
+Draw = Callable[[int, int, int, torch.device], torch.Tensor]
 
 
 def _check_fits(length: int, span: int) -> None:
@@ -54,21 +58,21 @@ class RandomPositionsTransformer(EncoderDecoder):
     first ``T``, so that source token ``i`` and target token ``i`` keep one
     position, as they do with ``0, 1, 2, ...``.
 
-    ``draw``: ``randomized`` draws distinct positions anywhere in the table
-    and sorts them (``draw_positions``); ``shifted`` draws one start and
-    keeps the positions consecutive (``draw_offsets``). Outside training
-    (validation, search) positions are ``0, 1, 2, ...``: decoding is that of
-    the sinusoidal Transformer."""
+    ``draw``: the scheme's draw: ``randomized`` draws distinct positions
+    anywhere in the table and sorts them (``draw_positions``); ``shifted``
+    draws one start and keeps the positions consecutive (``draw_offsets``).
+    Outside training (validation, search) positions are ``0, 1, 2, ...``:
+    decoding is that of the sinusoidal Transformer."""
 
     def __init__(
         self,
         encoder: Encoder,
         decoder: Decoder,
         output_proj: nn.Module,
-        draw: str,
+        draw: Draw,
     ):
         super().__init__(encoder, decoder, output_proj)
-        self.draw = draw_positions if draw == "randomized" else draw_offsets
+        self.draw = draw
 
     def forward(
         self,
@@ -88,3 +92,32 @@ class RandomPositionsTransformer(EncoderDecoder):
             tgt_in, state, tgt_mask, positions=positions[:, : tgt_in.size(1)]
         )
         return features
+
+
+@dataclass(frozen=True)
+class PositionScheme:
+    """What one ``model.positions`` value changes in a Transformer: which
+    embeddings get sinusoids, whether self-attention scores relative
+    distances, whether every attention subtracts distance penalties, and
+    which positions training draws (none: ``0, 1, 2, ...``)."""
+
+    name: str
+    encoder_sinusoids: bool
+    decoder_sinusoids: bool
+    relative: bool = False
+    distance_penalties: bool = False
+    draw: Draw | None = None
+
+
+SCHEMES = {
+    scheme.name: scheme
+    for scheme in (
+        PositionScheme("sinusoidal", True, True),
+        PositionScheme("relative", False, False, relative=True),
+        PositionScheme("randomized", True, True, draw=draw_positions),
+        PositionScheme("shifted", True, True, draw=draw_offsets),
+        PositionScheme("nope", True, False),
+        PositionScheme("alibi", False, False, distance_penalties=True),
+    )
+}
+POSITIONS = tuple(SCHEMES)

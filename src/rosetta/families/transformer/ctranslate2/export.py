@@ -6,7 +6,7 @@ key and value projections side by side, as CTranslate2 keeps them), the same
 sinusoidal position table, the embeddings scaled by sqrt(d), post-norm or
 pre-norm layers, and Rosetta's vocabularies and special tokens. Beside it,
 ``rosetta.json`` holds the tokenizers and the configuration, so the folder
-alone translates text (``rosetta.ctranslate2.engine``).
+alone translates text (``rosetta.families.transformer.ctranslate2.engine``).
 
 CTranslate2 is an optional dependency: ``pip install rosetta[ct2]``.
 """
@@ -23,6 +23,7 @@ import torch
 from rosetta.data.vocab import BOS, EOS, UNK
 from rosetta.errors import RosettaError
 from rosetta.families.transformer.model import TransformerDecoder, TransformerEncoder
+from rosetta.families.transformer.positions import SCHEMES
 from rosetta.runs import checkpoint as ckpt
 from rosetta.runs.restore import Restored, restore
 from rosetta.runtime.outputs import atomic_folder, claim_folder, write_json_atomic
@@ -78,21 +79,21 @@ def export_ctranslate2(
         raise RosettaError(
             f"{folder}: a recurrent model; CTranslate2 runs Transformers only"
         )
-    positions = restored.config.model.positions
-    if positions == "relative":
+    scheme = SCHEMES[restored.config.model.positions]
+    if scheme.relative:
         raise RosettaError(
             f"{folder}: relative positions; CTranslate2 has no Transformer-XL "
             "attention, only absolute sinusoidal positions"
         )
-    if positions == "nope":
-        raise RosettaError(
-            f"{folder}: no positions in the decoder; CTranslate2 adds "
-            "sinusoidal positions to both sides"
-        )
-    if positions == "alibi":
+    if scheme.distance_penalties:
         raise RosettaError(
             f"{folder}: alibi positions; CTranslate2's encoder-decoder has no "
             "distance penalties, only absolute sinusoidal positions"
+        )
+    if not scheme.decoder_sinusoids:
+        raise RosettaError(
+            f"{folder}: no positions in the decoder; CTranslate2 adds "
+            "sinusoidal positions to both sides"
         )
     spec = _transformer_spec(restored)
     meta = ckpt.read_meta(folder)

@@ -17,15 +17,15 @@ from typing import Any
 import torch
 
 from rosetta.config.reading import config_from_dict
-from rosetta.ctranslate2.export import (
+from rosetta.data.tokenizer import TokenizerPair
+from rosetta.data.vocab import EOS
+from rosetta.errors import RosettaError
+from rosetta.families.transformer.ctranslate2.export import (
     ENGINE_FILE,
     export_ctranslate2,
     import_ctranslate2,
     read_engine_file,
 )
-from rosetta.data.tokenizer import TokenizerPair
-from rosetta.data.vocab import EOS
-from rosetta.errors import RosettaError
 from rosetta.inference.text_translator import TextTranslator, Translation
 from rosetta.runs import checkpoint as ckpt
 from rosetta.runtime.devices import pick_device
