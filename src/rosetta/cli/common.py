@@ -14,7 +14,7 @@ from rosetta.families.transformer.ctranslate2.export import ENGINE_FILE
 from rosetta.inference.text_translator import TextTranslator
 from rosetta.runs import checkpoint as ckpt
 from rosetta.runtime import limits
-from rosetta.runtime.limits import flag
+from rosetta.runtime.limits import Count, flag
 from rosetta.runtime.precision import PRECISIONS
 from rosetta.search.options import KINDS, SearchOptions
 
@@ -158,6 +158,22 @@ def workers_count(text: str) -> int | str:
     if count < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {count}")
     return count
+
+
+def add_batching_flags(verb: argparse.ArgumentParser, workers: str) -> None:
+    """``--batch-size`` and ``--workers`` (``workers`` says what auto means)."""
+    verb.add_argument(
+        "--batch-size",
+        type=flag(Count),
+        default=None,
+        help="sentences per batch (default: the model's decode.batch_size)",
+    )
+    verb.add_argument(
+        "--workers",
+        type=workers_count,
+        default="auto",
+        help=f"CPU: decode this many batches at once, sharing the threads; {workers}",
+    )
 
 
 def add_overwrite_flag(verb: argparse.ArgumentParser, what: str) -> None:

@@ -9,12 +9,12 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 from rosetta.cli.common import (
+    add_batching_flags,
     add_engine_flags,
     add_overwrite_flag,
     add_search_flags,
     load_translator,
     search_options,
-    workers_count,
 )
 from rosetta.data.corpus import read_lines
 from rosetta.distill import distill, partial_paths
@@ -95,17 +95,6 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
         help="lines translated between two writes to OUTPUT.partial: what a "
         "stopped run loses at most",
     )
-    verb.add_argument(
-        "--batch-size",
-        type=flag(Count),
-        default=None,
-        help="sentences per batch (default: the model's decode.batch_size)",
-    )
-    verb.add_argument(
-        "--workers",
-        type=workers_count,
-        default="auto",
-        help="CPU: decode this many batches at once (auto: one per thread)",
-    )
+    add_batching_flags(verb, "auto (default): one per thread")
     add_engine_flags(verb)
     verb.set_defaults(run=cmd_distill)

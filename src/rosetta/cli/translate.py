@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from rosetta.cli.common import (
+    add_batching_flags,
     add_engine_flags,
     add_npd_flags,
     add_overwrite_flag,
@@ -15,7 +16,6 @@ from rosetta.cli.common import (
     load_translator,
     read_input_lines,
     search_options,
-    workers_count,
 )
 from rosetta.errors import RosettaError
 from rosetta.runtime.limits import Count, flag
@@ -102,18 +102,8 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
         action="store_true",
         help="jsonl: add the best hypotheses' attention weights",
     )
-    translate.add_argument(
-        "--batch-size",
-        type=flag(Count),
-        default=None,
-        help="sentences per batch (default: the model's decode.batch_size)",
-    )
-    translate.add_argument(
-        "--workers",
-        type=workers_count,
-        default="auto",
-        help="CPU: decode this many batches at once, sharing the threads; "
-        "auto (default): one per thread, one when sampling or on a GPU",
+    add_batching_flags(
+        translate, "auto (default): one per thread, one when sampling or on a GPU"
     )
     add_npd_flags(translate)
     add_engine_flags(translate)

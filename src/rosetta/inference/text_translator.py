@@ -27,6 +27,10 @@ if TYPE_CHECKING:
     from rosetta.config.schema import Config
 
 
+Sources = list[list[int]]  # token ids per sentence, none for a blank line
+Found = list[list["Translation"]]  # an n-best list per sentence
+
+
 class TextTranslator(ABC):
     """Translates text with a trained model and its tokenizers.
 
@@ -117,7 +121,6 @@ class TextTranslator(ABC):
             sources, options, batch_size=batch_size, workers=workers
         )
 
-    @abstractmethod
     def translate_ids(
         self,
         sources: list[list[int]],
@@ -128,6 +131,15 @@ class TextTranslator(ABC):
     ) -> list[list[Translation]]:
         """``translate_nbest`` of sentences already encoded (``encode``): one
         n-best list per id list, none for an empty one (a blank line)."""
+        size = batch_size or self.config.decode.batch_size
+        return self.decode_ids(sources, self.complete(options), size, workers)
+
+    @abstractmethod
+    def decode_ids(
+        self, sources: Sources, options: SearchOptions, size: int, workers: Workers
+    ) -> Found:
+        """``translate_ids`` with complete ``options``, ``size`` sentences per
+        batch: what each engine does its own way."""
 
     def _translation(
         self, hypothesis: Hypothesis, source_pieces: list[str], options: SearchOptions

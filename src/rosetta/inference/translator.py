@@ -9,7 +9,12 @@ from typing import TYPE_CHECKING
 import torch
 
 from rosetta.data.vocab import EOS
-from rosetta.inference.text_translator import TextTranslator, Translation
+from rosetta.inference.text_translator import (
+    Found,
+    Sources,
+    TextTranslator,
+    Translation,
+)
 from rosetta.models.interface import EncoderDecoder
 from rosetta.models.trained import Trained
 from rosetta.runtime.precision import (
@@ -67,24 +72,17 @@ class Translator(TextTranslator):
         return sum(p.numel() for p in self.model.parameters())
 
     @torch.no_grad()
-    def translate_ids(
-        self,
-        sources: list[list[int]],
-        options: SearchOptions | None = None,
-        *,
-        batch_size: int | None = None,
-        workers: Workers = 1,
-    ) -> list[list[Translation]]:
-        """``translate_nbest`` of sentences already encoded (``encode``): one
-        n-best list per id list, none for an empty one (a blank line)."""
-        options = self.complete(options)
+    def decode_ids(
+        self, sources: Sources, options: SearchOptions, size: int, workers: Workers
+    ) -> Found:
+        """Search, a batch at a time (``rosetta.search.batched``)."""
         nonempty = {i: ids for i, ids in enumerate(sources) if ids}
         with autocast(self.device, self.precision):
             found = decode_in_batches(
                 self.model,
                 list(nonempty.values()),
                 self.device,
-                batch_size=batch_size or self.config.decode.batch_size,
+                batch_size=size,
                 options=options,
                 max_len_cap=self.position_limit,
                 workers=workers,

@@ -13,22 +13,24 @@ from rosetta.families.language_model.task import lm_training
 from rosetta.models.trained import Trained
 from rosetta.train.prepare import prepare_text
 
+# the config keys MemoryTransformerLM takes under their own names
+SAME_NAMES = {
+    "layers",
+    "d_model",
+    "heads",
+    "d_ff",
+    "dropout",
+    "attention_dropout",
+    "memory_length",
+}
+
 
 def build(
     config: LanguageModelConfig, src_vocab: int, tgt_vocab: int
 ) -> MemoryTransformerLM:
     """A language model reads and writes one vocabulary, the target's."""
-    return MemoryTransformerLM(
-        tgt_vocab,
-        layers=config.layers,
-        d_model=config.d_model,
-        heads=config.heads,
-        d_ff=config.d_ff,
-        dropout=config.dropout,
-        attention_dropout=config.attention_dropout,
-        norm_first=config.norm == "pre",
-        memory_length=config.memory_length,
-    )
+    sizes = config.model_dump(include=SAME_NAMES)
+    return MemoryTransformerLM(tgt_vocab, **sizes, norm_first=config.norm == "pre")
 
 
 def language_model(

@@ -22,7 +22,12 @@ from rosetta.families.nat.search import (
     nat_candidates,
     teacher_log_probabilities,
 )
-from rosetta.inference.text_translator import TextTranslator, Translation
+from rosetta.inference.text_translator import (
+    Found,
+    Sources,
+    TextTranslator,
+    Translation,
+)
 from rosetta.models.trained import Trained
 from rosetta.runtime.precision import Precision, autocast, check_precision
 from rosetta.search.batched import Workers
@@ -104,19 +109,13 @@ class NATTranslator(TextTranslator):
         return NATTranslator(self.trained, self.precision, teacher=teacher, npd=npd)
 
     @torch.no_grad()
-    def translate_ids(
-        self,
-        sources: list[list[int]],
-        options: SearchOptions | None = None,
-        *,
-        batch_size: int | None = None,
-        workers: Workers = 1,
-    ) -> list[list[Translation]]:
+    def decode_ids(
+        self, sources: Sources, options: SearchOptions, size: int, workers: Workers
+    ) -> Found:
         """One translation per non-empty source (module docstring); ``options``
         gives the attention switch, the seed of the fertility draws, the
         length normalisation of the teacher's scores and the length limit
         ``a·S + b`` (the fertilities past it are dropped)."""
-        options = self.complete(options)
         if options.beam_size > 1 or options.sample or options.nbest > 1:
             raise RosettaError(
                 "a NAT model decodes in one pass: no beam search, sampling or "
@@ -125,7 +124,6 @@ class NATTranslator(TextTranslator):
         samples = max(self.npd, 1)
         generator = torch.Generator(device=self.device)
         generator.manual_seed(options.seed if options.seed is not None else 0)
-        size = batch_size or self.config.decode.batch_size
         nonempty = [i for i, ids in enumerate(sources) if ids]
         order = sorted(nonempty, key=lambda i: len(sources[i]))
         results: list[list[Translation]] = [[] for _ in sources]

@@ -12,23 +12,28 @@ from rosetta.models.trained import Trained
 from rosetta.train.prepare import prepare_data
 from rosetta.train.translation_task import translation_training
 
+# the config keys build_rnn_seq2seq takes under their own names
+SAME_NAMES = {
+    "cell",
+    "hidden_size",
+    "encoder_layers",
+    "decoder_layers",
+    "bidirectional",
+    "dropout",
+    "share_embeddings",
+    "tie_output",
+    "gru_variant",
+}
+
 
 def build(config: RNNConfig, src_vocab: int, tgt_vocab: int) -> EncoderDecoder:
     return build_rnn_seq2seq(
         src_vocab,
         tgt_vocab,
-        cell=config.cell,
+        **config.model_dump(include=SAME_NAMES),
         embedding_size=config.d_model,
-        hidden_size=config.hidden_size,
-        encoder_layers=config.encoder_layers,
-        decoder_layers=config.decoder_layers,
-        bidirectional=config.bidirectional,
         attention=config.attention == "bahdanau",
-        dropout=config.dropout,
-        share_embeddings=config.share_embeddings,
-        tie_output=config.tie_output,
         impl=config.rnn_impl,
-        gru_variant=config.gru_variant,
     )
 
 

@@ -40,20 +40,10 @@ class AttentionSection(EncoderDecoderSection):
         return self.max_positions
 
     def layer_sizes(self) -> dict[str, Any]:
-        """The keyword arguments the Transformer and the NAT builders share."""
-        return dict(
-            encoder_layers=self.encoder_layers,
-            decoder_layers=self.decoder_layers,
-            d_model=self.d_model,
-            heads=self.heads,
-            d_ff=self.d_ff,
-            dropout=self.dropout,
-            attention_dropout=self.attention_dropout,
-            norm_first=self.norm == "pre",
-            share_embeddings=self.share_embeddings,
-            tie_output=self.tie_output,
-            max_positions=self.max_positions,
-        )
+        """The keyword arguments of ``build_transformer`` but ``positions``:
+        every key of the section but ``arch`` and ``norm`` (``norm_first``)."""
+        sizes = self.model_dump(exclude={"arch", "norm", "positions"})
+        return sizes | {"norm_first": self.norm == "pre"}
 
 
 class TransformerConfig(AttentionSection):

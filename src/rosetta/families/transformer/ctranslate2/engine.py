@@ -26,7 +26,12 @@ from rosetta.families.transformer.ctranslate2.export import (
     import_ctranslate2,
     read_engine_file,
 )
-from rosetta.inference.text_translator import TextTranslator, Translation
+from rosetta.inference.text_translator import (
+    Found,
+    Sources,
+    TextTranslator,
+    Translation,
+)
 from rosetta.runs import checkpoint as ckpt
 from rosetta.runtime.devices import pick_device
 from rosetta.search.batched import Workers
@@ -132,15 +137,9 @@ class CTranslate2Translator(TextTranslator):
     def parameter_count(self) -> int:
         return self._parameters
 
-    def translate_ids(
-        self,
-        sources: list[list[int]],
-        options: SearchOptions | None = None,
-        *,
-        batch_size: int | None = None,
-        workers: Workers = 1,
-    ) -> list[list[Translation]]:
-        options = self.complete(options)
+    def decode_ids(
+        self, sources: Sources, options: SearchOptions, size: int, workers: Workers
+    ) -> Found:
         arguments = search_arguments(options)
         pieces = {
             i: [*self.tokenizers.src.id_pieces(ids), EOS]
@@ -168,14 +167,14 @@ class CTranslate2Translator(TextTranslator):
         # again under its own limit.
         largest = max(limits.values(), default=0)
         results: list[list[Translation]] = [[] for _ in sources]
-        found = self._decode(list(limits), largest, arguments, batch_size, pieces)
+        found = self._decode(list(limits), largest, arguments, size, pieces)
         again: dict[int, list[int]] = {}
         for i, result in found.items():
             longest = max(map(len, result.hypotheses))  # </s> included
             if options.beam_size > 1 and longest >= limits[i] < largest:
                 again.setdefault(limits[i], []).append(i)
         for limit, rows in again.items():
-            found |= self._decode(rows, limit, arguments, batch_size, pieces)
+            found |= self._decode(rows, limit, arguments, size, pieces)
         for i, result in found.items():
             results[i] = self._translations(result, pieces[i], options, limits[i])
         return results
@@ -185,14 +184,14 @@ class CTranslate2Translator(TextTranslator):
         rows: list[int],
         limit: int,
         arguments: dict[str, Any],
-        batch_size: int | None,
+        size: int,
         pieces: dict[int, list[str]],
     ) -> dict[int, Any]:
         """CTranslate2's results for ``rows``, decoded under ``limit``."""
         found = self.model.translate_batch(
             [pieces[i] for i in rows],
             max_decoding_length=limit,
-            max_batch_size=batch_size or self.config.decode.batch_size,
+            max_batch_size=size,
             **arguments,
         )
         return dict(zip(rows, found, strict=True))
