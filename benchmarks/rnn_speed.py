@@ -17,6 +17,7 @@ import argparse
 import statistics
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -43,14 +44,7 @@ def target_tokens_per_s(prepared, impl: str, warmup: int) -> float:
     cpu = torch.device("cpu")
     translator = family_of(config.model).inference
     task = TranslationTask(
-        config,
-        model,
-        data.tokenizers,
-        data.train,
-        [],
-        [],
-        cpu,
-        translator,
+        config, model, replace(data, valid=[], valid_pairs=[]), cpu, translator
     )
     trainer = Trainer(config, Path(tempfile.mkdtemp()), model, task, cpu)
     for indices in batches[:warmup]:

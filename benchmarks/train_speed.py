@@ -35,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -117,10 +118,7 @@ def rosetta_step(config, data, device: torch.device):
     task = TranslationTask(
         config,
         model,
-        data.tokenizers,
-        data.train,
-        [],
-        [],
+        replace(data, valid=[], valid_pairs=[]),
         device,
         family_of(config.model).inference,
     )

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -44,14 +45,7 @@ def trainer_for(folder, group=None):
     )
     translator = family_of(config.model).inference
     task = TranslationTask(
-        config,
-        model,
-        data.tokenizers,
-        data.train,
-        [],
-        [],
-        CPU,
-        translator,
+        config, model, replace(data, valid=[], valid_pairs=[]), CPU, translator
     )
     return Trainer(config, folder / "run", model, task, CPU, group or Group())
 

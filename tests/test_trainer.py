@@ -11,7 +11,7 @@ from rosetta.families import build_model, family_of
 from rosetta.loading import load_translator
 from rosetta.runtime.precision import autocast
 from rosetta.train.loss import label_smoothed_cross_entropy
-from rosetta.train.prepare import prepare_data
+from rosetta.train.prepare import PreparedData, prepare_data
 from rosetta.train.run import run_training
 from rosetta.train.trainer import Trainer
 from rosetta.train.translation_task import TranslationTask
@@ -133,7 +133,8 @@ def test_the_training_loss_equals_the_loss_of_the_models_logits(
     torch.manual_seed(0)
     model = build_model(config.model, 40, 40)
     translator = family_of(config.model).inference
-    task = TranslationTask(config, model, None, [], [], [], CPU, translator)
+    nothing = PreparedData(None, [], [], [])  # type: ignore[arg-type]
+    task = TranslationTask(config, model, nothing, CPU, translator)
     model.eval()  # no dropout: both paths see the same network
     examples = [
         Example([5, 6, 7, 8], [9, 10, 11]),
@@ -178,16 +179,7 @@ def test_fp16_training_scales_the_loss_and_skips_overflowing_updates(tmp_path):
         config.model, len(data.tokenizers.src), len(data.tokenizers.tgt)
     )
     translator = family_of(config.model).inference
-    task = TranslationTask(
-        config,
-        model,
-        data.tokenizers,
-        data.train,
-        data.valid,
-        data.valid_pairs,
-        CPU,
-        translator,
-    )
+    task = TranslationTask(config, model, data, CPU, translator)
     trainer = Trainer(config, tmp_path / "run", model, task, CPU)
     trainer.updater.scaler = torch.amp.GradScaler("cpu", init_scale=2.0**40)
     state = trainer.train()

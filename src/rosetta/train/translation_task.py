@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from rosetta.data.batching import Batch, Example, collate, make_batches, rank_share
-from rosetta.data.tokenizer import TokenizerPair
+from rosetta.data.batching import Batch, collate, make_batches, rank_share
 from rosetta.data.vocab import PAD_ID
 from rosetta.inference.text_translator import TextTranslator
 from rosetta.models.interface import EncoderDecoder
 from rosetta.models.trained import Trained
 from rosetta.runtime.precision import autocast
 from rosetta.train.loss import projected_label_smoothed_cross_entropy
+from rosetta.train.prepare import PreparedData
 from rosetta.train.validation import validation_bleu, validation_loss
 
 if TYPE_CHECKING:
@@ -37,8 +37,8 @@ class TranslationTask:
     """Parallel sentences, batched by length, for an encoder-decoder model.
 
     Args:
-        train, valid: the encoded training and validation pairs.
-        valid_pairs: the validation pairs as text, for BLEU.
+        data: the tokenizers, the encoded training and validation pairs, and
+            the validation pairs as text, for BLEU (``PreparedData``).
         translator: the family's inference object for a model
             (``Family.inference``), which validation translates with.
     """
@@ -47,18 +47,15 @@ class TranslationTask:
         self,
         config: Config,
         model: EncoderDecoder,
-        tokenizers: TokenizerPair,
-        train: list[Example],
-        valid: list[Example],
-        valid_pairs: list[tuple[str, str]],
+        data: PreparedData,
         device: torch.device,
         translator: MakeTranslator,
     ):
         self.config, self.cfg = config, config.train
         self.translator = translator
-        self.model, self.tokenizers, self.device = model, tokenizers, device
-        self.train_examples, self.valid_examples = train, valid
-        self.valid_pairs = valid_pairs
+        self.model, self.tokenizers, self.device = model, data.tokenizers, device
+        self.train_examples, self.valid_examples = data.train, data.valid
+        self.valid_pairs = data.valid_pairs
 
     @property
     def has_validation(self) -> bool:
@@ -137,14 +134,5 @@ def translation_training(
 ) -> TranslationTask:
     """The task of an encoder-decoder family: its prepared data
     (``rosetta.train.prepare.PreparedData``), validated with ``translator``."""
-    data = setup.data
-    return TranslationTask(
-        setup.config,
-        setup.model,  # type: ignore[arg-type]
-        data.tokenizers,
-        data.train,
-        data.valid,
-        data.valid_pairs,
-        setup.device,
-        translator,
-    )
+    config, model, data = setup.config, setup.model, setup.data
+    return TranslationTask(config, model, data, setup.device, translator)

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from rosetta.data.text import TokenStreams
-from rosetta.data.tokenizer import CharacterTokenizer, TokenizerPair
+from rosetta.data.tokenizer import CharacterTokenizer
 from rosetta.data.vocab import PAD_ID
 from rosetta.errors import RosettaError
 from rosetta.families.language_model.config import LanguageModelConfig
@@ -27,6 +27,7 @@ from rosetta.families.language_model.model import Memory, MemoryTransformerLM
 from rosetta.families.language_model.scoring import score_text
 from rosetta.runtime.precision import autocast
 from rosetta.train.loss import projected_label_smoothed_cross_entropy
+from rosetta.train.prepare import PreparedText
 
 if TYPE_CHECKING:
     from rosetta.config.schema import Config
@@ -43,7 +44,8 @@ class LanguageModelTask:
     """Consecutive segments of ``train`` for a ``MemoryTransformerLM``.
 
     Args:
-        train, valid: token ids of the training and validation texts.
+        data: the tokenizer and the token ids of the training and validation
+            texts (``PreparedText``).
         rank, world_size: this process and how many train; each reads its
             own streams and keeps its own memory.
     """
@@ -52,17 +54,16 @@ class LanguageModelTask:
         self,
         config: Config,
         model: MemoryTransformerLM,
-        tokenizers: TokenizerPair,
-        train: list[int],
-        valid: list[int],
+        data: PreparedText,
         device: torch.device,
         rank: int = 0,
         world_size: int = 1,
     ):
         self.config, self.cfg = config, config.train
         self.lm: LanguageModelConfig = config.model  # type: ignore[assignment]
-        self.model, self.tokenizers, self.device = model, tokenizers, device
-        self.train_ids, self.valid_ids = train, valid
+        self.model, self.tokenizers, self.device = model, data.tokenizers, device
+        train = data.train
+        self.train_ids, self.valid_ids = train, data.valid
         self.rank = rank
         self.streams_per_process = max(
             1, self.cfg.batch_tokens // self.lm.segment_length // world_size
@@ -169,14 +170,7 @@ class LanguageModelTask:
 def lm_training(setup: TrainingSetup, scorer: Callable[..., Any]) -> LanguageModelTask:
     """The language model's task, from its prepared text (``PreparedText``);
     it validates by its own scoring, not through ``scorer``."""
-    data = setup.data
+    config, model, data = setup.config, setup.model, setup.data
     return LanguageModelTask(
-        setup.config,
-        setup.model,  # type: ignore[arg-type]
-        data.tokenizers,
-        data.train,
-        data.valid,
-        setup.device,
-        setup.rank,
-        setup.world_size,
+        config, model, data, setup.device, setup.rank, setup.world_size
     )

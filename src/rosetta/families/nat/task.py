@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,7 +23,6 @@ import torch.nn.functional as F
 
 from rosetta.data.batching import Example, make_batches, pad, rank_share
 from rosetta.data.fertilities import fits, reference_fertilities
-from rosetta.data.tokenizer import TokenizerPair
 from rosetta.data.vocab import EOS_ID, PAD_ID
 from rosetta.errors import RosettaError
 from rosetta.families.nat.config import NATConfig
@@ -34,6 +33,7 @@ from rosetta.train.loss import (
     label_smoothed_cross_entropy,
     projected_label_smoothed_cross_entropy,
 )
+from rosetta.train.prepare import PreparedData
 from rosetta.train.translation_task import MakeTranslator, TranslationTask
 from rosetta.train.validation import validation_bleu
 
@@ -74,9 +74,9 @@ class NATTask(TranslationTask):
     own batches, loss and validation.
 
     Args:
-        train, valid: the encoded pairs; those whose target is longer than
-            ``max_fertility`` times the source are left out (counted).
-        valid_pairs: the validation pairs as text, for BLEU.
+        data: the prepared pairs (``PreparedData``); those whose target is
+            longer than ``max_fertility`` times the source are left out
+            (counted).
         translator: what validation translates with (``NATTranslator``).
     """
 
@@ -84,10 +84,7 @@ class NATTask(TranslationTask):
         self,
         config: Config,
         model: NonAutoregressiveTransformer,
-        tokenizers: TokenizerPair,
-        train: list[Example],
-        valid: list[Example],
-        valid_pairs: list[tuple[str, str]],
+        data: PreparedData,
         device: torch.device,
         run_dir: Path,
         translator: MakeTranslator,
@@ -95,6 +92,7 @@ class NATTask(TranslationTask):
     ):
         self.model_cfg: NATConfig = config.model  # type: ignore[assignment]
         limit = self.model_cfg.max_fertility
+        train, valid = data.train, data.valid
         kept_train = [e for e in train if fits(e, limit)]
         kept_valid = [e for e in valid if fits(e, limit)]
         dropped = len(train) - len(kept_train) + len(valid) - len(kept_valid)
@@ -109,16 +107,8 @@ class NATTask(TranslationTask):
         fertilities = reference_fertilities(
             kept_train + kept_valid, limit, run_dir, log
         )
-        super().__init__(
-            config,
-            model,
-            tokenizers,
-            kept_train,
-            kept_valid,
-            valid_pairs,
-            device,
-            translator,
-        )
+        kept = replace(data, train=kept_train, valid=kept_valid)
+        super().__init__(config, model, kept, device, translator)
         self.train_fertilities = fertilities[: len(kept_train)]
         self.valid_fertilities = fertilities[len(kept_train) :]
 
@@ -204,16 +194,7 @@ class NATTask(TranslationTask):
 def nat_training(setup: TrainingSetup, translator: MakeTranslator) -> NATTask:
     """The NAT's task, from its prepared data (``PreparedData``), validated
     with ``translator``."""
-    data = setup.data
+    config, model, data = setup.config, setup.model, setup.data
     return NATTask(
-        setup.config,
-        setup.model,  # type: ignore[arg-type]
-        data.tokenizers,
-        data.train,
-        data.valid,
-        data.valid_pairs,
-        setup.device,
-        setup.run_dir,
-        translator,
-        setup.log,
+        config, model, data, setup.device, setup.run_dir, translator, setup.log
     )
