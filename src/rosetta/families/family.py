@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 import torch
 from torch import nn
@@ -49,7 +49,6 @@ class Family:
     """One model family.
 
     Attributes:
-        arch: the name ``model.arch`` gives it.
         summary: what it is, in a few words (the configuration reference).
         config: its ``model`` section, a ``ModelSection``.
         build: ``(model section, source vocabulary size, target vocabulary
@@ -64,13 +63,18 @@ class Family:
             through the layers only, not a family's fast path (comparison).
     """
 
-    arch: str
     summary: str
     config: type[ModelSection]
     build: Callable[[Any, int, int], nn.Module]
     prepare: Callable[[Config, Path, Callable[[str], None]], Any]
     training: Callable[[TrainingSetup, Callable[..., Any]], Any]
     inference: Callable[[Trained, str, bool], Any]
+
+    @property
+    def arch(self) -> str:
+        """The name ``model.arch`` gives the family: its section's one value."""
+        (name,) = get_args(self.config.model_fields["arch"].annotation)
+        return name
 
     def training_task(self, setup: TrainingSetup) -> Any:
         """The task that trains ``setup.model``, validated with this family's

@@ -43,7 +43,6 @@ def language_model(
 
 
 FAMILY = Family(
-    arch="transformer-xl",
     summary="the Transformer-XL language model (task: lm)",
     config=LanguageModelConfig,
     build=build,

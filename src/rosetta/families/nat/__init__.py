@@ -18,7 +18,6 @@ def translator(trained: Trained, precision: str, packed: bool = True) -> NATTran
 
 
 FAMILY = Family(
-    arch="nat",
     summary="the non-autoregressive Transformer with fertilities",
     config=NATConfig,
     build=build_nat,

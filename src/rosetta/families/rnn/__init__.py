@@ -43,7 +43,6 @@ def translator(trained: Trained, precision: str, packed: bool = True) -> Transla
 
 
 FAMILY = Family(
-    arch="rnn",
     summary="recurrent encoder-decoders (GRU, LSTM, RNN; attention optional)",
     config=RNNConfig,
     build=build,

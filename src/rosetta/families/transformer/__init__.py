@@ -27,7 +27,6 @@ def translator(trained: Trained, precision: str, packed: bool = True) -> Transla
 
 
 FAMILY = Family(
-    arch="transformer",
     summary="the Transformer encoder-decoder",
     config=TransformerConfig,
     build=build,
