@@ -13,8 +13,8 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file
 
-from rosetta.runs import checkpoint as ckpt
 from rosetta.errors import RosettaError
+from rosetta.runs import checkpoint as ckpt
 from rosetta.runtime.outputs import claim_folder
 
 

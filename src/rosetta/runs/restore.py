@@ -10,12 +10,12 @@ from typing import Any
 import torch
 from torch import nn
 
-from rosetta.runs import checkpoint as ckpt
 from rosetta.config.reading import config_from_dict
 from rosetta.config.schema import Config
 from rosetta.data.tokenizer import TokenizerPair
 from rosetta.families import Family, family_of
 from rosetta.models.trained import Trained
+from rosetta.runs import checkpoint as ckpt
 
 
 @dataclass(frozen=True)
