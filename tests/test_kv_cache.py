@@ -86,9 +86,10 @@ def test_from_pairs_holds_the_concatenated_keys_and_values():
 
 
 @pytest.mark.reference
-def test_the_packed_step_keeps_a_cache_and_branches_correctly():
+def test_both_paths_keep_one_cache_and_branch_correctly():
     """A decoding state stepped with two different tokens (as exhaustive search
-    does) gives, packed, what the layers' path gives."""
+    does) gives, packed, what the layers' path gives; both keep their keys and
+    values in one ``KeyValueCache``."""
     model = tiny_model()
     src, src_mask, tgt = random_batch()
     results = {}
@@ -97,7 +98,7 @@ def test_the_packed_step_keeps_a_cache_and_branches_correctly():
             state = decoding.init_state(decoding.encode(src, src_mask), src_mask)
             _, state = decoding.step(tgt[:, 0], state)
             _, state = decoding.step(tgt[:, 1], state)
-            assert isinstance(state.self_kv, KeyValueCache) == packed
+            assert isinstance(state.self_kv, KeyValueCache)
             first, after_first = decoding.step(tgt[:, 2], state)
             second, _ = decoding.step(tgt[:, 3], state)
             again, _ = decoding.step(tgt[:, 4], after_first)

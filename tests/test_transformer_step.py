@@ -1,10 +1,12 @@
 """The one-token step on packed weights against the decoder layers' own path."""
 
+from unittest import mock
+
 import pytest
 import torch
 from torch import nn
 
-from rosetta.families.transformer.kv_cache import KeyValueCache
+from rosetta.families.transformer import packed as packed_module
 from rosetta.families.transformer.packed import (
     PackedTransformerDecoder,
     pack_for_inference,
@@ -21,7 +23,10 @@ from tests.test_transformer import random_batch, tiny_model
 def step_log_probs(model, src, src_mask, tgt, index=None, precision=None):
     """Log-probabilities of each step of teacher-fed one-token decoding."""
     autocast = torch.autocast("cpu", dtype=precision, enabled=precision is not None)
-    with torch.no_grad(), autocast:
+    spy = mock.patch.object(
+        packed_module, "decoder_step", wraps=packed_module.decoder_step
+    )
+    with torch.no_grad(), autocast, spy as packed_step:
         state = model.init_state(model.encode(src, src_mask), src_mask)
         if index is not None:  # beams: rows share their sentence's memory
             state = state.reorder(index)
@@ -30,8 +35,7 @@ def step_log_probs(model, src, src_mask, tgt, index=None, precision=None):
         for t in range(rows.size(1)):
             log_probs, state = model.step(rows[:, t], state)
             steps.append(log_probs)
-    packed_step_ran = isinstance(state.self_kv, KeyValueCache)
-    return torch.stack(steps, 1), packed_step_ran
+    return torch.stack(steps, 1), packed_step.called
 
 
 def decode_both_ways(model, src, src_mask, tgt, index=None, precision=None):

@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from rosetta.config import attention_keys
 from rosetta.config.sections import ModelSection
 
 
@@ -19,16 +20,11 @@ class LanguageModelConfig(ModelSection):
     arch: Literal["transformer-xl"] = Field(description="the model family")
     layers: int = Field(6, gt=0, description="stacked decoder layers")
     d_model: int = Field(384, gt=0, description="model width")
-    heads: int = Field(6, gt=0, description="attention heads; they divide d_model")
-    d_ff: int = Field(1536, gt=0, description="inner width of the feed-forward layers")
+    heads: int = attention_keys.heads(6)
+    d_ff: int = attention_keys.d_ff(1536)
     dropout: float = Field(0.1, ge=0.0, lt=1.0, description="dropout probability")
-    attention_dropout: float = Field(
-        0.0, ge=0.0, lt=1.0, description="dropout on the attention weights"
-    )
-    norm: Literal["post", "pre"] = Field(
-        "pre",
-        description="post: LayerNorm(x + sublayer(x)); pre: x + sublayer(LayerNorm(x))",
-    )
+    attention_dropout: float = attention_keys.attention_dropout()
+    norm: Literal["post", "pre"] = attention_keys.norm("pre")
     segment_length: int = Field(
         256, gt=1, description="tokens read (and predicted) per segment"
     )
@@ -52,10 +48,7 @@ class LanguageModelConfig(ModelSection):
 
     @model_validator(mode="after")
     def _heads_divide_width(self) -> LanguageModelConfig:
-        if self.d_model % self.heads:
-            raise ValueError(
-                f"heads ({self.heads}) must divide d_model ({self.d_model})"
-            )
+        attention_keys.check_heads_divide_width(self.d_model, self.heads)
         return self
 
     @property

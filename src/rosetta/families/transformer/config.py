@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from rosetta.config import attention_keys
 from rosetta.config.sections import EncoderDecoderSection
 
 
@@ -14,25 +15,17 @@ class AttentionSection(EncoderDecoderSection):
     """What the attention-based encoder-decoders (``transformer``, ``nat``)
     read besides the common keys."""
 
-    heads: int = Field(4, gt=0, description="attention heads; they divide d_model")
-    d_ff: int = Field(1024, gt=0, description="inner width of the feed-forward layers")
-    attention_dropout: float = Field(
-        0.0, ge=0.0, lt=1.0, description="dropout on the attention weights"
-    )
-    norm: Literal["post", "pre"] = Field(
-        "post",
-        description="post: LayerNorm(x + sublayer(x)); pre: x + sublayer(LayerNorm(x))",
-    )
+    heads: int = attention_keys.heads(4)
+    d_ff: int = attention_keys.d_ff(1024)
+    attention_dropout: float = attention_keys.attention_dropout()
+    norm: Literal["post", "pre"] = attention_keys.norm("post")
     max_positions: int = Field(
         1024, gt=0, description="longest sequence the position table covers"
     )
 
     @model_validator(mode="after")
     def _heads_divide_width(self) -> AttentionSection:
-        if self.d_model % self.heads:
-            raise ValueError(
-                f"heads ({self.heads}) must divide d_model ({self.d_model})"
-            )
+        attention_keys.check_heads_divide_width(self.d_model, self.heads)
         return self
 
     @property

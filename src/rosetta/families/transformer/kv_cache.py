@@ -85,11 +85,13 @@ class KeyValueCache:
         buffer[:, : self.length] = self.buffer[:, : self.length]
         return KeyValueCache(buffer, end, [end])
 
-    def store(self, layer: int, keys: torch.Tensor, values: torch.Tensor) -> None:
-        """A layer's keys and values (n, h, new, d_k) of the newest positions."""
+    def store(self, layer: int, keys: torch.Tensor, values: torch.Tensor) -> KeyValue:
+        """A layer's keys and values (n, h, new, d_k) of the newest positions;
+        returns the layer's keys and values of every position, as ``self[layer]``."""
         start = self.length - keys.size(2)
         self.buffer[:, start : self.length, layer, 0] = keys.transpose(1, 2)
         self.buffer[:, start : self.length, layer, 1] = values.transpose(1, 2)
+        return self[layer]
 
     def store_step(self, layer: int, keys_values: torch.Tensor) -> None:
         """A layer's keys and values (n, 2, h, d_k) of the one newest position."""

@@ -7,7 +7,7 @@ import math
 import torch
 from torch import nn
 
-from rosetta.families.transformer.kv_cache import KeyValue
+from rosetta.families.transformer.kv_cache import KeyValue, KeyValueCache
 from rosetta.nn import (
     MultiHeadAttention,
     PositionwiseFeedForward,
@@ -133,11 +133,13 @@ class TransformerDecoderLayer(nn.Module):
         memory_kv: KeyValue,
         src_mask: torch.Tensor,
         self_mask: torch.Tensor | None,
-        cache: KeyValue | None = None,
+        cache: KeyValueCache | None = None,
+        index: int = 0,
         need_weights: bool = False,
         group: int = 1,
     ) -> tuple[torch.Tensor, KeyValue, torch.Tensor | None]:
-        """x (n, t, d) new positions; ``cache`` holds keys/values of earlier ones.
+        """x (n, t, d) new positions; ``cache`` holds keys/values of earlier
+        ones, this layer's at ``index``, with room for the new ones.
 
         ``memory_kv`` and ``src_mask`` have n / ``group`` rows: each run of
         ``group`` consecutive rows of x (the beams of one sentence) shares one.
@@ -146,8 +148,10 @@ class TransformerDecoderLayer(nn.Module):
         """
         h = self.self_res.before(x)
         k, v = self.self_attn.project_key_value(h, h)
-        if cache is not None:
-            k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
+        if cache is not None:  # the new positions beside the earlier ones
+            # read back contiguous, as attention has always read them here:
+            # strided views sum in another order (scores differ in the last bits)
+            k, v = (t.contiguous() for t in cache.store(index, k, v))
         attn, _ = self.self_attn.attend(
             self.self_attn.project_query(h), k, v, self_mask
         )

@@ -7,6 +7,7 @@ from dataclasses import replace
 import torch
 from torch import nn
 
+from rosetta.families.transformer.kv_cache import KeyValueCache
 from rosetta.families.transformer.layers import (
     TransformerDecoderLayer,
     TransformerEmbedding,
@@ -107,25 +108,28 @@ class TransformerDecoder(Decoder):
                 self_mask = self_mask & tgt_mask[:, None, None, :]
         x = self.embedding(tgt_in, offset=state.length, positions=positions)
         self_masks, cross_masks = self.layer_masks(state, new, self_mask)
-        caches, weights = [], []
+        cache = None if state.self_kv is None else state.self_kv.extend(new)
+        first_keys_values, weights = [], []
         for i, layer in enumerate(self.layers):
-            cache = None if state.self_kv is None else state.self_kv[i]
             x, kv, w = layer(
                 x,
                 state.memory_kv[i],
                 cross_masks[i],
                 self_masks[i],
                 cache,
+                i,
                 need_attention,
                 state.group,
             )
-            caches.append(kv)
+            first_keys_values.append(kv)
             weights.append(w)
+        if cache is None and tgt_mask is None:  # decoding goes on from here
+            cache = KeyValueCache.from_pairs(first_keys_values)
         x = self.final_norm(x)  # (n, t, d)
         attention = None
         if need_attention:  # per layer (n, heads, t, S) -> (n, t, layers, heads, S)
             attention = torch.stack(weights, dim=1).permute(0, 3, 1, 2, 4)
-        return x, replace(state, self_kv=caches, length=total, attention=attention)
+        return x, replace(state, self_kv=cache, length=total, attention=attention)
 
     def layer_masks(
         self, state: TransformerState, new: int, self_mask: torch.Tensor | None

@@ -21,10 +21,9 @@ class TransformerState:
 
     src_mask: torch.Tensor  # (m, 1, 1, S) bool, m = n / group
     memory_kv: list[KeyValue]  # per layer, (m, heads, S, d_k) each
-    # None before the first token; the packed step (rosetta.families.transformer.packed)
-    # keeps a KeyValueCache, the layers' path per-layer (n, heads, t, d_k)
-    # pairs (either reads both)
-    self_kv: KeyValueCache | list[KeyValue] | None
+    # every layer's self-attention keys and values so far; None before the
+    # first token, and after teacher forcing (nothing continues a padded batch)
+    self_kv: KeyValueCache | None
     length: int = 0
     attention: torch.Tensor | None = None  # (n, t, layers, heads, S) if asked
     group: int = 1  # decoding rows per memory row
@@ -47,16 +46,11 @@ class TransformerState:
         if not unchanged:
             src_mask = src_mask.index_select(0, runs)
             memory_kv = [pick(kv, runs) for kv in memory_kv]
-        self_kv = self.self_kv
-        if isinstance(self_kv, KeyValueCache):
-            self_kv = self_kv.reorder(index)
-        elif self_kv is not None:
-            self_kv = [pick(kv, index) for kv in self_kv]
         return replace(
             self,
             src_mask=src_mask,
             memory_kv=memory_kv,
-            self_kv=self_kv,
+            self_kv=None if self.self_kv is None else self.self_kv.reorder(index),
             attention=None
             if self.attention is None
             else self.attention.index_select(0, index),

@@ -259,7 +259,7 @@ def decoder_step(
     x: torch.Tensor,
     memory_kv: list[KeyValue],
     src_mask: torch.Tensor,
-    self_kv: KeyValueCache | list[KeyValue] | None,
+    self_kv: KeyValueCache | None,
     group: int,
 ) -> tuple[torch.Tensor, KeyValueCache]:
     """The embedded new tokens x (n, d) through every layer: (n, d) and the
@@ -269,8 +269,6 @@ def decoder_step(
         self_kv = KeyValueCache.empty(
             x.size(0), layers, heads, x.size(1) // heads, packed.dtype, x.device
         )
-    elif not isinstance(self_kv, KeyValueCache):  # the layers' path ran before
-        self_kv = KeyValueCache.from_pairs(self_kv)
     cache = self_kv.extend(1)
     for i, layer in enumerate(packed.layers):
         x = layer_step(layer, x, cache, i, memory_kv[i], src_mask, group)
