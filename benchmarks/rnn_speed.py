@@ -24,6 +24,7 @@ import torch
 
 from quality_multi30k import cpu_name
 from rosetta.data.batching import collate
+from rosetta.data.encoded_pairs import EncodedPairs
 from rosetta.families import build_model, family_of
 from rosetta.train.trainer import Trainer
 from rosetta.train.translation_task import TranslationTask
@@ -43,8 +44,9 @@ def target_tokens_per_s(prepared, impl: str, warmup: int) -> float:
     model = build_model(config.model, len(data.tokenizers.src), vocab)
     cpu = torch.device("cpu")
     translator = family_of(config.model).inference
+    no_pairs = EncodedPairs.from_examples([])
     task = TranslationTask(
-        config, model, replace(data, valid=[], valid_pairs=[]), cpu, translator
+        config, model, replace(data, valid=no_pairs, valid_pairs=[]), cpu, translator
     )
     trainer = Trainer(config, Path(tempfile.mkdtemp()), model, task, cpu)
     for indices in batches[:warmup]:

@@ -71,9 +71,10 @@ def load_batches(
     from rosetta.train.prepare import prepare_data
 
     config = load_config(config_path, [f"train.precision={precision}", *overrides])
-    data = prepare_data(config, CACHE, log=lambda _: None)
+    data = prepare_data(config, CACHE, log=lambda _: None, refresh=True)
     rng = np.random.default_rng(0)
-    batches = make_batches(data.train, config.train.batch_tokens, rng)
+    lengths = data.train.src_lengths, data.train.tgt_lengths
+    batches = make_batches(*lengths, config.train.batch_tokens, rng)
     return config, data, batches[:steps]
 
 

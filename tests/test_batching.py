@@ -1,6 +1,7 @@
 import numpy as np
+import pytest
 
-from rosetta.data import Example, collate, make_batches, padding_share
+from rosetta.data import EncodedPairs, Example, collate, make_batches, padding_share
 from rosetta.data.batching import rank_share
 from rosetta.data.vocab import BOS_ID, EOS_ID, PAD_ID
 
@@ -25,9 +26,55 @@ def random_examples(count=500, seed=0):
     ]
 
 
+def lengths(examples):
+    pairs = EncodedPairs.from_examples(examples)
+    return pairs.src_lengths, pairs.tgt_lengths
+
+
+def batches_one_example_at_a_time(examples, batch_tokens, rng=None):
+    """Bucketing as Rosetta did it on lists of examples: the reference."""
+    order = np.arange(len(examples))
+    if rng is not None:
+        order = rng.permutation(len(examples))
+    src_len = np.array([len(examples[i].src) + 1 for i in order])
+    tgt_len = np.array([len(examples[i].tgt) + 1 for i in order])
+    order = order[np.lexsort((src_len, tgt_len))]
+    batches, current, longest = [], [], 0
+    for index in order:
+        length = max(len(examples[index].src), len(examples[index].tgt)) + 1
+        if current and max(longest, length) * (len(current) + 1) > batch_tokens:
+            batches.append(current)
+            current, longest = [], 0
+        current.append(int(index))
+        longest = max(longest, length)
+    if current:
+        batches.append(current)
+    if rng is not None:
+        batches = [batches[i] for i in rng.permutation(len(batches))]
+    return batches
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("seed", [None, 0, 1, 2])
+@pytest.mark.parametrize("budget", [1, 60, 300, 2000])
+def test_batches_from_lengths_equal_the_example_by_example_reference(seed, budget):
+    examples = random_examples(count=700, seed=3)
+    rng = None if seed is None else np.random.default_rng(seed)
+    got = make_batches(*lengths(examples), budget, rng)
+    rng = None if seed is None else np.random.default_rng(seed)
+    assert [b.tolist() for b in got] == batches_one_example_at_a_time(
+        examples, budget, rng
+    )
+
+
+def test_no_pairs_make_no_batches():
+    assert make_batches(*lengths([]), 100) == []
+    assert padding_share(*lengths([]), []) == 0.0
+
+
 def test_batches_respect_the_token_budget_and_cover_every_example():
     examples = random_examples()
-    batches = make_batches(examples, 300, np.random.default_rng(1))
+    batches = make_batches(*lengths(examples), 300, np.random.default_rng(1))
     assert sorted(i for b in batches for i in b) == list(range(len(examples)))
     for batch in batches:
         longest = max(
@@ -38,12 +85,22 @@ def test_batches_respect_the_token_budget_and_cover_every_example():
 
 def test_bucketing_keeps_padding_low_and_epochs_differ_reproducibly():
     examples = random_examples()
-    bucketed = make_batches(examples, 600, np.random.default_rng(1))
-    unsorted = [list(range(i, min(i + 20, 500))) for i in range(0, 500, 20)]
-    assert padding_share(examples, bucketed) < padding_share(examples, unsorted) / 2
-    again = make_batches(examples, 600, np.random.default_rng(1))
-    other = make_batches(examples, 600, np.random.default_rng(2))
-    assert bucketed == again and bucketed != other
+    bucketed = make_batches(*lengths(examples), 600, np.random.default_rng(1))
+    unsorted = [np.arange(i, min(i + 20, 500)) for i in range(0, 500, 20)]
+    share = padding_share(*lengths(examples), bucketed)
+    assert share < padding_share(*lengths(examples), unsorted) / 2
+    again = make_batches(*lengths(examples), 600, np.random.default_rng(1))
+    other = make_batches(*lengths(examples), 600, np.random.default_rng(2))
+    as_lists = lambda batches: [b.tolist() for b in batches]  # noqa: E731
+    assert as_lists(bucketed) == as_lists(again) != as_lists(other)
+
+
+def test_padding_share_counts_every_padded_slot():
+    examples = [Example([4] * 3, [5]), Example([4], [5] * 5), Example([4], [5])]
+    # batch [0, 1]: source 4 and 2 of 4 slots each, target 2 and 6 of 6 each
+    share = padding_share(*lengths(examples), [np.array([0, 1]), np.array([2])])
+    real = (4 + 2 + 2 + 6) + (2 + 2)
+    assert share == 1 - real / (2 * (4 + 6) + (2 + 2))
 
 
 def test_every_batch_of_an_update_goes_to_one_process_and_counts_are_equal():

@@ -23,6 +23,7 @@ from rosetta.cli import Parser
 from rosetta.config.reading import load_config
 from rosetta.config.schema import Config
 from rosetta.data.corpus import read_corpus
+from rosetta.data.encoded_pairs import EncodedPairs
 from rosetta.errors import RosettaError
 from rosetta.evaluate.corpus import evaluate_all
 from rosetta.families import family_of
@@ -165,7 +166,8 @@ def _time_updates(
         config.model, len(data.tokenizers.src), len(data.tokenizers.tgt)
     )
     with tempfile.TemporaryDirectory() as scratch:
-        training_data = replace(data, valid=[], valid_pairs=[])
+        no_pairs = EncodedPairs.from_examples([])
+        training_data = replace(data, valid=no_pairs, valid_pairs=[])
         setup = TrainingSetup(
             config, model, training_data, device, Path(scratch), 0, 1, print
         )

@@ -24,7 +24,9 @@ def cmd_prepare(args: argparse.Namespace) -> None:
     config = load_config(args.config, args.set)
     run_dir = Path(args.output or default_run_dir(args.config))
     check_new_run_folder(run_dir)
-    family_of(config.model).prepare(config, run_dir, print)
+    family_of(config.model).prepare(
+        config, run_dir, print, workers=args.workers, refresh=True
+    )
     print(f"prepared: {run_dir}")
 
 
@@ -106,7 +108,15 @@ def add_config_verb(
 
 def add_parsers(verbs: argparse._SubParsersAction) -> None:
     prepare = add_config_verb(
-        verbs, "prepare", "read the corpora and train the tokenizers"
+        verbs,
+        "prepare",
+        "train the tokenizers and encode the corpora into the run's token store",
+    )
+    prepare.add_argument(
+        "--workers",
+        type=flag(Count),
+        default=None,
+        help="threads that encode the corpora (default: every core)",
     )
     prepare.set_defaults(run=cmd_prepare)
     train = add_config_verb(verbs, "train", "train a model")

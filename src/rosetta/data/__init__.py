@@ -9,6 +9,7 @@ from rosetta.data.batching import (
     padding_share,
 )
 from rosetta.data.corpus import FilterReport, read_corpus, read_parallel, read_tsv
+from rosetta.data.encoded_pairs import EncodedPairs
 from rosetta.data.tokenizer import (
     SentencePieceTokenizer,
     Tokenizer,
@@ -23,6 +24,7 @@ __all__ = [
     "PAD_ID",
     "UNK_ID",
     "Batch",
+    "EncodedPairs",
     "Example",
     "FilterReport",
     "SentencePieceTokenizer",

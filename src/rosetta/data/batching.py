@@ -89,50 +89,53 @@ def collate(examples: list[Example]) -> Batch:
 
 
 def make_batches(
-    examples: list[Example], batch_tokens: int, rng: np.random.Generator | None = None
-) -> list[list[int]]:
-    """Group example indices into batches of at most ``batch_tokens`` padded tokens.
+    src_lengths: np.ndarray,
+    tgt_lengths: np.ndarray,
+    batch_tokens: int,
+    rng: np.random.Generator | None = None,
+) -> list[np.ndarray]:
+    """Group pair indices into batches of at most ``batch_tokens`` padded tokens.
 
-    Examples are sorted by (target, source) length so a batch holds similar
-    lengths (little padding); with ``rng`` ties are broken at random and the
-    batch order is shuffled, so every epoch differs but stays reproducible.
-    The budget counts ``n * max(padded source, padded target)``; a single
-    example longer than the budget still forms a batch of its own.
+    ``src_lengths`` and ``tgt_lengths`` are the pairs' token counts (without
+    ``<eos>`` or ``<bos>``). Pairs are sorted by (target, source) length so a
+    batch holds similar lengths (little padding); with ``rng`` ties are broken
+    at random and the batch order is shuffled, so every epoch differs but
+    stays reproducible. The budget counts ``n * max(padded source, padded
+    target)``; a single pair longer than the budget still forms a batch of its
+    own. Sorting is numpy's; only the cut points are found in a plain loop.
     """
-    order = np.arange(len(examples))
-    if rng is not None:
-        order = rng.permutation(len(examples))
-    src_len = np.array([len(examples[i].src) + 1 for i in order])
-    tgt_len = np.array([len(examples[i].tgt) + 1 for i in order])
+    count = len(src_lengths)
+    order = np.arange(count) if rng is None else rng.permutation(count)
+    src_len, tgt_len = src_lengths[order] + 1, tgt_lengths[order] + 1
     order = order[np.lexsort((src_len, tgt_len))]  # stable: keeps the random ties
 
-    batches: list[list[int]] = []
-    current: list[int] = []
-    longest = 0
-    for index in order:
-        example = examples[index]
-        length = max(len(example.src), len(example.tgt)) + 1
-        if current and max(longest, length) * (len(current) + 1) > batch_tokens:
-            batches.append(current)
-            current, longest = [], 0
-        current.append(int(index))
+    cuts: list[int] = []
+    size = longest = 0
+    padded = np.maximum(src_lengths[order], tgt_lengths[order]) + 1
+    for position, length in enumerate(padded.tolist()):
+        if size and max(longest, length) * (size + 1) > batch_tokens:
+            cuts.append(position)
+            size = longest = 0
+        size += 1
         longest = max(longest, length)
-    if current:
-        batches.append(current)
+    batches = np.split(order, cuts) if count else []
     if rng is not None:
         batches = [batches[i] for i in rng.permutation(len(batches))]
     return batches
 
 
-def padding_share(examples: list[Example], batches: list[list[int]]) -> float:
+def padding_share(
+    src_lengths: np.ndarray, tgt_lengths: np.ndarray, batches: list[np.ndarray]
+) -> float:
     """Fraction of padded slots (source and target together) over all batches."""
-    real = slots = 0
-    for batch in batches:
-        src = [len(examples[i].src) + 1 for i in batch]
-        tgt = [len(examples[i].tgt) + 1 for i in batch]
-        real += sum(src) + sum(tgt)
-        slots += len(batch) * (max(src) + max(tgt))
-    return 1.0 - real / slots if slots else 0.0
+    if not batches:
+        return 0.0
+    index = np.concatenate(batches)
+    sizes = np.array([len(batch) for batch in batches])
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    src, tgt = src_lengths[index] + 1, tgt_lengths[index] + 1
+    widest = np.maximum.reduceat(src, starts) + np.maximum.reduceat(tgt, starts)
+    return 1.0 - float(src.sum() + tgt.sum()) / float((sizes * widest).sum())
 
 
 def rank_share(

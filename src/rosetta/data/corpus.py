@@ -8,6 +8,7 @@ sentence n+1.
 from __future__ import annotations
 
 import gzip
+import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,44 +73,73 @@ def check_no_carriage_return(text: str, path: Path | str, number: int) -> None:
         )
 
 
-def read_parallel(src_path: Path, tgt_path: Path) -> list[tuple[str, str]]:
-    """Read two line-aligned files into (source, target) pairs."""
-    src_lines = [text for _, text in read_lines(src_path)]
-    tgt_lines = [text for _, text in read_lines(tgt_path)]
-    if len(src_lines) != len(tgt_lines):
-        raise RosettaError(
-            f"{src_path} has {len(src_lines)} lines but {tgt_path} has "
-            f"{len(tgt_lines)}: parallel files must have one line per sentence pair"
-        )
-    if not src_lines:
+def stream_parallel(src_path: Path, tgt_path: Path) -> Iterator[tuple[str, str]]:
+    """(source, target) pairs of two line-aligned files, one at a time."""
+    src_lines, tgt_lines = read_lines(src_path), read_lines(tgt_path)
+    count = 0
+    for src, tgt in itertools.zip_longest(src_lines, tgt_lines):
+        if src is None or tgt is None:  # one file ended first: count the other
+            src_count = count + (src is not None) + sum(1 for _ in src_lines)
+            tgt_count = count + (tgt is not None) + sum(1 for _ in tgt_lines)
+            raise RosettaError(
+                f"{src_path} has {src_count} lines but {tgt_path} has "
+                f"{tgt_count}: parallel files must have one line per sentence pair"
+            )
+        count += 1
+        yield src[1], tgt[1]
+    if not count:
         raise RosettaError(f"{src_path}: empty corpus")
-    return list(zip(src_lines, tgt_lines, strict=True))
 
 
-def read_tsv(path: Path) -> list[tuple[str, str]]:
-    """Read ``source<TAB>target[<TAB>anything]`` lines; extra columns are ignored."""
-    pairs = []
+def stream_tsv(path: Path) -> Iterator[tuple[str, str]]:
+    """``source<TAB>target[<TAB>anything]`` lines as pairs, one at a time;
+    extra columns are ignored."""
+    count = 0
     for number, text in read_lines(path):
+        count += 1
         if not text.strip():
-            pairs.append(("", ""))
+            yield "", ""
             continue
         columns = text.split("\t")
         if len(columns) < 2:
             raise RosettaError(
                 f"{where(path, number)}: no tab found; expected source<TAB>target"
             )
-        pairs.append((columns[0], columns[1]))
-    if not pairs:
+        yield columns[0], columns[1]
+    if not count:
         raise RosettaError(f"{path}: empty corpus")
-    return pairs
+
+
+def stream_corpus(files: CorpusFiles) -> Iterator[tuple[str, str]]:
+    """The pairs a config's corpus section names, one at a time: a corpus of
+    any size reads in constant memory."""
+    if files.tsv is not None:
+        return stream_tsv(files.tsv)
+    assert files.src is not None and files.tgt is not None
+    return stream_parallel(files.src, files.tgt)
+
+
+def read_parallel(src_path: Path, tgt_path: Path) -> list[tuple[str, str]]:
+    """Read two line-aligned files into (source, target) pairs."""
+    return list(stream_parallel(src_path, tgt_path))
+
+
+def read_tsv(path: Path) -> list[tuple[str, str]]:
+    """Read ``source<TAB>target[<TAB>anything]`` lines; extra columns are ignored."""
+    return list(stream_tsv(path))
 
 
 def read_corpus(files: CorpusFiles) -> list[tuple[str, str]]:
     """Read the pairs a config's corpus section names."""
+    return list(stream_corpus(files))
+
+
+def corpus_files(files: CorpusFiles) -> list[Path]:
+    """The files of a corpus section."""
     if files.tsv is not None:
-        return read_tsv(files.tsv)
+        return [files.tsv]
     assert files.src is not None and files.tgt is not None
-    return read_parallel(files.src, files.tgt)
+    return [files.src, files.tgt]
 
 
 def corpus_name(files: CorpusFiles) -> str:

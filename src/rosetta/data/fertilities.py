@@ -10,6 +10,8 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
+
 from rosetta.data.align import align, fertilities_from_links, parse_links
 from rosetta.data.batching import Example
 from rosetta.runtime.outputs import write_text_atomic
@@ -65,6 +67,8 @@ def reference_fertilities(
     ]
 
 
-def fits(example: Example, max_fertility: int) -> bool:
-    """Whether the source's tokens can account for the whole target."""
-    return len(example.tgt) <= len(example.src) * max_fertility
+def fits(
+    src_lengths: np.ndarray, tgt_lengths: np.ndarray, max_fertility: int
+) -> np.ndarray:
+    """Which pairs' source tokens can account for their whole target."""
+    return tgt_lengths <= src_lengths * max_fertility

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import base64
 import io
+import itertools
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol
 
 import sentencepiece as spm
@@ -24,6 +25,10 @@ class Tokenizer(Protocol):
     """Text <-> ids. Implementations: SentencePieceTokenizer, WordTokenizer."""
 
     def encode(self, text: str) -> list[int]: ...
+    def encode_many(self, texts: list[str], threads: int = 1) -> list[list[int]]:
+        """``encode`` of each text; a tokenizer may use ``threads`` threads."""
+        ...
+
     def decode(self, ids: Iterable[int]) -> str: ...
     def pieces(self, text: str) -> list[str]: ...
     def id_pieces(self, ids: Iterable[int]) -> list[str]: ...
@@ -43,12 +48,23 @@ class SentencePieceTokenizer:
         cls, sentences: Iterable[str], config: TokenizerConfig
     ) -> SentencePieceTokenizer:
         stream = io.BytesIO()
-        text = [s for s in sentences if s.strip()]
-        if not text:
+        text = (s for s in sentences if s.strip())  # streamed: any corpus size
+        first = next(text, None)
+        if first is None:
             raise RosettaError("cannot train a tokenizer on an empty corpus")
+        # SentencePiece wraps an error raised while it reads (a bad corpus
+        # line) in its own; keep ours and raise it as it was.
+        reading_error: list[RosettaError] = []
+
+        def read() -> Iterator[str]:
+            try:
+                yield from itertools.chain([first], text)
+            except RosettaError as error:
+                reading_error.append(error)
+
         try:
             spm.SentencePieceTrainer.train(
-                sentence_iterator=iter(text),
+                sentence_iterator=read(),
                 model_writer=stream,
                 model_type=config.model_type,
                 vocab_size=config.vocab_size,
@@ -68,11 +84,18 @@ class SentencePieceTokenizer:
                 minloglevel=2,
             )
         except RuntimeError as error:
+            if reading_error:
+                raise reading_error[0] from None
             raise RosettaError(f"SentencePiece training failed: {error}") from None
+        if reading_error:
+            raise reading_error[0]
         return cls(stream.getvalue())
 
     def encode(self, text: str) -> list[int]:
         return self.processor.encode(text)
+
+    def encode_many(self, texts: list[str], threads: int = 1) -> list[list[int]]:
+        return self.processor.encode(texts, num_threads=threads)
 
     def decode(self, ids: Iterable[int]) -> str:
         return self.processor.decode([i for i in ids if i >= len(SPECIALS)])
@@ -120,6 +143,9 @@ class WordTokenizer:
     def encode(self, text: str) -> list[int]:
         return self.vocab.to_ids(self.split(text))
 
+    def encode_many(self, texts: list[str], threads: int = 1) -> list[list[int]]:
+        return [self.encode(text) for text in texts]
+
     def decode(self, ids: Iterable[int]) -> str:
         return " ".join(self.vocab.to_tokens(i for i in ids if i >= len(SPECIALS)))
 
@@ -145,13 +171,19 @@ class CharacterTokenizer:
 
     @classmethod
     def train(cls, texts: Iterable[str]) -> CharacterTokenizer:
-        characters = sorted(set().union(*(set(text) for text in texts)))
+        seen: set[str] = set()
+        for text in texts:
+            seen.update(text)
+        characters = sorted(seen)
         if not characters:
             raise RosettaError("cannot train a tokenizer on an empty corpus")
         return cls(Vocabulary([*SPECIALS, *characters]))
 
     def encode(self, text: str) -> list[int]:
         return self.vocab.to_ids(list(text))
+
+    def encode_many(self, texts: list[str], threads: int = 1) -> list[list[int]]:
+        return [self.encode(text) for text in texts]
 
     def decode(self, ids: Iterable[int]) -> str:
         return "".join(self.vocab.to_tokens(i for i in ids if i >= len(SPECIALS)))
@@ -203,12 +235,21 @@ class TokenizerPair:
     def train(
         cls, pairs: list[tuple[str, str]], config: TokenizerConfig
     ) -> TokenizerPair:
+        return cls.train_streamed(lambda: iter(pairs), config)
+
+    @classmethod
+    def train_streamed(
+        cls, read: Callable[[], Iterator[tuple[str, str]]], config: TokenizerConfig
+    ) -> TokenizerPair:
+        """Trained on the pairs ``read()`` yields, without holding them: one
+        reading for a joint vocabulary, one per side otherwise."""
         if config.joint:
-            shared = train_tokenizer([text for pair in pairs for text in pair], config)
+            texts = (text for pair in read() for text in pair)
+            shared = train_tokenizer(texts, config)
             return cls(shared, shared)
         return cls(
-            train_tokenizer([s for s, _ in pairs], config),
-            train_tokenizer([t for _, t in pairs], config),
+            train_tokenizer((s for s, _ in read()), config),
+            train_tokenizer((t for _, t in read()), config),
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -53,8 +53,9 @@ class Family:
         config: its ``model`` section, a ``ModelSection``.
         build: ``(model section, source vocabulary size, target vocabulary
             size) -> model``, freshly initialised.
-        prepare: ``(config, run folder, log) -> data``: tokenizers trained
-            or loaded, the corpus read and encoded.
+        prepare: ``(config, run folder, log, *, workers, refresh) -> data``:
+            tokenizers trained or loaded, the corpus encoded (``workers``
+            threads; ``refresh``: encode again what no longer matches).
         training: ``(TrainingSetup, inference) -> task``, what the trainer
             drives (``rosetta.train.task.Task``); validation decodes with
             ``inference``, the family's own (see ``training_task``).
@@ -66,7 +67,7 @@ class Family:
     summary: str
     config: type[ModelSection]
     build: Callable[[Any, int, int], nn.Module]
-    prepare: Callable[[Config, Path, Callable[[str], None]], Any]
+    prepare: Callable[..., Any]
     training: Callable[[TrainingSetup, Callable[..., Any]], Any]
     inference: Callable[[Trained, str, bool], Any]
 

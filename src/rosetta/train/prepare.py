@@ -8,13 +8,24 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rosetta.data.batching import Example, encode_pairs, make_batches, padding_share
-from rosetta.data.corpus import corpus_name, read_corpus
+from rosetta.data.batching import make_batches, padding_share
+from rosetta.data.corpus import read_corpus, stream_corpus
+from rosetta.data.encoded_pairs import EncodedPairs
+from rosetta.data.store import (
+    STORE_DIR,
+    StoreRecipe,
+    build_store,
+    open_store,
+    sha256_of,
+    stale_reason,
+    verify_arrays,
+)
 from rosetta.data.text import encode_text, read_text
 from rosetta.data.tokenizer import TokenizerPair, train_tokenizer
 from rosetta.errors import RosettaError
@@ -28,10 +39,14 @@ TOKENIZER_FILE = "tokenizers.json"
 
 @dataclass
 class PreparedData:
+    """A translation run's data: the tokenizers, the encoded training and
+    validation pairs (memory-mapped from the run's token store), and the
+    validation pairs as text, for BLEU."""
+
     tokenizers: TokenizerPair
-    train: list[Example]
+    train: EncodedPairs
     valid_pairs: list[tuple[str, str]]
-    valid: list[Example]
+    valid: EncodedPairs
 
 
 @dataclass
@@ -75,36 +90,75 @@ def load_or_train_tokenizers(
     return tokenizers
 
 
-def prepare_data(config: Config, run_dir: Path, log=print) -> PreparedData:
-    train_pairs = read_corpus(config.data.train)
+def default_workers() -> int:
+    """Every core this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+
+
+def prepare_data(
+    config: Config,
+    run_dir: Path,
+    log: Callable[[str], None] = print,
+    *,
+    workers: int | None = None,
+    refresh: bool = False,
+) -> PreparedData:
+    """The tokenizers (trained on the streamed corpus, or loaded) and the
+    run's token store (``rosetta.data.store``), encoded with ``workers``
+    threads if missing, or with ``refresh`` if it no longer matches the
+    configuration; mapped, not read."""
+    data = config.data
     tokenizers = load_or_train_tokenizers(
-        config, run_dir, lambda: TokenizerPair.train(train_pairs, config.tokenizer), log
+        config,
+        run_dir,
+        lambda: TokenizerPair.train_streamed(
+            lambda: stream_corpus(data.train), config.tokenizer
+        ),
+        log,
     )
     log(f"vocabulary: source {len(tokenizers.src)}, target {len(tokenizers.tgt)}")
-    train, report = encode_pairs(train_pairs, tokenizers, config.data.max_len)
-    log(f"train: {corpus_name(config.data.train)}: {report.summary()}")
-    if not train:
-        raise RosettaError(
-            f"{corpus_name(config.data.train)}: every pair was filtered out "
-            f"({report.summary()})"
-        )
-    batches = make_batches(train, config.train.batch_tokens)
+    splits = {"train": data.train}
+    if data.valid is not None:
+        splits["valid"] = data.valid
+    tokenizers_sha256 = sha256_of(run_dir / TOKENIZER_FILE)
+    recipe = StoreRecipe(splits, tokenizers, tokenizers_sha256, data.max_len)
+    folder = run_dir / STORE_DIR
+    why = stale_reason(folder, recipe) if folder.exists() else "there is none yet"
+    if why is None and refresh and not verify_arrays(folder):
+        why = "an array no longer has its recorded checksum"
+    if why is None:
+        log(f"token store: {folder} is up to date")
+    elif refresh or not folder.exists():
+        log(f"token store: encoding the corpora into {folder} ({why})")
+        build_store(run_dir, recipe, workers or default_workers(), log)
+    store = open_store(run_dir, recipe)  # refuses a stale store
+    train = store["train"]
+    batches = make_batches(
+        train.src_lengths, train.tgt_lengths, config.train.batch_tokens
+    )
+    padding = padding_share(train.src_lengths, train.tgt_lengths, batches)
     log(
-        f"train: {len(batches)} batches of <= {config.train.batch_tokens} tokens, "
-        f"padding {padding_share(train, batches):.1%}"
+        f"train: {len(train):,} pairs, {len(batches):,} batches of <= "
+        f"{config.train.batch_tokens} tokens, padding {padding:.1%}"
     )
     valid_pairs: list[tuple[str, str]] = []
-    valid: list[Example] = []
-    if config.data.valid is not None:
-        valid_pairs = [p for p in read_corpus(config.data.valid) if p[0].strip()]
-        valid, report = encode_pairs(valid_pairs, tokenizers, config.data.max_len)
-        log(f"valid: {corpus_name(config.data.valid)}: {report.summary()}")
+    if data.valid is not None:  # the text itself, for BLEU
+        valid_pairs = [p for p in read_corpus(data.valid) if p[0].strip()]
+    valid = store.get("valid", EncodedPairs.from_examples([]))
     return PreparedData(tokenizers, train, valid_pairs, valid)
 
 
-def prepare_text(config: Config, run_dir: Path, log=print) -> PreparedText:
+def prepare_text(
+    config: Config,
+    run_dir: Path,
+    log: Callable[[str], None] = print,
+    *,
+    workers: int | None = None,
+    refresh: bool = False,
+) -> PreparedText:
     """A language model's data: its tokenizer and the token ids of the
-    training and validation texts."""
+    training and validation texts, read into memory (a text has no token
+    store yet: ``workers`` and ``refresh`` change nothing here)."""
     assert config.data.train.text is not None
     text = read_text(config.data.train.text)
     if not text.strip():

@@ -67,17 +67,20 @@ class TranslationTask:
         metric = self.cfg.early_stopping.metric
         return metric if metric == "loss" or self.cfg.valid_bleu else "loss"
 
-    def epoch_batches(self, epoch: int) -> list[list[int]]:
+    def epoch_batches(self, epoch: int) -> list[np.ndarray]:
         """Epoch ``epoch``'s batches (example indices) in a seeded order."""
         rng = np.random.default_rng([self.cfg.seed, epoch])
-        return make_batches(self.train_examples, self.cfg.batch_tokens, rng)
+        train = self.train_examples
+        return make_batches(
+            train.src_lengths, train.tgt_lengths, self.cfg.batch_tokens, rng
+        )
 
     def batches_per_update(self, world_size: int) -> int:
         """Each process takes its share of ``world_size × update_freq``."""
         return world_size * self.cfg.update_freq
 
     def share(
-        self, group: list[list[int]], rank: int, world_size: int
+        self, group: list[np.ndarray], rank: int, world_size: int
     ) -> list[tuple[Batch, int]]:
         """This process's batches of ``group``, each with its target tokens."""
         return [

@@ -6,7 +6,8 @@ import math
 
 import torch
 
-from rosetta.data.batching import Example, collate, make_batches
+from rosetta.data.batching import collate, make_batches
+from rosetta.data.encoded_pairs import EncodedPairs
 from rosetta.data.vocab import PAD_ID
 from rosetta.evaluate.corpus import sacrebleu_score
 from rosetta.inference.text_translator import TextTranslator
@@ -17,7 +18,7 @@ from rosetta.train.loss import label_smoothed_cross_entropy
 @torch.no_grad()
 def validation_loss(
     model: EncoderDecoder,
-    examples: list[Example],
+    examples: EncodedPairs,
     batch_tokens: int,
     label_smoothing: float,
     device: torch.device,
@@ -26,7 +27,8 @@ def validation_loss(
     model.eval()
     loss_sum = nll_sum = 0.0
     count = 0
-    for indices in make_batches(examples, batch_tokens):
+    lengths = examples.src_lengths, examples.tgt_lengths
+    for indices in make_batches(*lengths, batch_tokens):
         batch = collate([examples[i] for i in indices]).to(device)
         features = model(
             batch.src, batch.src_mask, batch.tgt_in, batch.tgt_in != PAD_ID

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -93,8 +94,8 @@ class NATTask(TranslationTask):
         self.model_cfg: NATConfig = config.model  # type: ignore[assignment]
         limit = self.model_cfg.max_fertility
         train, valid = data.train, data.valid
-        kept_train = [e for e in train if fits(e, limit)]
-        kept_valid = [e for e in valid if fits(e, limit)]
+        kept_train = train.subset(fits(train.src_lengths, train.tgt_lengths, limit))
+        kept_valid = valid.subset(fits(valid.src_lengths, valid.tgt_lengths, limit))
         dropped = len(train) - len(kept_train) + len(valid) - len(kept_valid)
         if dropped:
             log(
@@ -105,14 +106,14 @@ class NATTask(TranslationTask):
             raise RosettaError("no training pair fits model.max_fertility")
         # one alignment of both splits: the aligner learns from all of it
         fertilities = reference_fertilities(
-            kept_train + kept_valid, limit, run_dir, log
+            [*kept_train, *kept_valid], limit, run_dir, log
         )
         kept = replace(data, train=kept_train, valid=kept_valid)
         super().__init__(config, model, kept, device, translator)
         self.train_fertilities = fertilities[: len(kept_train)]
         self.valid_fertilities = fertilities[len(kept_train) :]
 
-    def batch(self, indices: list[int], train: bool = True) -> FertilityBatch:
+    def batch(self, indices: np.ndarray, train: bool = True) -> FertilityBatch:
         examples = self.train_examples if train else self.valid_examples
         fertilities = self.train_fertilities if train else self.valid_fertilities
         return collate_fertilities(
@@ -120,7 +121,7 @@ class NATTask(TranslationTask):
         )
 
     def share(
-        self, group: list[list[int]], rank: int, world_size: int
+        self, group: list[np.ndarray], rank: int, world_size: int
     ) -> list[tuple[FertilityBatch, int]]:
         return [
             (batch, batch.num_tgt_tokens if counts else 0)
@@ -171,7 +172,9 @@ class NATTask(TranslationTask):
         loss_sum = nll_sum = fertility_sum = 0.0
         tokens = 0
         with autocast(self.device, self.cfg.precision):
-            for indices in make_batches(self.valid_examples, self.cfg.batch_tokens):
+            valid = self.valid_examples
+            lengths = valid.src_lengths, valid.tgt_lengths
+            for indices in make_batches(*lengths, self.cfg.batch_tokens):
                 batch = self.batch(indices, train=False).to(self.device)
                 loss, nll, fertility = self.losses(self.model, batch, False)
                 loss_sum += float(loss)

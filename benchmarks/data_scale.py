@@ -1,0 +1,219 @@
+"""Corpora of any size: preparing, starting and memory against corpus size.
+
+Builds parallel corpora of the given sizes from the bundled Multi30k
+training set (Elliott et al. 2016): each pair joins two Multi30k pairs drawn
+at random (German with German, English with English), so the text is not one
+block repeated. For each size it measures, each in its own process:
+
+- **in memory**: what ``rosetta train`` did at every start before the token
+  store (read every line into Python strings, encode every pair into lists
+  of Python ints), with the tokenizers already trained: seconds and peak
+  resident memory; skipped above ``--in-memory-max`` pairs;
+- **prepare**: ``rosetta prepare`` (SentencePiece trained on the streamed
+  corpus, then encoded into the store): seconds and peak resident memory;
+- **first update**: seconds from starting ``rosetta train`` on the prepared
+  folder to its first logged update, and each training process's private
+  memory (``Private_Clean + Private_Dirty`` of ``/proc/PID/smaps_rollup``,
+  the pages no other process shares; the largest sample while it trains),
+  with 1 and 2 processes (``--nproc``).
+
+    python benchmarks/data_scale.py --sizes 100000 1000000 4500000
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+MULTI30K = ROOT / "data" / "multi30k"
+CONFIG = ROOT / "configs" / "multi30k-de-en-transformer.yaml"
+TINY_MODEL = [  # the data is measured, not the model: keep the update cheap
+    "model.encoder_layers=1",
+    "model.decoder_layers=1",
+    "model.d_model=64",
+    "model.heads=2",
+    "model.d_ff=128",
+    "train.batch_tokens=2000",
+    "train.log_every=1",
+    "train.threads=1",
+    "train.valid_bleu=false",
+]
+IN_MEMORY = """
+import sys, time
+from pathlib import Path
+from rosetta.config.reading import load_config
+from rosetta.data.batching import encode_pairs
+from rosetta.data.corpus import read_corpus
+from rosetta.train.prepare import load_or_train_tokenizers
+config = load_config(sys.argv[1], sys.argv[3:])
+began = time.perf_counter()
+tokenizers = load_or_train_tokenizers(config, Path(sys.argv[2]), None, print)
+pairs = read_corpus(config.data.train)
+examples, _ = encode_pairs(pairs, tokenizers, config.data.max_len)
+print(time.perf_counter() - began, len(examples))
+"""
+
+
+def build_corpus(folder: Path, pairs: int, seed: int = 0) -> list[str]:
+    """``pairs`` pairs, each two random Multi30k pairs joined; the --set
+    overrides that train on them."""
+    sides = {}
+    for lang in ("de", "en"):
+        with gzip.open(MULTI30K / f"train.{lang}.gz", "rt", encoding="utf-8") as f:
+            sides[lang] = np.array(f.read().splitlines(), dtype=object)
+    paths = {lang: folder / f"pairs-{pairs}.{lang}" for lang in sides}
+    if not all(path.is_file() for path in paths.values()):
+        rng = np.random.default_rng(seed)
+        count = len(sides["de"])
+        with (
+            open(paths["de"], "w", encoding="utf-8") as de,
+            open(paths["en"], "w", encoding="utf-8") as en,
+        ):
+            for start in range(0, pairs, 100_000):
+                n = min(100_000, pairs - start)
+                first, second = rng.integers(0, count, n), rng.integers(0, count, n)
+                for handle, lang in ((de, "de"), (en, "en")):
+                    lines = sides[lang][first] + " " + sides[lang][second]
+                    handle.write("\n".join(lines) + "\n")
+    return [f"data.train.src={paths['de']}", f"data.train.tgt={paths['en']}"]
+
+
+def run_measured(command: list[str]) -> tuple[float, float]:
+    """Seconds and peak resident GB of a command (and its children)."""
+    began = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(process.pid, 0)
+    seconds = time.perf_counter() - began
+    if status:
+        error = process.stderr.read().decode()[-2000:] if process.stderr else ""
+        raise SystemExit(f"{' '.join(command)} failed:\n{error}")
+    return seconds, usage.ru_maxrss / 2**20  # KiB -> GiB
+
+
+def private_bytes(pid: int) -> int:
+    try:
+        text = Path(f"/proc/{pid}/smaps_rollup").read_text()
+    except OSError:
+        return 0
+    fields = dict(line.split(":", 1) for line in text.splitlines()[1:])
+    return sum(int(fields[k].split()[0]) for k in ("Private_Clean", "Private_Dirty"))
+
+
+def children_of(pid: int) -> list[int]:
+    try:
+        return [
+            int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        ]
+    except OSError:
+        return []
+
+
+def trainers(root: int, nproc: int) -> list[int]:
+    """The training processes: the command itself, or the workers torchrun
+    (its child) started."""
+    if nproc == 1:
+        return [root]
+    return [
+        worker for launcher in children_of(root) for worker in children_of(launcher)
+    ]
+
+
+def first_update(run: Path, corpus: list[str], nproc: int) -> tuple[float, float]:
+    """Seconds to the first logged update, and the largest private GB of one
+    training process while it trains."""
+    command = [
+        sys.executable, "-m", "rosetta", "train", str(CONFIG), "-o", str(run),
+        "--nproc", str(nproc), "--set", "train.max_steps=30",
+        "--set", "train.max_epochs=null",
+    ]  # fmt: skip
+    for override in [*TINY_MODEL, *corpus]:
+        command += ["--set", override]
+    metrics = run / "metrics.jsonl"
+    metrics.unlink(missing_ok=True)
+    began = time.perf_counter()
+    process = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    seconds, peak = None, 0
+    while process.poll() is None:
+        if seconds is None and metrics.is_file() and metrics.stat().st_size:
+            seconds = time.perf_counter() - began
+        peak = max([peak, *(private_bytes(p) for p in trainers(process.pid, nproc))])
+        time.sleep(0.1)
+    if process.returncode:
+        raise SystemExit(
+            process.stderr.read().decode()[-2000:] if process.stderr else ""
+        )
+    return seconds or float("nan"), peak / 2**20
+
+
+def measure(size: int, work: Path, nprocs: list[int], in_memory_max: int) -> dict:
+    corpus = build_corpus(work, size)
+    run = work / f"run-{size}"
+    if run.exists():
+        subprocess.run(["rm", "-rf", str(run)], check=True)
+    sets = [arg for o in [*TINY_MODEL, *corpus] for arg in ("--set", o)]
+    prepare = [sys.executable, "-m", "rosetta", "prepare", str(CONFIG), "-o", str(run)]
+    row: dict = {"pairs": size}
+    row["prepare_s"], row["prepare_gb"] = run_measured(prepare + sets)
+    if size <= in_memory_max:
+        script = [sys.executable, "-c", IN_MEMORY, str(CONFIG), str(run)]
+        row["in_memory_s"], row["in_memory_gb"] = run_measured(
+            [*script, *TINY_MODEL, *corpus]
+        )
+    for nproc in nprocs:
+        for leftover in run.glob("checkpoint*"):
+            subprocess.run(["rm", "-rf", str(leftover)], check=True)
+        seconds, private = first_update(run, corpus, nproc)
+        row[f"first_update_s_{nproc}"], row[f"private_gb_{nproc}"] = seconds, private
+    return row
+
+
+def table(rows: list[dict], nprocs: list[int]) -> str:
+    head = ["pairs", "in memory s", "in memory GB", "prepare s", "prepare GB"]
+    for n in nprocs:
+        head += [f"first update s ({n} proc)", f"private GB/proc ({n} proc)"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for row in rows:
+        cells = [f"{row['pairs']:,}"]
+        for key, form in (("in_memory_s", ".1f"), ("in_memory_gb", ".2f")):
+            cells.append(format(row[key], form) if key in row else "-")
+        cells += [f"{row['prepare_s']:.1f}", f"{row['prepare_gb']:.2f}"]
+        for n in nprocs:
+            cells += [
+                f"{row[f'first_update_s_{n}']:.1f}",
+                f"{row[f'private_gb_{n}']:.2f}",
+            ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
+    parser.add_argument("--nproc", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--in-memory-max", type=int, default=1_000_000)
+    parser.add_argument("--work", type=Path, default=ROOT / "runs" / "bench-data-scale")
+    parser.add_argument("--json", type=Path, help="also write the rows here")
+    args = parser.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for size in args.sizes:
+        rows.append(measure(size, args.work, args.nproc, args.in_memory_max))
+        print(json.dumps(rows[-1]), flush=True)
+    print(table(rows, args.nproc))
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()

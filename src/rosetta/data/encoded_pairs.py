@@ -1,0 +1,162 @@
+"""Encoded pairs in flat arrays: what ``rosetta prepare`` writes once and
+training memory-maps.
+
+A split (``train``, ``valid``) of a store folder is four raw little-endian
+arrays, like the ``.bin``/``.idx`` pairs of fairseq's indexed datasets:
+
+- ``SPLIT.src.tokens``, ``SPLIT.tgt.tokens``: every pair's token ids, one
+  after another, in the smallest integer type the vocabulary fits
+  (``uint16`` up to 65,536 entries, else ``int32``);
+- ``SPLIT.src.offsets``, ``SPLIT.tgt.offsets``: ``int64``, pair i's tokens
+  are ``tokens[offsets[i]:offsets[i + 1]]``.
+
+Opening a split maps the files: nothing is read until a batch asks, and the
+processes of one training run share the pages. ``manifest.json`` says what
+the arrays were made from (``rosetta.data.store``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterator, Sequence
+from itertools import chain
+from pathlib import Path
+from typing import BinaryIO
+
+import numpy as np
+
+from rosetta.data.batching import Example
+
+OFFSET_TYPE = np.dtype("<i8")
+SIDES = ("src", "tgt")
+
+
+def token_type(vocabulary_size: int) -> np.dtype:
+    """The smallest integer type that holds every id of the vocabulary."""
+    return np.dtype("<u2") if vocabulary_size <= 2**16 else np.dtype("<i4")
+
+
+class EncodedPairs:
+    """Pairs of token-id sequences held in flat arrays (mapped or in memory).
+
+    ``rows``, if given, selects and orders pairs of the arrays: pair i is
+    array pair ``rows[i]``. Indexing gives an ``Example``; ``src_lengths``
+    and ``tgt_lengths`` are every pair's token counts, for batching.
+    """
+
+    def __init__(
+        self,
+        tokens: dict[str, np.ndarray],
+        offsets: dict[str, np.ndarray],
+        rows: np.ndarray | None = None,
+    ):
+        self.tokens, self.offsets, self.rows = tokens, offsets, rows
+        lengths = {side: np.diff(offsets[side]) for side in SIDES}
+        if rows is not None:
+            lengths = {side: lengths[side][rows] for side in SIDES}
+        self.src_lengths, self.tgt_lengths = lengths["src"], lengths["tgt"]
+
+    @classmethod
+    def from_examples(cls, examples: Sequence[Example]) -> EncodedPairs:
+        """The same pairs in memory (tests, small synthetic corpora)."""
+        tokens, offsets = {}, {}
+        for side in SIDES:
+            sequences = [getattr(e, side) for e in examples]
+            lengths = np.array([len(s) for s in sequences], dtype=OFFSET_TYPE)
+            offsets[side] = np.concatenate([[0], np.cumsum(lengths)]).astype(
+                OFFSET_TYPE
+            )
+            tokens[side] = np.fromiter(
+                chain.from_iterable(sequences), np.int64, int(offsets[side][-1])
+            )
+        return cls(tokens, offsets)
+
+    @classmethod
+    def open(cls, folder: Path, split: str, dtype: np.dtype) -> EncodedPairs:
+        """A split of a store folder, memory-mapped read-only."""
+        tokens, offsets = {}, {}
+        for side in SIDES:
+            offsets[side] = map_array(folder / f"{split}.{side}.offsets", OFFSET_TYPE)
+            tokens[side] = map_array(folder / f"{split}.{side}.tokens", dtype)
+        return cls(tokens, offsets)
+
+    def __len__(self) -> int:
+        return len(self.src_lengths)
+
+    def __getitem__(self, index: int) -> Example:
+        row = int(index if self.rows is None else self.rows[index])
+        src, tgt = (self._sequence(side, row) for side in SIDES)
+        return Example(src, tgt)
+
+    def __iter__(self) -> Iterator[Example]:
+        return (self[i] for i in range(len(self)))
+
+    def _sequence(self, side: str, row: int) -> list[int]:
+        start, end = self.offsets[side][row : row + 2]
+        return self.tokens[side][start:end].tolist()
+
+    def subset(self, keep: np.ndarray) -> EncodedPairs:
+        """The pairs where the boolean ``keep`` is True, in their order."""
+        rows = np.flatnonzero(keep)
+        if self.rows is not None:
+            rows = self.rows[rows]
+        return EncodedPairs(self.tokens, self.offsets, rows)
+
+
+def map_array(path: Path, dtype: np.dtype) -> np.ndarray:
+    """A whole raw array file, mapped read-only (an empty file: no pages)."""
+    if path.stat().st_size == 0:
+        return np.zeros(0, dtype=dtype)
+    return np.memmap(path, dtype=dtype, mode="r")
+
+
+class SplitWriter:
+    """Appends encoded pairs to a split's four files, then closes them
+    flushed to disk; ``digests`` are the files' SHA-256."""
+
+    def __init__(self, folder: Path, split: str, dtype: np.dtype):
+        self.dtype = dtype
+        self.paths = {
+            f"{side}.{kind}": folder / f"{split}.{side}.{kind}"
+            for side in SIDES
+            for kind in ("tokens", "offsets")
+        }
+        self.files: dict[str, BinaryIO] = {
+            name: open(path, "xb")  # noqa: SIM115 (closed by close())
+            for name, path in self.paths.items()
+        }
+        self.hashes = {name: hashlib.sha256() for name in self.paths}
+        self.ends = {side: 0 for side in SIDES}
+        self.count = 0
+        for side in SIDES:
+            self._write(f"{side}.offsets", np.zeros(1, OFFSET_TYPE))
+
+    def add(self, src: list[list[int]], tgt: list[list[int]]) -> None:
+        """Pairs (src[i], tgt[i]), appended in order."""
+        for side, sequences in zip(SIDES, (src, tgt), strict=True):
+            lengths = np.fromiter(map(len, sequences), OFFSET_TYPE, len(sequences))
+            offsets = self.ends[side] + np.cumsum(lengths, dtype=OFFSET_TYPE)
+            total = int(lengths.sum())
+            ids = np.fromiter(chain.from_iterable(sequences), self.dtype, total)
+            self._write(f"{side}.tokens", ids)
+            self._write(f"{side}.offsets", offsets)
+            self.ends[side] += total
+        self.count += len(src)
+
+    def _write(self, name: str, array: np.ndarray) -> None:
+        data = array.tobytes()
+        self.files[name].write(data)
+        self.hashes[name].update(data)
+
+    def close(self) -> dict[str, str]:
+        """Flushed and synced; the files' SHA-256 by name (``src.tokens``...)."""
+        for handle in self.files.values():
+            handle.flush()
+            os.fsync(handle.fileno())
+            handle.close()
+        return {name: digest.hexdigest() for name, digest in self.hashes.items()}
+
+    def abandon(self) -> None:
+        for handle in self.files.values():
+            handle.close()

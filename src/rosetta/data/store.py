@@ -1,0 +1,234 @@
+"""A run's token store: its corpora encoded once, in the run folder's
+``store/``, which every training process memory-maps.
+
+``build_store`` streams each corpus (constant memory for any size), encodes
+it in batches on several threads, drops empty and over-long pairs as it goes
+and writes the arrays (``rosetta.data.encoded_pairs``) into a temporary
+folder that takes the place of ``store/`` only when complete: a prepare that
+is killed or fails (a full disk) leaves no store that training would use.
+
+``manifest.json`` records what the arrays were made from (every corpus file's
+path, size, modification time and SHA-256; the tokenizers' SHA-256; the
+length filter) and each array file's size and SHA-256. ``open_store`` maps
+the arrays only while that record still holds: a changed corpus or tokenizer
+is refused, never silently trained on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+from rosetta.config.sections import CorpusFiles
+from rosetta.data.corpus import FilterReport, corpus_files, corpus_name, stream_corpus
+from rosetta.data.encoded_pairs import EncodedPairs, SplitWriter, token_type
+from rosetta.data.tokenizer import TokenizerPair
+from rosetta.errors import RosettaError
+from rosetta.runtime.outputs import atomic_folder
+
+STORE_DIR = "store"
+MANIFEST_FILE = "manifest.json"
+FORMAT = 1
+CHUNK_PAIRS = 8192  # pairs encoded per batched tokenizer call
+
+
+@dataclass(frozen=True)
+class StoreRecipe:
+    """What a store is made from: the corpora by split, the tokenizers (and
+    the SHA-256 of the file they are saved in) and the length limit."""
+
+    splits: dict[str, CorpusFiles]
+    tokenizers: TokenizerPair
+    tokenizers_sha256: str
+    max_len: int
+
+    @property
+    def dtype(self) -> np.dtype:
+        return token_type(max(len(self.tokenizers.src), len(self.tokenizers.tgt)))
+
+    def header(self) -> dict[str, Any]:
+        """The manifest's fields that must equal the recipe's."""
+        return {
+            "format": FORMAT,
+            "tokenizers_sha256": self.tokenizers_sha256,
+            "max_len": self.max_len,
+            "token_type": self.dtype.str,
+            "splits": sorted(self.splits),
+        }
+
+
+def sha256_of(path: Path) -> str:
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+def file_record(path: Path) -> dict[str, Any]:
+    status = path.stat()
+    return {
+        "path": str(path),
+        "bytes": status.st_size,
+        "mtime_ns": status.st_mtime_ns,
+        "sha256": sha256_of(path),
+    }
+
+
+def changed_file(record: dict[str, Any]) -> str | None:
+    """Why a recorded corpus file no longer is what was encoded, if it is not.
+    Size and time are compared first; a file only touched (same content) is
+    still the same file."""
+    path = Path(record["path"])
+    if not path.is_file():
+        return f"{path} is gone"
+    status = path.stat()
+    if status.st_size == record["bytes"] and status.st_mtime_ns == record["mtime_ns"]:
+        return None
+    if status.st_size == record["bytes"] and sha256_of(path) == record["sha256"]:
+        return None
+    return f"{path} changed since it was encoded"
+
+
+def stale_reason(folder: Path, recipe: StoreRecipe) -> str | None:
+    """Why the store in ``folder`` may not be used for ``recipe``, if not."""
+    try:
+        manifest = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return "its manifest is missing or unreadable"
+    header = recipe.header()
+    for key, value in header.items():
+        if manifest.get(key) != value:
+            return f"it was made with another {key.replace('_', ' ')}"
+    for split, files in recipe.splits.items():
+        recorded = manifest["corpora"][split]
+        if [r["path"] for r in recorded] != [str(p) for p in corpus_files(files)]:
+            return f"its {split} corpus was other files"
+        for record in recorded:
+            if (why := changed_file(record)) is not None:
+                return why
+    for name, record in manifest["arrays"].items():
+        path = folder / name
+        if not path.is_file() or path.stat().st_size != record["bytes"]:
+            return f"{name} is missing or of the wrong size"
+    return None
+
+
+def open_store(run_dir: Path, recipe: StoreRecipe) -> dict[str, EncodedPairs]:
+    """Every split of the run's store, memory-mapped; refused if stale."""
+    folder = run_dir / STORE_DIR
+    if (why := stale_reason(folder, recipe)) is not None:
+        raise RosettaError(
+            f"{folder}: the token store does not match the configuration: {why}; "
+            "run `rosetta prepare` on this folder again to encode the corpora "
+            "anew, or train into a new folder"
+        )
+    return {
+        split: EncodedPairs.open(folder, split, recipe.dtype) for split in recipe.splits
+    }
+
+
+def verify_arrays(folder: Path) -> bool:
+    """Whether every array file still has the SHA-256 the manifest records."""
+    manifest = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
+    return all(
+        (folder / name).is_file() and sha256_of(folder / name) == record["sha256"]
+        for name, record in manifest["arrays"].items()
+    )
+
+
+def chunks(pairs: Iterator[tuple[str, str]]) -> Iterator[list[tuple[str, str]]]:
+    while chunk := list(islice(pairs, CHUNK_PAIRS)):
+        yield chunk
+
+
+def encode_split(
+    files: CorpusFiles,
+    recipe: StoreRecipe,
+    writer: SplitWriter,
+    threads: int,
+    progress: tqdm,
+) -> FilterReport:
+    """Stream a corpus into ``writer``: empty pairs and pairs whose source or
+    target takes more than ``max_len`` tokens with its ``<eos>`` are dropped
+    and counted, as everywhere in Rosetta."""
+    report = FilterReport()
+    tokenizers, limit = recipe.tokenizers, recipe.max_len
+    too_long = f"longer than {limit} tokens"
+    for chunk in chunks(stream_corpus(files)):
+        report.read += len(chunk)
+        texts = [(s, t) for s, t in chunk if s.strip() and t.strip()]
+        for _ in range(len(chunk) - len(texts)):
+            report.drop("empty")
+        src = tokenizers.src.encode_many([s for s, _ in texts], threads)
+        tgt = tokenizers.tgt.encode_many([t for _, t in texts], threads)
+        kept = [
+            i for i in range(len(src)) if len(src[i]) < limit and len(tgt[i]) < limit
+        ]
+        for _ in range(len(src) - len(kept)):
+            report.drop(too_long)
+        writer.add([src[i] for i in kept], [tgt[i] for i in kept])
+        progress.update(len(chunk))
+    report.kept = writer.count
+    return report
+
+
+def build_store(
+    run_dir: Path,
+    recipe: StoreRecipe,
+    threads: int,
+    log: Callable[[str], None] = print,
+) -> dict[str, FilterReport]:
+    """Encode every split of ``recipe`` into ``run_dir/store``, replacing a
+    store that was there only once the new one is complete."""
+    target = run_dir / STORE_DIR
+    for leftover in run_dir.glob(f".{STORE_DIR}.*.tmp"):  # a killed prepare's
+        shutil.rmtree(leftover, ignore_errors=True)
+    corpora = {  # recorded before reading: a file changed meanwhile is stale
+        split: [file_record(path) for path in corpus_files(files)]
+        for split, files in recipe.splits.items()
+    }
+    reports: dict[str, FilterReport] = {}
+    arrays: dict[str, dict[str, Any]] = {}
+    with atomic_folder(target) as folder:
+        for split, files in recipe.splits.items():
+            writer = SplitWriter(folder, split, recipe.dtype)
+            bar = tqdm(
+                desc=f"encoding {split}",
+                unit=" pairs",
+                unit_scale=True,
+                mininterval=1.0,
+                disable=None,  # no bar where the output is not a terminal
+            )
+            try:
+                reports[split] = encode_split(files, recipe, writer, threads, bar)
+            finally:
+                bar.close()
+                digests = writer.close()
+            for name, digest in digests.items():
+                path = writer.paths[name]
+                arrays[path.name] = {"bytes": path.stat().st_size, "sha256": digest}
+            log(f"{split}: {corpus_name(files)}: {reports[split].summary()}")
+        if not reports["train"].kept:
+            raise RosettaError(
+                f"{corpus_name(recipe.splits['train'])}: every pair was filtered "
+                f"out ({reports['train'].summary()})"
+            )
+        manifest = {
+            **recipe.header(),
+            "corpora": corpora,
+            "filtered": {split: vars(report) for split, report in reports.items()},
+            "arrays": arrays,
+        }
+        with open(folder / MANIFEST_FILE, "w", encoding="utf-8") as handle:
+            json.dump(manifest, handle, indent=1)
+            handle.flush()
+            os.fsync(handle.fileno())
+    return reports

@@ -1,0 +1,181 @@
+"""The token store: encoded once, memory-mapped, refused when stale, never
+left half-written; training from it equals training from pairs in memory."""
+
+import errno
+import gzip
+import os
+
+import numpy as np
+import pytest
+import torch
+
+from rosetta.data.batching import Example, encode_pairs
+from rosetta.data.corpus import read_corpus
+from rosetta.data.encoded_pairs import EncodedPairs, SplitWriter, token_type
+from rosetta.data.store import MANIFEST_FILE, STORE_DIR
+from rosetta.errors import RosettaError
+from rosetta.families import build_model, family_of
+from rosetta.families.family import TrainingSetup
+from rosetta.train.prepare import PreparedData, prepare_data
+from rosetta.train.run import configure_torch
+from rosetta.train.trainer import Trainer
+from tests.toy import toy_config
+
+CPU = torch.device("cpu")
+MULTI30K = os.path.join(os.path.dirname(__file__), "..", "data", "multi30k")
+
+
+def quiet(*_):
+    pass
+
+
+def test_the_store_holds_what_encoding_in_memory_gives(tmp_path):
+    config, _ = toy_config(tmp_path, "data.max_len=6")
+    data = prepare_data(config, tmp_path / "run", quiet)
+    pairs = read_corpus(config.data.train)
+    examples, report = encode_pairs(pairs, data.tokenizers, 6)
+    assert report.dropped  # the length filter did drop some pairs
+    assert list(data.train) == examples
+    assert isinstance(data.train.tokens["src"], np.memmap)
+    manifest = (tmp_path / "run" / STORE_DIR / MANIFEST_FILE).read_text()
+    assert f'"kept": {len(examples)}' in manifest
+
+
+def test_token_ids_take_the_smallest_type_the_vocabulary_allows():
+    assert token_type(8000) == np.uint16 and token_type(65536) == np.uint16
+    assert token_type(65537) == np.int32
+
+
+def test_a_changed_corpus_is_refused_and_prepare_encodes_it_again(tmp_path):
+    config, _ = toy_config(tmp_path)
+    run = tmp_path / "run"
+    before = len(prepare_data(config, run, quiet).train)
+    with (
+        open(config.data.train.src, "a") as src,
+        open(config.data.train.tgt, "a") as tgt,
+    ):
+        src.write("alpha beta\n")
+        tgt.write("BETA ALPHA\n")
+    with pytest.raises(RosettaError, match=r"changed since it was encoded.*prepare"):
+        prepare_data(config, run, quiet)
+    assert len(prepare_data(config, run, quiet, refresh=True).train) == before + 1
+
+
+def test_a_file_only_touched_is_still_the_same_corpus(tmp_path):
+    config, _ = toy_config(tmp_path)
+    prepare_data(config, tmp_path / "run", quiet)
+    os.utime(config.data.train.src, ns=(1, 1))
+    prepare_data(config, tmp_path / "run", quiet)  # not refused
+
+
+def test_a_store_made_for_other_settings_is_refused(tmp_path):
+    config, _ = toy_config(tmp_path)
+    prepare_data(config, tmp_path / "run", quiet)
+    shorter, _ = toy_config(tmp_path, "data.max_len=5")
+    with pytest.raises(RosettaError, match="another max len"):
+        prepare_data(shorter, tmp_path / "run", quiet)
+
+
+def test_a_damaged_array_is_encoded_again_by_prepare(tmp_path):
+    config, _ = toy_config(tmp_path)
+    run = tmp_path / "run"
+    first = list(prepare_data(config, run, quiet).train)
+    tokens = run / STORE_DIR / "train.src.tokens"
+    data = bytearray(tokens.read_bytes())
+    data[0] ^= 0xFF  # same size: only the checksum tells
+    tokens.write_bytes(bytes(data))
+    assert list(prepare_data(config, run, quiet, refresh=True).train) == first
+
+
+def test_a_failed_prepare_leaves_no_store_and_keeps_the_old_one(tmp_path, monkeypatch):
+    config, _ = toy_config(tmp_path)
+    run = tmp_path / "run"
+    writes = []
+
+    def disk_full(self, src, tgt):
+        writes.append(len(src))
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(SplitWriter, "add", disk_full)
+    with pytest.raises(RosettaError, match="No space left on device"):
+        prepare_data(config, run, quiet)
+    assert writes and not (run / STORE_DIR).exists()
+    assert not [p for p in run.iterdir() if p.name.startswith(f".{STORE_DIR}")]
+
+    monkeypatch.undo()
+    kept = list(prepare_data(config, run, quiet).train)
+    (run / STORE_DIR / "train.src.tokens").write_bytes(b"")  # make it stale
+    monkeypatch.setattr(SplitWriter, "add", disk_full)
+    with pytest.raises(RosettaError, match="No space left"):
+        prepare_data(config, run, quiet, refresh=True)
+    monkeypatch.undo()
+    (run / STORE_DIR / "train.src.tokens").unlink()  # the old store is still there
+    assert (run / STORE_DIR / MANIFEST_FILE).is_file()
+    assert list(prepare_data(config, run, quiet, refresh=True).train) == kept
+
+
+def test_the_leftovers_of_a_killed_prepare_are_never_used(tmp_path):
+    config, _ = toy_config(tmp_path)
+    run = tmp_path / "run"
+    leftover = run / f".{STORE_DIR}.12345.tmp"
+    leftover.mkdir(parents=True)
+    (leftover / "train.src.tokens").write_bytes(b"\0" * 8)  # no manifest
+    data = prepare_data(config, run, quiet)
+    assert len(data.train) > 0 and not leftover.exists()
+
+
+def test_subsets_keep_their_order_and_compose():
+    pairs = EncodedPairs.from_examples([Example([i], [i, i]) for i in range(6)])
+    odd = pairs.subset(np.arange(6) % 2 == 1)
+    assert [e.src for e in odd] == [[1], [3], [5]]
+    last = odd.subset(np.array([False, True, True]))
+    assert [e.src for e in last] == [[3], [5]] and last.tgt_lengths.tolist() == [2, 2]
+
+
+def multi30k_config(tmp_path):
+    """The first 3,000 pairs of Multi30k (Elliott et al. 2016), a tiny model."""
+    for side in ("de", "en"):
+        with gzip.open(os.path.join(MULTI30K, f"train.{side}.gz"), "rt") as handle:
+            lines = [next(handle) for _ in range(3000)]
+        (tmp_path / f"train.{side}").write_text("".join(lines))
+    config, _ = toy_config(
+        tmp_path,
+        f"data.train.src={tmp_path / 'train.de'}",
+        f"data.train.tgt={tmp_path / 'train.en'}",
+        "train.max_steps=50",
+        "train.max_epochs=null",
+        "train.batch_tokens=600",
+    )
+    return config
+
+
+def train_fifty_updates(config, data, run_dir):
+    run_dir.mkdir()
+    configure_torch(config)
+    family = family_of(config.model)
+    model = build_model(
+        config.model, len(data.tokenizers.src), len(data.tokenizers.tgt)
+    )
+    setup = TrainingSetup(config, model, data, CPU, run_dir, 0, 1, quiet)
+    task = family.training_task(setup)
+    batches = task.epoch_batches(0)
+    Trainer(config, run_dir, model, task, CPU).train()
+    return batches, model.state_dict()
+
+
+def test_training_from_the_store_equals_training_from_pairs_in_memory(tmp_path):
+    config = multi30k_config(tmp_path)
+    stored = prepare_data(config, tmp_path / "stored", quiet)
+    pairs = read_corpus(config.data.train)
+    examples, _ = encode_pairs(pairs, stored.tokenizers, config.data.max_len)
+    valid, _ = encode_pairs(stored.valid_pairs, stored.tokenizers, config.data.max_len)
+    in_memory = PreparedData(
+        stored.tokenizers,
+        EncodedPairs.from_examples(examples),
+        stored.valid_pairs,
+        EncodedPairs.from_examples(valid),
+    )
+    batches_a, weights_a = train_fifty_updates(config, stored, tmp_path / "a")
+    batches_b, weights_b = train_fifty_updates(config, in_memory, tmp_path / "b")
+    assert [b.tolist() for b in batches_a] == [b.tolist() for b in batches_b]
+    assert all(torch.equal(weights_a[k], weights_b[k]) for k in weights_a)
