@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet "$(TORCH)"
-	$(BIN)/pip install --quiet -e ".[dev,ct2]"
+	$(BIN)/pip install --quiet -e ".[dev,ct2,hf]"
 	touch $(STAMP)
 
 browser:
@@ -49,7 +49,7 @@ $(GPU_STAMP): pyproject.toml
 	test -x $(GPU_VENV)/bin/python || $(PYTHON) -m venv $(GPU_VENV)
 	$(GPU_VENV)/bin/pip install --quiet --upgrade pip
 	$(GPU_VENV)/bin/pip install --quiet "$(GPU_TORCH)"
-	$(GPU_VENV)/bin/pip install --quiet -e ".[dev,ct2]"
+	$(GPU_VENV)/bin/pip install --quiet -e ".[dev,ct2,hf]"
 	touch $(GPU_STAMP)
 
 test-gpu: $(GPU_STAMP)

@@ -11,6 +11,8 @@ block repeated. For each size it measures, each in its own process:
   resident memory; skipped above ``--in-memory-max`` pairs;
 - **prepare**: ``rosetta prepare`` (SentencePiece trained on the streamed
   corpus, then encoded into the store): seconds and peak resident memory;
+- **epoch batching**: seconds to sort and cut one seeded epoch of the
+  stored pairs into batches (``make_batches`` on the length arrays);
 - **first update**: seconds from starting ``rosetta train`` on the prepared
   folder to its first logged update, and each training process's private
   memory (``Private_Clean + Private_Dirty`` of ``/proc/PID/smaps_rollup``,
@@ -18,6 +20,7 @@ block repeated. For each size it measures, each in its own process:
   with 1 and 2 processes (``--nproc``).
 
     python benchmarks/data_scale.py --sizes 100000 1000000 4500000
+    python benchmarks/data_scale.py --sizes 100000 1000000 --busy 2
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -156,6 +161,18 @@ def first_update(run: Path, corpus: list[str], nproc: int) -> tuple[float, float
     return seconds or float("nan"), peak / 2**20
 
 
+def epoch_batching_seconds(run: Path) -> float:
+    """Seconds to cut one seeded epoch of the stored pairs into batches."""
+    from rosetta.data.batching import make_batches
+    from rosetta.data.encoded_pairs import EncodedPairs
+
+    manifest = json.loads((run / "store" / "manifest.json").read_text())
+    pairs = EncodedPairs.open(run / "store", "train", np.dtype(manifest["token_type"]))
+    began = time.perf_counter()
+    make_batches(pairs.src_lengths, pairs.tgt_lengths, 2500, np.random.default_rng(1))
+    return time.perf_counter() - began
+
+
 def measure(size: int, work: Path, nprocs: list[int], in_memory_max: int) -> dict:
     corpus = build_corpus(work, size)
     run = work / f"run-{size}"
@@ -170,6 +187,7 @@ def measure(size: int, work: Path, nprocs: list[int], in_memory_max: int) -> dic
         row["in_memory_s"], row["in_memory_gb"] = run_measured(
             [*script, *TINY_MODEL, *corpus]
         )
+    row["batching_s"] = epoch_batching_seconds(run)
     for nproc in nprocs:
         for leftover in run.glob("checkpoint*"):
             subprocess.run(["rm", "-rf", str(leftover)], check=True)
@@ -180,6 +198,7 @@ def measure(size: int, work: Path, nprocs: list[int], in_memory_max: int) -> dic
 
 def table(rows: list[dict], nprocs: list[int]) -> str:
     head = ["pairs", "in memory s", "in memory GB", "prepare s", "prepare GB"]
+    head += ["epoch batching s"]
     for n in nprocs:
         head += [f"first update s ({n} proc)", f"private GB/proc ({n} proc)"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -188,6 +207,7 @@ def table(rows: list[dict], nprocs: list[int]) -> str:
         for key, form in (("in_memory_s", ".1f"), ("in_memory_gb", ".2f")):
             cells.append(format(row[key], form) if key in row else "-")
         cells += [f"{row['prepare_s']:.1f}", f"{row['prepare_gb']:.2f}"]
+        cells += [f"{row['batching_s']:.1f}"]
         for n in nprocs:
             cells += [
                 f"{row[f'first_update_s_{n}']:.1f}",
@@ -197,6 +217,22 @@ def table(rows: list[dict], nprocs: list[int]) -> str:
     return "\n".join(lines)
 
 
+@contextmanager
+def competing_load(processes: int) -> Iterator[None]:
+    """``processes`` CPU-bound processes running beside the measurement, as on
+    a machine busy with other work."""
+    spinners = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        for _ in range(processes)
+    ]
+    try:
+        yield
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
@@ -204,12 +240,19 @@ def main() -> None:
     parser.add_argument("--in-memory-max", type=int, default=1_000_000)
     parser.add_argument("--work", type=Path, default=ROOT / "runs" / "bench-data-scale")
     parser.add_argument("--json", type=Path, help="also write the rows here")
+    parser.add_argument(
+        "--busy", type=int, default=0, help="CPU-bound processes running beside"
+    )
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     rows = []
     for size in args.sizes:
-        rows.append(measure(size, args.work, args.nproc, args.in_memory_max))
+        build_corpus(args.work, size)  # not measured, never under load
+        with competing_load(args.busy):
+            rows.append(measure(size, args.work, args.nproc, args.in_memory_max))
         print(json.dumps(rows[-1]), flush=True)
+    if args.busy:
+        print(f"measured beside {args.busy} CPU-bound processes")
     print(table(rows, args.nproc))
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))

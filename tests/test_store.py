@@ -17,7 +17,7 @@ from rosetta.errors import RosettaError
 from rosetta.families import build_model, family_of
 from rosetta.families.family import TrainingSetup
 from rosetta.train.prepare import PreparedData, prepare_data
-from rosetta.train.run import configure_torch
+from rosetta.train.run import configure_torch, process_settings_kept
 from rosetta.train.trainer import Trainer
 from tests.toy import toy_config
 
@@ -151,15 +151,15 @@ def multi30k_config(tmp_path):
 
 def train_fifty_updates(config, data, run_dir):
     run_dir.mkdir()
-    configure_torch(config)
-    family = family_of(config.model)
-    model = build_model(
-        config.model, len(data.tokenizers.src), len(data.tokenizers.tgt)
-    )
-    setup = TrainingSetup(config, model, data, CPU, run_dir, 0, 1, quiet)
-    task = family.training_task(setup)
-    batches = task.epoch_batches(0)
-    Trainer(config, run_dir, model, task, CPU).train()
+    with process_settings_kept():  # threads, determinism: the caller's again after
+        configure_torch(config)
+        family = family_of(config.model)
+        sizes = len(data.tokenizers.src), len(data.tokenizers.tgt)
+        model = build_model(config.model, *sizes)
+        setup = TrainingSetup(config, model, data, CPU, run_dir, 0, 1, quiet)
+        task = family.training_task(setup)
+        batches = task.epoch_batches(0)
+        Trainer(config, run_dir, model, task, CPU).train()
     return batches, model.state_dict()
 
 

@@ -55,6 +55,9 @@ def _resolve_paths(raw: dict[str, Any], base: Path) -> None:
             for key in ("src", "tgt", "tsv", "text"):
                 if isinstance(files.get(key), str):
                     files[key] = str((base / files[key]).resolve())
+            hub = files.get("hf")  # a folder saved by datasets, or a hub name
+            if isinstance(hub, str) and (base / hub).is_dir():
+                files["hf"] = str((base / hub).resolve())
 
 
 def _family_config(arch: str | None) -> type[BaseModel]:

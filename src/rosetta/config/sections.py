@@ -40,8 +40,9 @@ class Section(BaseModel):
 
 
 class CorpusFiles(Section):
-    """One parallel corpus: two aligned files, or one TSV (source, target, ...);
-    or, for a language model (``task: lm``), one long text."""
+    """One parallel corpus: two aligned files, one TSV (source, target, ...)
+    or a Hugging Face dataset; or, for a language model (``task: lm``), one
+    long text."""
 
     src: Path | None = Field(None, description="source side, one sentence per line")
     tgt: Path | None = Field(None, description="target side, line by line with src")
@@ -52,19 +53,50 @@ class CorpusFiles(Section):
     text: Path | None = Field(
         None, description="task lm: one long text, read whole (gzip if .gz)"
     )
+    hf: str | None = Field(
+        None,
+        description="or a Hugging Face dataset: a hub name (wmt14) or a folder "
+        "saved with save_to_disk; needs pip install 'rosetta[hf]'",
+    )
+    config: str | None = Field(None, description="hf: the dataset's configuration")
+    split: str | None = Field(None, description="hf: the split (train, validation)")
+    columns: tuple[str, str] | None = Field(
+        None,
+        description="hf: the keys of source and target in each row's translation "
+        "(or the two columns); default: data.src_lang and data.tgt_lang",
+    )
 
     @model_validator(mode="after")
     def _one_layout(self) -> CorpusFiles:
         two_files = self.src is not None and self.tgt is not None
-        layouts = two_files + (self.tsv is not None) + (self.text is not None)
+        layouts = two_files + sum(
+            getattr(self, key) is not None for key in ("tsv", "text", "hf")
+        )
         if layouts != 1 or (self.src is None) != (self.tgt is None):
             raise ValueError(
-                "give either both 'src' and 'tgt', or 'tsv' alone, or 'text' alone"
+                "give either both 'src' and 'tgt', or 'tsv', 'text' or 'hf' alone"
             )
+        hub_keys = [k for k in ("config", "split", "columns") if getattr(self, k)]
+        if self.hf is None and hub_keys:
+            raise ValueError(f"'{hub_keys[0]}' goes with 'hf' (a Hugging Face dataset)")
         return self
 
 
 class DataConfig(Section):
+    @model_validator(mode="before")
+    @classmethod
+    def _hub_columns(cls, data: Any) -> Any:
+        """A Hugging Face corpus reads the language codes unless told otherwise."""
+        if not isinstance(data, dict):
+            return data
+        languages = [data.get("src_lang", "src"), data.get("tgt_lang", "tgt")]
+        data = dict(data)
+        for split in ("train", "valid", "test"):
+            files = data.get(split)
+            if isinstance(files, dict) and files.get("hf") and not files.get("columns"):
+                data[split] = {**files, "columns": languages}
+        return data
+
     train: CorpusFiles = Field(description="the training corpus")
     valid: CorpusFiles | None = Field(
         None,
@@ -102,6 +134,13 @@ class TokenizerConfig(Section):
         gt=0.0,
         le=1.0,
         description="sentencepiece: share of characters covered; rarer ones -> <unk>",
+    )
+    sample_sentences: int = Field(
+        500_000,
+        gt=0,
+        description="sentencepiece: learns from at most this many sentences, "
+        "drawn at random from a larger corpus (its memory grows with them: "
+        "about 1 GB at 300,000 sentences of 65 characters)",
     )
 
 

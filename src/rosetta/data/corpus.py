@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rosetta.config.sections import CorpusFiles
+from rosetta.data import hub
 from rosetta.errors import RosettaError, where
 
 
@@ -115,6 +116,8 @@ def stream_corpus(files: CorpusFiles) -> Iterator[tuple[str, str]]:
     any size reads in constant memory."""
     if files.tsv is not None:
         return stream_tsv(files.tsv)
+    if files.hf is not None:
+        return hub.stream_hf(files)
     assert files.src is not None and files.tgt is not None
     return stream_parallel(files.src, files.tgt)
 
@@ -134,13 +137,7 @@ def read_corpus(files: CorpusFiles) -> list[tuple[str, str]]:
     return list(stream_corpus(files))
 
 
-def corpus_files(files: CorpusFiles) -> list[Path]:
-    """The files of a corpus section."""
-    if files.tsv is not None:
-        return [files.tsv]
-    assert files.src is not None and files.tgt is not None
-    return [files.src, files.tgt]
-
-
 def corpus_name(files: CorpusFiles) -> str:
+    if files.hf is not None:
+        return hub.describe(files)
     return str(files.tsv) if files.tsv is not None else f"{files.src} / {files.tgt}"

@@ -30,7 +30,8 @@ import numpy as np
 from tqdm import tqdm
 
 from rosetta.config.sections import CorpusFiles
-from rosetta.data.corpus import FilterReport, corpus_files, corpus_name, stream_corpus
+from rosetta.data import hub
+from rosetta.data.corpus import FilterReport, corpus_name, stream_corpus
 from rosetta.data.encoded_pairs import EncodedPairs, SplitWriter, token_type
 from rosetta.data.tokenizer import TokenizerPair
 from rosetta.errors import RosettaError
@@ -97,6 +98,35 @@ def changed_file(record: dict[str, Any]) -> str | None:
     return f"{path} changed since it was encoded"
 
 
+def corpus_paths(files: CorpusFiles) -> list[Path]:
+    if files.tsv is not None:
+        return [files.tsv]
+    assert files.src is not None and files.tgt is not None
+    return [files.src, files.tgt]
+
+
+def corpus_records(files: CorpusFiles) -> list[dict[str, Any]]:
+    """What identifies a corpus's content: its files, or a hub dataset's
+    fingerprint."""
+    if files.hf is not None:
+        return [hub.record(files)]
+    return [file_record(path) for path in corpus_paths(files)]
+
+
+def changed_corpus(recorded: list[dict[str, Any]], files: CorpusFiles) -> str | None:
+    """Why a corpus is not the one encoded, if it is not."""
+    names = [r["path"] for r in recorded]
+    if files.hf is not None:
+        same_source = names == [hub.describe(files)]
+        return hub.changed(recorded[0], files) if same_source else "other corpora"
+    if names != [str(path) for path in corpus_paths(files)]:
+        return "it was made from other corpus files"
+    for record in recorded:
+        if (why := changed_file(record)) is not None:
+            return why
+    return None
+
+
 def stale_reason(folder: Path, recipe: StoreRecipe) -> str | None:
     """Why the store in ``folder`` may not be used for ``recipe``, if not."""
     try:
@@ -108,12 +138,8 @@ def stale_reason(folder: Path, recipe: StoreRecipe) -> str | None:
         if manifest.get(key) != value:
             return f"it was made with another {key.replace('_', ' ')}"
     for split, files in recipe.splits.items():
-        recorded = manifest["corpora"][split]
-        if [r["path"] for r in recorded] != [str(p) for p in corpus_files(files)]:
-            return f"its {split} corpus was other files"
-        for record in recorded:
-            if (why := changed_file(record)) is not None:
-                return why
+        if (why := changed_corpus(manifest["corpora"][split], files)) is not None:
+            return why
     for name, record in manifest["arrays"].items():
         path = folder / name
         if not path.is_file() or path.stat().st_size != record["bytes"]:
@@ -192,8 +218,7 @@ def build_store(
     for leftover in run_dir.glob(f".{STORE_DIR}.*.tmp"):  # a killed prepare's
         shutil.rmtree(leftover, ignore_errors=True)
     corpora = {  # recorded before reading: a file changed meanwhile is stale
-        split: [file_record(path) for path in corpus_files(files)]
-        for split, files in recipe.splits.items()
+        split: corpus_records(files) for split, files in recipe.splits.items()
     }
     reports: dict[str, FilterReport] = {}
     arrays: dict[str, dict[str, Any]] = {}

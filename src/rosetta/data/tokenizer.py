@@ -78,7 +78,7 @@ class SentencePieceTokenizer:
                 bos_piece=BOS,
                 eos_piece=EOS,
                 hard_vocab_limit=False,
-                input_sentence_size=2_000_000,
+                input_sentence_size=config.sample_sentences,
                 shuffle_input_sentence=True,
                 num_threads=2,
                 minloglevel=2,

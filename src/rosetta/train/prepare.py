@@ -12,8 +12,11 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
+from rosetta.config.sections import TokenizerConfig
 from rosetta.data.batching import make_batches, padding_share
 from rosetta.data.corpus import read_corpus, stream_corpus
 from rosetta.data.encoded_pairs import EncodedPairs
@@ -56,13 +59,22 @@ class PreparedText:
     valid: list[int]
 
 
+def made_with(state: dict[str, Any]) -> TokenizerConfig | None:
+    """The settings saved tokenizers were made with (keys added to Rosetta
+    since then take their defaults), or None if they cannot be read."""
+    try:
+        return TokenizerConfig(**state.get("config", {}))
+    except (TypeError, ValidationError):
+        return None
+
+
 def load_or_train_tokenizers(
     config: Config, run_dir: Path, train: Callable[[], TokenizerPair], log=print
 ) -> TokenizerPair:
     path = run_dir / TOKENIZER_FILE
     if path.is_file():
         state = json.loads(path.read_text(encoding="utf-8"))
-        if state.get("config") != config.tokenizer.model_dump(mode="json"):
+        if made_with(state) != config.tokenizer:
             raise RosettaError(
                 f"{path} was made with other tokenizer settings; delete it or "
                 "use another output folder"
