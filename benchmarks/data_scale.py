@@ -79,9 +79,10 @@ def build_corpus(folder: Path, pairs: int, seed: int = 0) -> list[str]:
     if not all(path.is_file() for path in paths.values()):
         rng = np.random.default_rng(seed)
         count = len(sides["de"])
+        partial = {lang: path.with_suffix(".partial") for lang, path in paths.items()}
         with (
-            open(paths["de"], "w", encoding="utf-8") as de,
-            open(paths["en"], "w", encoding="utf-8") as en,
+            open(partial["de"], "w", encoding="utf-8") as de,
+            open(partial["en"], "w", encoding="utf-8") as en,
         ):
             for start in range(0, pairs, 100_000):
                 n = min(100_000, pairs - start)
@@ -89,6 +90,8 @@ def build_corpus(folder: Path, pairs: int, seed: int = 0) -> list[str]:
                 for handle, lang in ((de, "de"), (en, "en")):
                     lines = sides[lang][first] + " " + sides[lang][second]
                     handle.write("\n".join(lines) + "\n")
+        for lang, path in partial.items():  # complete, or not there at all
+            path.rename(paths[lang])
     return [f"data.train.src={paths['de']}", f"data.train.tgt={paths['en']}"]
 
 

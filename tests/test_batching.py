@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from rosetta.data import EncodedPairs, Example, collate, make_batches, padding_share
-from rosetta.data.batching import rank_share
+from rosetta.data.batching import cut_by_batch, cut_by_pair, rank_share
 from rosetta.data.vocab import BOS_ID, EOS_ID, PAD_ID
 
 
@@ -65,6 +65,15 @@ def test_batches_from_lengths_equal_the_example_by_example_reference(seed, budge
     assert [b.tolist() for b in got] == batches_one_example_at_a_time(
         examples, budget, rng
     )
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("budget", [1, 7, 40, 300, 5000])
+def test_cutting_a_batch_at_a_time_equals_a_pair_at_a_time(budget):
+    rng = np.random.default_rng(budget)
+    tgt = np.sort(rng.integers(2, 50, 3000))  # sorted by target, as batching does
+    padded = np.maximum(tgt, rng.integers(2, 60, 3000))
+    assert cut_by_batch(padded, budget) == cut_by_pair(padded, budget)
 
 
 def test_no_pairs_make_no_batches():

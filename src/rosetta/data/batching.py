@@ -102,26 +102,59 @@ def make_batches(
     at random and the batch order is shuffled, so every epoch differs but
     stays reproducible. The budget counts ``n * max(padded source, padded
     target)``; a single pair longer than the budget still forms a batch of its
-    own. Sorting is numpy's; only the cut points are found in a plain loop.
+    own. Sorting is numpy's, and so is finding the cuts where batches are large.
     """
     count = len(src_lengths)
     order = np.arange(count) if rng is None else rng.permutation(count)
-    src_len, tgt_len = src_lengths[order] + 1, tgt_lengths[order] + 1
-    order = order[np.lexsort((src_len, tgt_len))]  # stable: keeps the random ties
+    # by target length, then source length, as one key: a stable sort keeps
+    # the random order of ties (numpy's stable sort of integers is a radix sort)
+    src_len, tgt_len = src_lengths[order], tgt_lengths[order]
+    key = tgt_len.astype(np.int64) * (int(src_len.max(initial=0)) + 1) + src_len
+    order = order[np.argsort(key, kind="stable")]
 
+    if not count:
+        return []
+    padded = np.maximum(src_lengths[order], tgt_lengths[order]) + 1
+    cut = cut_by_batch if batch_tokens >= 16 * float(padded.mean()) else cut_by_pair
+    batches = np.split(order, cut(padded, batch_tokens))
+    if rng is not None:
+        batches = [batches[i] for i in rng.permutation(len(batches))]
+    return batches
+
+
+def cut_by_pair(padded: np.ndarray, batch_tokens: int) -> list[int]:
+    """Where batches of the sorted pairs begin (but the first): a pair joins
+    the batch unless the batch, padded to its longest, would then exceed the
+    budget. One pair at a time: the fastest way for batches of a few pairs."""
     cuts: list[int] = []
     size = longest = 0
-    padded = np.maximum(src_lengths[order], tgt_lengths[order]) + 1
     for position, length in enumerate(padded.tolist()):
         if size and max(longest, length) * (size + 1) > batch_tokens:
             cuts.append(position)
             size = longest = 0
         size += 1
         longest = max(longest, length)
-    batches = np.split(order, cuts) if count else []
-    if rng is not None:
-        batches = [batches[i] for i in rng.permutation(len(batches))]
-    return batches
+    return cuts
+
+
+def cut_by_batch(padded: np.ndarray, batch_tokens: int) -> list[int]:
+    """The cuts of ``cut_by_pair``, one batch at a time: a batch starting at
+    ``start`` ends before the first pair k >= 1 at which its running longest
+    times its size, ``max(padded[start:start+k+1]) * (k + 1)``, exceeds the
+    budget. Fast where batches hold many pairs."""
+    floor = np.minimum.accumulate(padded[::-1])[::-1]  # the shortest from here on
+    cuts: list[int] = []
+    start = 0
+    while True:
+        most = max(1, batch_tokens // int(floor[start]))  # no batch here is larger
+        widest = np.maximum.accumulate(padded[start : start + most + 1])
+        over = widest * np.arange(1, len(widest) + 1) > batch_tokens
+        over[0] = False  # a pair over the budget still makes a batch alone
+        end = start + (int(over.argmax()) if over.any() else len(widest))
+        if end >= len(padded):
+            return cuts
+        cuts.append(end)
+        start = end
 
 
 def padding_share(

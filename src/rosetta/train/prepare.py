@@ -107,6 +107,15 @@ def default_workers() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
 
 
+def log_batching(train: EncodedPairs, batch_tokens: int, log: Callable[[str], None]):
+    lengths = train.src_lengths, train.tgt_lengths
+    batches = make_batches(*lengths, batch_tokens)
+    log(
+        f"train: {len(train):,} pairs, {len(batches):,} batches of <= "
+        f"{batch_tokens} tokens, padding {padding_share(*lengths, batches):.1%}"
+    )
+
+
 def prepare_data(
     config: Config,
     run_dir: Path,
@@ -138,21 +147,16 @@ def prepare_data(
     why = stale_reason(folder, recipe) if folder.exists() else "there is none yet"
     if why is None and refresh and not verify_arrays(folder):
         why = "an array no longer has its recorded checksum"
-    if why is None:
-        log(f"token store: {folder} is up to date")
-    elif refresh or not folder.exists():
+    built = why is not None and (refresh or not folder.exists())
+    if built:
         log(f"token store: encoding the corpora into {folder} ({why})")
         build_store(run_dir, recipe, workers or default_workers(), log)
     store = open_store(run_dir, recipe)  # refuses a stale store
     train = store["train"]
-    batches = make_batches(
-        train.src_lengths, train.tgt_lengths, config.train.batch_tokens
-    )
-    padding = padding_share(train.src_lengths, train.tgt_lengths, batches)
-    log(
-        f"train: {len(train):,} pairs, {len(batches):,} batches of <= "
-        f"{config.train.batch_tokens} tokens, padding {padding:.1%}"
-    )
+    if built:
+        log_batching(train, config.train.batch_tokens, log)
+    else:
+        log(f"train: {len(train):,} pairs from the token store {folder}")
     valid_pairs: list[tuple[str, str]] = []
     if data.valid is not None:  # the text itself, for BLEU
         valid_pairs = [p for p in read_corpus(data.valid) if p[0].strip()]
