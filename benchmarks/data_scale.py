@@ -79,7 +79,9 @@ def build_corpus(folder: Path, pairs: int, seed: int = 0) -> list[str]:
     if not all(path.is_file() for path in paths.values()):
         rng = np.random.default_rng(seed)
         count = len(sides["de"])
-        partial = {lang: path.with_suffix(".partial") for lang, path in paths.items()}
+        partial = {
+            lang: path.with_name(path.name + ".partial") for lang, path in paths.items()
+        }
         with (
             open(partial["de"], "w", encoding="utf-8") as de,
             open(partial["en"], "w", encoding="utf-8") as en,

@@ -52,7 +52,7 @@ class EncodedPairs:
         rows: np.ndarray | None = None,
     ):
         self.tokens, self.offsets, self.rows = tokens, offsets, rows
-        lengths = {side: np.diff(offsets[side]) for side in SIDES}
+        lengths = {side: np.diff(offsets[side]).astype(np.int32) for side in SIDES}
         if rows is not None:
             lengths = {side: lengths[side][rows] for side in SIDES}
         self.src_lengths, self.tgt_lengths = lengths["src"], lengths["tgt"]
