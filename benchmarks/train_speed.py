@@ -68,10 +68,10 @@ def load_batches(
     """
     from rosetta.config.reading import load_config
     from rosetta.data.batching import make_batches
-    from rosetta.train.prepare import prepare_data
+    from rosetta.train.prepare import PrepareOptions, prepare_data
 
     config = load_config(config_path, [f"train.precision={precision}", *overrides])
-    data = prepare_data(config, CACHE, log=lambda _: None, refresh=True)
+    data = prepare_data(config, CACHE, lambda _: None, PrepareOptions(refresh=True))
     rng = np.random.default_rng(0)
     lengths = data.train.src_lengths, data.train.tgt_lengths
     batches = make_batches(*lengths, config.train.batch_tokens, rng)

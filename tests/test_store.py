@@ -16,12 +16,13 @@ from rosetta.data.store import MANIFEST_FILE, STORE_DIR
 from rosetta.errors import RosettaError
 from rosetta.families import build_model, family_of
 from rosetta.families.family import TrainingSetup
-from rosetta.train.prepare import PreparedData, prepare_data
+from rosetta.train.prepare import PreparedData, PrepareOptions, prepare_data
 from rosetta.train.run import configure_torch, process_settings_kept
 from rosetta.train.trainer import Trainer
 from tests.toy import toy_config
 
 CPU = torch.device("cpu")
+REFRESH = PrepareOptions(refresh=True)  # as rosetta prepare asks
 MULTI30K = os.path.join(os.path.dirname(__file__), "..", "data", "multi30k")
 
 
@@ -58,7 +59,7 @@ def test_a_changed_corpus_is_refused_and_prepare_encodes_it_again(tmp_path):
         tgt.write("BETA ALPHA\n")
     with pytest.raises(RosettaError, match=r"changed since it was encoded.*prepare"):
         prepare_data(config, run, quiet)
-    assert len(prepare_data(config, run, quiet, refresh=True).train) == before + 1
+    assert len(prepare_data(config, run, quiet, REFRESH).train) == before + 1
 
 
 def test_a_file_only_touched_is_still_the_same_corpus(tmp_path):
@@ -84,7 +85,7 @@ def test_a_damaged_array_is_encoded_again_by_prepare(tmp_path):
     data = bytearray(tokens.read_bytes())
     data[0] ^= 0xFF  # same size: only the checksum tells
     tokens.write_bytes(bytes(data))
-    assert list(prepare_data(config, run, quiet, refresh=True).train) == first
+    assert list(prepare_data(config, run, quiet, REFRESH).train) == first
 
 
 def test_a_failed_prepare_leaves_no_store_and_keeps_the_old_one(tmp_path, monkeypatch):
@@ -107,11 +108,11 @@ def test_a_failed_prepare_leaves_no_store_and_keeps_the_old_one(tmp_path, monkey
     (run / STORE_DIR / "train.src.tokens").write_bytes(b"")  # make it stale
     monkeypatch.setattr(SplitWriter, "add", disk_full)
     with pytest.raises(RosettaError, match="No space left"):
-        prepare_data(config, run, quiet, refresh=True)
+        prepare_data(config, run, quiet, REFRESH)
     monkeypatch.undo()
     (run / STORE_DIR / "train.src.tokens").unlink()  # the old store is still there
     assert (run / STORE_DIR / MANIFEST_FILE).is_file()
-    assert list(prepare_data(config, run, quiet, refresh=True).train) == kept
+    assert list(prepare_data(config, run, quiet, REFRESH).train) == kept
 
 
 def test_the_leftovers_of_a_killed_prepare_are_never_used(tmp_path):

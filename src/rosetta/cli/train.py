@@ -13,6 +13,7 @@ from rosetta.config.reading import load_config
 from rosetta.errors import RosettaError
 from rosetta.families import family_of
 from rosetta.runtime.limits import Count, flag
+from rosetta.train.prepare import PrepareOptions
 from rosetta.train.run import check_new_run_folder, run_training
 
 
@@ -24,9 +25,8 @@ def cmd_prepare(args: argparse.Namespace) -> None:
     config = load_config(args.config, args.set)
     run_dir = Path(args.output or default_run_dir(args.config))
     check_new_run_folder(run_dir)
-    family_of(config.model).prepare(
-        config, run_dir, print, workers=args.workers, refresh=True
-    )
+    options = PrepareOptions(workers=args.workers, refresh=True)
+    family_of(config.model).prepare(config, run_dir, print, options)
     print(f"prepared: {run_dir}")
 
 

@@ -53,9 +53,8 @@ class Family:
         config: its ``model`` section, a ``ModelSection``.
         build: ``(model section, source vocabulary size, target vocabulary
             size) -> model``, freshly initialised.
-        prepare: ``(config, run folder, log, *, workers, refresh) -> data``:
-            tokenizers trained or loaded, the corpus encoded (``workers``
-            threads; ``refresh``: encode again what no longer matches).
+        prepare: ``(config, run folder, log, PrepareOptions) -> data``:
+            tokenizers trained or loaded, the corpus encoded.
         training: ``(TrainingSetup, inference) -> task``, what the trainer
             drives (``rosetta.train.task.Task``); validation decodes with
             ``inference``, the family's own (see ``training_task``).

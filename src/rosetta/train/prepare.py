@@ -40,6 +40,16 @@ if TYPE_CHECKING:
 TOKENIZER_FILE = "tokenizers.json"
 
 
+@dataclass(frozen=True)
+class PrepareOptions:
+    """How ``rosetta prepare`` asks for more than training does: ``workers``
+    threads encode (None: every core); ``refresh`` encodes again a store
+    that no longer matches the configuration (training refuses one)."""
+
+    workers: int | None = None
+    refresh: bool = False
+
+
 @dataclass
 class PreparedData:
     """A translation run's data: the tokenizers, the encoded training and
@@ -120,14 +130,12 @@ def prepare_data(
     config: Config,
     run_dir: Path,
     log: Callable[[str], None] = print,
-    *,
-    workers: int | None = None,
-    refresh: bool = False,
+    options: PrepareOptions = PrepareOptions(),
 ) -> PreparedData:
     """The tokenizers (trained on the streamed corpus, or loaded) and the
-    run's token store (``rosetta.data.store``), encoded with ``workers``
-    threads if missing, or with ``refresh`` if it no longer matches the
-    configuration; mapped, not read."""
+    run's token store (``rosetta.data.store``), encoded if missing, or if it
+    no longer matches the configuration and ``options.refresh``; mapped,
+    not read."""
     data = config.data
     tokenizers = load_or_train_tokenizers(
         config,
@@ -145,12 +153,12 @@ def prepare_data(
     recipe = StoreRecipe(splits, tokenizers, tokenizers_sha256, data.max_len)
     folder = run_dir / STORE_DIR
     why = stale_reason(folder, recipe) if folder.exists() else "there is none yet"
-    if why is None and refresh and not verify_arrays(folder):
+    if why is None and options.refresh and not verify_arrays(folder):
         why = "an array no longer has its recorded checksum"
-    built = why is not None and (refresh or not folder.exists())
+    built = why is not None and (options.refresh or not folder.exists())
     if built:
         log(f"token store: encoding the corpora into {folder} ({why})")
-        build_store(run_dir, recipe, workers or default_workers(), log)
+        build_store(run_dir, recipe, options.workers or default_workers(), log)
     store = open_store(run_dir, recipe)  # refuses a stale store
     train = store["train"]
     if built:
@@ -168,13 +176,11 @@ def prepare_text(
     config: Config,
     run_dir: Path,
     log: Callable[[str], None] = print,
-    *,
-    workers: int | None = None,
-    refresh: bool = False,
+    options: PrepareOptions = PrepareOptions(),
 ) -> PreparedText:
     """A language model's data: its tokenizer and the token ids of the
     training and validation texts, read into memory (a text has no token
-    store yet: ``workers`` and ``refresh`` change nothing here)."""
+    store yet: ``options`` change nothing here)."""
     assert config.data.train.text is not None
     text = read_text(config.data.train.text)
     if not text.strip():
