@@ -13,13 +13,19 @@ from rosetta.data.batching import Example, encode_pairs
 from rosetta.data.corpus import read_corpus
 from rosetta.data.encoded_pairs import EncodedPairs, SplitWriter, token_type
 from rosetta.data.store import MANIFEST_FILE, STORE_DIR
+from rosetta.data.text import encode_text, read_text
 from rosetta.errors import RosettaError
 from rosetta.families import build_model, family_of
 from rosetta.families.family import TrainingSetup
-from rosetta.train.prepare import PreparedData, PrepareOptions, prepare_data
+from rosetta.train.prepare import (
+    PreparedData,
+    PrepareOptions,
+    prepare_data,
+    prepare_text,
+)
 from rosetta.train.run import configure_torch, process_settings_kept
 from rosetta.train.trainer import Trainer
-from tests.toy import toy_config
+from tests.toy import toy_config, toy_lm_config
 
 CPU = torch.device("cpu")
 REFRESH = PrepareOptions(refresh=True)  # as rosetta prepare asks
@@ -180,3 +186,28 @@ def test_training_from_the_store_equals_training_from_pairs_in_memory(tmp_path):
     batches_b, weights_b = train_fifty_updates(config, in_memory, tmp_path / "b")
     assert [b.tolist() for b in batches_a] == [b.tolist() for b in batches_b]
     assert all(torch.equal(weights_a[k], weights_b[k]) for k in weights_a)
+
+
+@pytest.mark.parametrize("kind", ["char", "sentencepiece"])
+def test_a_language_models_text_is_stored_once_and_mapped(tmp_path, kind):
+    overrides = [f"tokenizer.kind={kind}"]
+    if kind == "sentencepiece":
+        overrides.append("tokenizer.vocab_size=200")
+    config, _ = toy_lm_config(tmp_path, *overrides)
+    first = prepare_text(config, tmp_path / "run", quiet)
+    tokenizer = first.tokenizers.tgt
+    for split, files in (("train", config.data.train), ("valid", config.data.valid)):
+        expected = encode_text(tokenizer, read_text(files.text))
+        assert getattr(first, split).tolist() == expected
+    again = prepare_text(config, tmp_path / "run", quiet)
+    assert isinstance(again.train, np.memmap)
+    assert np.array_equal(again.train, first.train)
+
+
+def test_a_changed_text_is_refused(tmp_path):
+    config, _ = toy_lm_config(tmp_path)
+    prepare_text(config, tmp_path / "run", quiet)
+    config.data.train.text.write_text("To be, or not to be.\n" * 600)
+    with pytest.raises(RosettaError, match="changed since it was encoded"):
+        prepare_text(config, tmp_path / "run", quiet)
+    assert len(prepare_text(config, tmp_path / "run", quiet, REFRESH).train) == 12600

@@ -115,11 +115,17 @@ class SplitWriter:
     """Appends encoded pairs to a split's four files, then closes them
     flushed to disk; ``digests`` are the files' SHA-256."""
 
-    def __init__(self, folder: Path, split: str, dtype: np.dtype):
-        self.dtype = dtype
+    def __init__(
+        self,
+        folder: Path,
+        split: str,
+        dtype: np.dtype,
+        sides: tuple[str, ...] = SIDES,
+    ):
+        self.dtype, self.sides = dtype, sides
         self.paths = {
             f"{side}.{kind}": folder / f"{split}.{side}.{kind}"
-            for side in SIDES
+            for side in sides
             for kind in ("tokens", "offsets")
         }
         self.files: dict[str, BinaryIO] = {
@@ -127,14 +133,15 @@ class SplitWriter:
             for name, path in self.paths.items()
         }
         self.hashes = {name: hashlib.sha256() for name in self.paths}
-        self.ends = {side: 0 for side in SIDES}
+        self.ends = {side: 0 for side in sides}
         self.count = 0
-        for side in SIDES:
+        for side in sides:
             self._write(f"{side}.offsets", np.zeros(1, OFFSET_TYPE))
 
-    def add(self, src: list[list[int]], tgt: list[list[int]]) -> None:
-        """Pairs (src[i], tgt[i]), appended in order."""
-        for side, sequences in zip(SIDES, (src, tgt), strict=True):
+    def add(self, *by_side: Sequence[Sequence[int]]) -> None:
+        """Sequences of every side (for pairs: sources, targets), appended in
+        order: item i of each side belongs together."""
+        for side, sequences in zip(self.sides, by_side, strict=True):
             lengths = np.fromiter(map(len, sequences), OFFSET_TYPE, len(sequences))
             offsets = self.ends[side] + np.cumsum(lengths, dtype=OFFSET_TYPE)
             total = int(lengths.sum())
@@ -142,7 +149,7 @@ class SplitWriter:
             self._write(f"{side}.tokens", ids)
             self._write(f"{side}.offsets", offsets)
             self.ends[side] += total
-        self.count += len(src)
+        self.count += len(by_side[0])
 
     def _write(self, name: str, array: np.ndarray) -> None:
         data = array.tobytes()
@@ -156,7 +163,3 @@ class SplitWriter:
             os.fsync(handle.fileno())
             handle.close()
         return {name: digest.hexdigest() for name, digest in self.hashes.items()}
-
-    def abandon(self) -> None:
-        for handle in self.files.values():
-            handle.close()

@@ -32,7 +32,13 @@ from tqdm import tqdm
 from rosetta.config.sections import CorpusFiles
 from rosetta.data import hub
 from rosetta.data.corpus import FilterReport, corpus_name, stream_corpus
-from rosetta.data.encoded_pairs import EncodedPairs, SplitWriter, token_type
+from rosetta.data.encoded_pairs import (
+    SIDES,
+    EncodedPairs,
+    SplitWriter,
+    map_array,
+    token_type,
+)
 from rosetta.data.tokenizer import TokenizerPair
 from rosetta.errors import RosettaError
 from rosetta.runtime.outputs import atomic_folder
@@ -41,6 +47,7 @@ STORE_DIR = "store"
 MANIFEST_FILE = "manifest.json"
 FORMAT = 1
 CHUNK_PAIRS = 8192  # pairs encoded per batched tokenizer call
+TEXT_SIDE = "text"  # a text store's one side: the whole text, one sequence
 
 
 @dataclass(frozen=True)
@@ -101,6 +108,8 @@ def changed_file(record: dict[str, Any]) -> str | None:
 def corpus_paths(files: CorpusFiles) -> list[Path]:
     if files.tsv is not None:
         return [files.tsv]
+    if files.text is not None:
+        return [files.text]
     assert files.src is not None and files.tgt is not None
     return [files.src, files.tgt]
 
@@ -147,8 +156,8 @@ def stale_reason(folder: Path, recipe: StoreRecipe) -> str | None:
     return None
 
 
-def open_store(run_dir: Path, recipe: StoreRecipe) -> dict[str, EncodedPairs]:
-    """Every split of the run's store, memory-mapped; refused if stale."""
+def checked_store(run_dir: Path, recipe: StoreRecipe) -> Path:
+    """The run's store folder, if it matches ``recipe``; refused otherwise."""
     folder = run_dir / STORE_DIR
     if (why := stale_reason(folder, recipe)) is not None:
         raise RosettaError(
@@ -156,8 +165,24 @@ def open_store(run_dir: Path, recipe: StoreRecipe) -> dict[str, EncodedPairs]:
             "run `rosetta prepare` on this folder again to encode the corpora "
             "anew, or train into a new folder"
         )
+    return folder
+
+
+def open_store(run_dir: Path, recipe: StoreRecipe) -> dict[str, EncodedPairs]:
+    """Every split of the run's store, memory-mapped; refused if stale."""
+    folder = checked_store(run_dir, recipe)
     return {
         split: EncodedPairs.open(folder, split, recipe.dtype) for split in recipe.splits
+    }
+
+
+def open_text_store(run_dir: Path, recipe: StoreRecipe) -> dict[str, np.ndarray]:
+    """Every split's token ids of a text store (one sequence per split),
+    memory-mapped; refused if stale."""
+    folder = checked_store(run_dir, recipe)
+    return {
+        split: map_array(folder / f"{split}.{TEXT_SIDE}.tokens", recipe.dtype)
+        for split in recipe.splits
     }
 
 
@@ -175,10 +200,43 @@ def chunks(pairs: Iterator[tuple[str, str]]) -> Iterator[list[tuple[str, str]]]:
         yield chunk
 
 
-def encode_split(
+# fills a split's writer; returns what the manifest keeps of it (the filter report)
+SplitEncoder = Callable[[str, CorpusFiles, SplitWriter], dict[str, Any]]
+
+
+def pairs_encoder(
+    recipe: StoreRecipe, threads: int, log: Callable[[str], None]
+) -> SplitEncoder:
+    """Encodes a parallel corpus into a split (``stream_pairs_into``), with
+    a progress bar and its filter report."""
+
+    def encode(split: str, files: CorpusFiles, writer: SplitWriter) -> dict[str, Any]:
+        bar = tqdm(
+            desc=f"encoding {split}",
+            unit=" pairs",
+            unit_scale=True,
+            mininterval=1.0,
+            disable=None,  # no bar where the output is not a terminal
+        )
+        try:
+            report = stream_pairs_into(writer, files, recipe, threads, bar)
+        finally:
+            bar.close()
+        log(f"{split}: {corpus_name(files)}: {report.summary()}")
+        if split == "train" and not report.kept:
+            raise RosettaError(
+                f"{corpus_name(files)}: every pair was filtered out "
+                f"({report.summary()})"
+            )
+        return vars(report)
+
+    return encode
+
+
+def stream_pairs_into(
+    writer: SplitWriter,
     files: CorpusFiles,
     recipe: StoreRecipe,
-    writer: SplitWriter,
     threads: int,
     progress: tqdm,
 ) -> FilterReport:
@@ -209,51 +267,37 @@ def encode_split(
 def build_store(
     run_dir: Path,
     recipe: StoreRecipe,
-    threads: int,
-    log: Callable[[str], None] = print,
-) -> dict[str, FilterReport]:
-    """Encode every split of ``recipe`` into ``run_dir/store``, replacing a
-    store that was there only once the new one is complete."""
+    encode: SplitEncoder,
+    sides: tuple[str, ...] = SIDES,
+) -> None:
+    """Encode every split of ``recipe`` into ``run_dir/store`` (``encode``
+    fills each split's writer), replacing a store that was there only once
+    the new one is complete."""
     target = run_dir / STORE_DIR
     for leftover in run_dir.glob(f".{STORE_DIR}.*.tmp"):  # a killed prepare's
         shutil.rmtree(leftover, ignore_errors=True)
     corpora = {  # recorded before reading: a file changed meanwhile is stale
         split: corpus_records(files) for split, files in recipe.splits.items()
     }
-    reports: dict[str, FilterReport] = {}
     arrays: dict[str, dict[str, Any]] = {}
+    encoded: dict[str, dict[str, Any]] = {}
     with atomic_folder(target) as folder:
         for split, files in recipe.splits.items():
-            writer = SplitWriter(folder, split, recipe.dtype)
-            bar = tqdm(
-                desc=f"encoding {split}",
-                unit=" pairs",
-                unit_scale=True,
-                mininterval=1.0,
-                disable=None,  # no bar where the output is not a terminal
-            )
+            writer = SplitWriter(folder, split, recipe.dtype, sides)
             try:
-                reports[split] = encode_split(files, recipe, writer, threads, bar)
+                encoded[split] = encode(split, files, writer)
             finally:
-                bar.close()
                 digests = writer.close()
             for name, digest in digests.items():
                 path = writer.paths[name]
                 arrays[path.name] = {"bytes": path.stat().st_size, "sha256": digest}
-            log(f"{split}: {corpus_name(files)}: {reports[split].summary()}")
-        if not reports["train"].kept:
-            raise RosettaError(
-                f"{corpus_name(recipe.splits['train'])}: every pair was filtered "
-                f"out ({reports['train'].summary()})"
-            )
         manifest = {
             **recipe.header(),
             "corpora": corpora,
-            "filtered": {split: vars(report) for split, report in reports.items()},
+            "encoded": encoded,
             "arrays": arrays,
         }
         with open(folder / MANIFEST_FILE, "w", encoding="utf-8") as handle:
             json.dump(manifest, handle, indent=1)
             handle.flush()
             os.fsync(handle.fileno())
-    return reports

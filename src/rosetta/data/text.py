@@ -12,9 +12,11 @@ before segment ``s + 1`` in the same row.
 from __future__ import annotations
 
 import gzip
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from rosetta.data.tokenizer import CharacterTokenizer, Tokenizer
@@ -76,14 +78,15 @@ class TokenStreams:
     rows: torch.Tensor
 
     @classmethod
-    def of(cls, ids: list[int], streams: int) -> TokenStreams:
+    def of(cls, ids: Sequence[int] | np.ndarray, streams: int) -> TokenStreams:
+        """``ids``: a list, or an array (as the token store maps it)."""
         per_row = len(ids) // streams
         if per_row < 2:
             raise RosettaError(
                 f"{len(ids)} tokens cannot fill {streams} streams of at least 2"
             )
-        kept = torch.tensor(ids[: per_row * streams], dtype=torch.long)
-        return cls(kept.view(streams, per_row))
+        kept = np.asarray(ids[: per_row * streams], dtype=np.int64)
+        return cls(torch.from_numpy(kept).view(streams, per_row))
 
     def segments(self, length: int) -> int:
         """How many segments of ``length`` inputs (each with its next-token

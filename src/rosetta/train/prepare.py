@@ -1,8 +1,9 @@
-"""Everything a run needs before the first step: corpora, tokenizers, examples
+"""Everything a run needs before the first step: tokenizers, and the
+corpora encoded into the run's token store (``rosetta.data.store``): pairs
 (translation) or token ids (a language model's text).
 
-``rosetta prepare`` calls this alone (it trains and saves the tokenizers);
-``rosetta train`` reuses the saved tokenizers, or trains them on the fly.
+``rosetta prepare`` calls this alone; ``rosetta train`` reuses the saved
+tokenizers and store, or makes them on the fly.
 """
 
 from __future__ import annotations
@@ -14,17 +15,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from pydantic import ValidationError
 
-from rosetta.config.sections import TokenizerConfig
+from rosetta.config.sections import CorpusFiles, TokenizerConfig
 from rosetta.data.batching import make_batches, padding_share
 from rosetta.data.corpus import read_corpus, stream_corpus
-from rosetta.data.encoded_pairs import EncodedPairs
+from rosetta.data.encoded_pairs import EncodedPairs, SplitWriter
 from rosetta.data.store import (
     STORE_DIR,
+    TEXT_SIDE,
     StoreRecipe,
     build_store,
     open_store,
+    open_text_store,
+    pairs_encoder,
     sha256_of,
     stale_reason,
     verify_arrays,
@@ -65,8 +70,11 @@ class PreparedData:
 @dataclass
 class PreparedText:
     tokenizers: TokenizerPair  # one tokenizer, joint
-    train: list[int]
-    valid: list[int]
+    train: np.ndarray  # the token ids, memory-mapped
+    valid: np.ndarray
+
+
+NO_TOKENS = np.zeros(0, dtype=np.int64)
 
 
 def made_with(state: dict[str, Any]) -> TokenizerConfig | None:
@@ -151,20 +159,17 @@ def prepare_data(
         splits["valid"] = data.valid
     tokenizers_sha256 = sha256_of(run_dir / TOKENIZER_FILE)
     recipe = StoreRecipe(splits, tokenizers, tokenizers_sha256, data.max_len)
-    folder = run_dir / STORE_DIR
-    why = stale_reason(folder, recipe) if folder.exists() else "there is none yet"
-    if why is None and options.refresh and not verify_arrays(folder):
-        why = "an array no longer has its recorded checksum"
-    built = why is not None and (options.refresh or not folder.exists())
-    if built:
-        log(f"token store: encoding the corpora into {folder} ({why})")
-        build_store(run_dir, recipe, options.workers or default_workers(), log)
+    threads = options.workers or default_workers()
+    encode = pairs_encoder(recipe, threads, log)
+    built = ensure_store(
+        run_dir, recipe, options, lambda: build_store(run_dir, recipe, encode), log
+    )
     store = open_store(run_dir, recipe)  # refuses a stale store
     train = store["train"]
     if built:
         log_batching(train, config.train.batch_tokens, log)
     else:
-        log(f"train: {len(train):,} pairs from the token store {folder}")
+        log(f"train: {len(train):,} pairs from the token store")
     valid_pairs: list[tuple[str, str]] = []
     if data.valid is not None:  # the text itself, for BLEU
         valid_pairs = [p for p in read_corpus(data.valid) if p[0].strip()]
@@ -179,14 +184,24 @@ def prepare_text(
     options: PrepareOptions = PrepareOptions(),
 ) -> PreparedText:
     """A language model's data: its tokenizer and the token ids of the
-    training and validation texts, read into memory (a text has no token
-    store yet: ``options`` change nothing here)."""
-    assert config.data.train.text is not None
-    text = read_text(config.data.train.text)
-    if not text.strip():
-        raise RosettaError(f"{config.data.train.text}: the text is empty")
+    training and validation texts, each encoded once, whole, into the run's
+    token store and mapped from there (``options`` as for ``prepare_data``;
+    a text is encoded on one thread)."""
+    data = config.data
+    texts = {"train": data.train}
+    if data.valid is not None:
+        texts["valid"] = data.valid
+
+    def read(split: str) -> str:
+        path = texts[split].text
+        assert path is not None
+        text = read_text(path)
+        if split == "train" and not text.strip():
+            raise RosettaError(f"{path}: the text is empty")
+        return text
 
     def train() -> TokenizerPair:
+        text = read("train")
         # characters include the line break; pieces and words are per line
         pieces = [text] if config.tokenizer.kind == "char" else text.splitlines()
         tokenizer = train_tokenizer(pieces, config.tokenizer)
@@ -194,18 +209,39 @@ def prepare_text(
 
     tokenizers = load_or_train_tokenizers(config, run_dir, train, log)
     log(f"vocabulary: {len(tokenizers.tgt)}")
-    ids = encode_text(tokenizers.tgt, text)
-    log(
-        f"train: {config.data.train.text}: {len(text):,} characters, "
-        f"{len(ids):,} tokens"
-    )
-    valid: list[int] = []
-    if config.data.valid is not None:
-        assert config.data.valid.text is not None
-        valid_text = read_text(config.data.valid.text)
-        valid = encode_text(tokenizers.tgt, valid_text)
-        log(
-            f"valid: {config.data.valid.text}: {len(valid_text):,} characters, "
-            f"{len(valid):,} tokens"
-        )
-    return PreparedText(tokenizers, ids, valid)
+    tokenizers_sha256 = sha256_of(run_dir / TOKENIZER_FILE)
+    recipe = StoreRecipe(texts, tokenizers, tokenizers_sha256, max_len=0)
+
+    def encode(split: str, files: CorpusFiles, writer: SplitWriter) -> dict[str, int]:
+        text = read(split)
+        ids = encode_text(tokenizers.tgt, text)
+        writer.add([ids])  # the whole text: one sequence
+        log(f"{split}: {files.text}: {len(text):,} characters, {len(ids):,} tokens")
+        return {"characters": len(text), "tokens": len(ids)}
+
+    store_text = lambda: build_store(run_dir, recipe, encode, (TEXT_SIDE,))  # noqa: E731
+    if not ensure_store(run_dir, recipe, options, store_text, log):
+        log("train: the token store's text")
+    store = open_text_store(run_dir, recipe)  # refuses a stale store
+    return PreparedText(tokenizers, store["train"], store.get("valid", NO_TOKENS))
+
+
+def ensure_store(
+    run_dir: Path,
+    recipe: StoreRecipe,
+    options: PrepareOptions,
+    build: Callable[[], None],
+    log: Callable[[str], None],
+) -> bool:
+    """``build`` the run's token store if there is none, or if it no longer
+    matches ``recipe`` and ``options.refresh``; whether it did. A stale store
+    is otherwise left for opening it to refuse."""
+    folder = run_dir / STORE_DIR
+    why = stale_reason(folder, recipe) if folder.exists() else "there is none yet"
+    if why is None and options.refresh and not verify_arrays(folder):
+        why = "an array no longer has its recorded checksum"
+    if why is None or (folder.exists() and not options.refresh):
+        return False
+    log(f"token store: encoding the corpora into {folder} ({why})")
+    build()
+    return True
