@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
-from matplotlib.figure import Figure
 
 from rosetta.data.vocab import EOS
 from rosetta.errors import RosettaError, where
@@ -21,6 +20,7 @@ from rosetta.runtime.outputs import atomic_file
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
     from rosetta.inference.text_translator import Translation
 
@@ -35,6 +35,14 @@ def check_format(path: Path) -> Path:
             f"{path}: unknown image format; use one of {', '.join(sorted(FORMATS))}"
         )
     return path
+
+
+def new_figure(**options: Any) -> Figure:
+    """A matplotlib figure; matplotlib is imported here, when a plot is drawn,
+    so that every other command starts without it (about a second)."""
+    from matplotlib.figure import Figure
+
+    return Figure(**options)
 
 
 def _save(figure: Figure, path: Path) -> Path:
@@ -98,7 +106,7 @@ def plot_attention(
     per_row = min(count, 4)
     lines = (count + per_row - 1) // per_row
     cell = 0.35
-    figure = Figure(
+    figure = new_figure(
         figsize=(
             per_row * max(3.0, cell * len(columns) + 1.5),
             lines * max(2.5, cell * len(rows) + 1.5),
@@ -132,7 +140,7 @@ def plot_positional_encoding(
     if bad:
         raise RosettaError(f"dimensions {bad} outside 0..{d_model - 1}")
     encoding = positional_encoding(length, d_model)  # (length, d_model)
-    figure = Figure(figsize=(12, 4.2))
+    figure = new_figure(figsize=(12, 4.2))
     matrix, curves = figure.subplots(1, 2)
     image = matrix.imshow(encoding.numpy(), cmap="RdBu", vmin=-1, vmax=1, aspect="auto")
     matrix.set_xlabel("encoding dimension i")
@@ -175,7 +183,7 @@ def plot_learning_curves(run_dir: Path, path: Path) -> Path:
     records = read_metrics(log)
     train = [r for r in records if r.get("kind") == "train"]
     valid = [r for r in records if r.get("kind") == "valid"]
-    figure = Figure(figsize=(14, 3.8), layout="constrained")
+    figure = new_figure(figsize=(14, 3.8), layout="constrained")
     loss, bleu, rate = figure.subplots(1, 3)
     few = len(train) < 30  # a short run: show each point, not a bare line
     marker = "." if few else None
