@@ -25,7 +25,7 @@ from rosetta.train.prepare import (
 )
 from rosetta.train.run import configure_torch, process_settings_kept
 from rosetta.train.trainer import Trainer
-from tests.toy import toy_config, toy_lm_config
+from tests.toy import NAT, toy_config, toy_lm_config
 
 CPU = torch.device("cpu")
 REFRESH = PrepareOptions(refresh=True)  # as rosetta prepare asks
@@ -211,3 +211,28 @@ def test_a_changed_text_is_refused(tmp_path):
     with pytest.raises(RosettaError, match="changed since it was encoded"):
         prepare_text(config, tmp_path / "run", quiet)
     assert len(prepare_text(config, tmp_path / "run", quiet, REFRESH).train) == 12600
+
+
+def test_nat_fertilities_are_found_once_then_mapped(tmp_path, monkeypatch):
+    from rosetta.data import fertilities as module
+
+    config, _ = toy_config(tmp_path, model=NAT)
+    run = tmp_path / "run"
+    data = prepare_data(config, run, quiet)
+    train, valid = (
+        pairs.subset(module.fits(pairs.src_lengths, pairs.tgt_lengths, 3))
+        for pairs in (data.train, data.valid)
+    )
+    found = module.stored_fertilities(train, valid, 3, run, quiet)
+    expected = module.reference_fertilities([*train, *valid], 3, run, quiet)
+    assert [found[0][i] for i in range(len(train))] == expected[: len(train)]
+    assert [found[1][i] for i in range(len(valid))] == expected[len(train) :]
+
+    def never(*_):
+        raise AssertionError("the fertilities were found again")
+
+    monkeypatch.setattr(module, "reference_fertilities", never)
+    again = module.stored_fertilities(train, valid, 3, run, quiet)
+    assert isinstance(again[0].values, np.memmap)
+    with pytest.raises(AssertionError, match="found again"):  # another limit
+        module.stored_fertilities(train, valid, 4, run, quiet)

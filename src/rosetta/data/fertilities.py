@@ -1,22 +1,33 @@
 """Reference fertilities for training a non-autoregressive model: how many
 target tokens each source token accounts for, read from word alignments of
 the training pairs on the model's own tokens (``rosetta.data.align``), found
-once and kept in the run folder (``alignments.txt``)."""
+once and kept in the run folder (``alignments.txt``).
+
+The fertilities themselves are kept too, in flat arrays beside the token
+store (``fertilities/``, ``stored_fertilities``), so that a training start
+maps them instead of reading every pair and alignment again."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from rosetta.data.align import align, fertilities_from_links, parse_links
 from rosetta.data.batching import Example
-from rosetta.runtime.outputs import write_text_atomic
+from rosetta.data.encoded_pairs import EncodedPairs, SplitWriter, map_array
+from rosetta.data.store import MANIFEST_FILE, STORE_DIR, sha256_of
+from rosetta.runtime.outputs import atomic_folder, write_text_atomic
 
 ALIGNMENTS_FILE = "alignments.txt"
+FERTILITY_DIR = "fertilities"
+FERTILITY = ("fertility",)  # the arrays' one side
 
 
 def token_lines(examples: list[Example]) -> tuple[list[str], list[str]]:
@@ -72,3 +83,75 @@ def fits(
 ) -> np.ndarray:
     """Which pairs' source tokens can account for their whole target."""
     return tgt_lengths <= src_lengths * max_fertility
+
+
+class Fertilities:
+    """Every pair's fertilities, one per source token, in flat arrays."""
+
+    def __init__(self, values: np.ndarray, offsets: np.ndarray):
+        self.values, self.offsets = values, offsets
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def __getitem__(self, index: int) -> list[int]:
+        start, end = self.offsets[index : index + 2]
+        return self.values[start:end].tolist()
+
+
+def stored_fertilities(
+    train: EncodedPairs,
+    valid: EncodedPairs,
+    max_fertility: int,
+    run_dir: Path,
+    log: Callable[[str], None] = print,
+) -> tuple[Fertilities, Fertilities]:
+    """The fertilities of ``train`` and ``valid`` (pairs of the run's token
+    store that fit ``max_fertility``), mapped from ``run_dir/fertilities``;
+    found from the alignments (``reference_fertilities``) and stored there
+    first when missing, or made for another store or limit."""
+    folder = run_dir / FERTILITY_DIR
+    made_for = {
+        "store_manifest_sha256": sha256_of(run_dir / STORE_DIR / MANIFEST_FILE),
+        "max_fertility": max_fertility,
+    }
+    dtype = np.dtype(np.uint8 if max_fertility < 2**8 else "<i4")
+    if not made_for_this(folder, made_for):
+        both = reference_fertilities([*train, *valid], max_fertility, run_dir, log)
+        splits = {"train": both[: len(train)], "valid": both[len(train) :]}
+        store_once(folder, splits, dtype, made_for)
+    train_rows, valid_rows = (
+        Fertilities(
+            map_array(folder / f"{split}.fertility.tokens", dtype),
+            map_array(folder / f"{split}.fertility.offsets", np.dtype("<i8")),
+        )
+        for split in ("train", "valid")
+    )
+    return train_rows, valid_rows
+
+
+def made_for_this(folder: Path, made_for: dict[str, Any]) -> bool:
+    manifest = folder / MANIFEST_FILE
+    return manifest.is_file() and json.loads(manifest.read_text()) == made_for
+
+
+def store_once(
+    folder: Path,
+    splits: dict[str, list[list[int]]],
+    dtype: np.dtype,
+    made_for: dict[str, Any],
+) -> None:
+    """Write the arrays beside ``folder``, then move them there. Every
+    process of a run finds the same fertilities: the first to finish stores
+    them, and the others keep what it stored."""
+    if folder.exists() and not made_for_this(folder, made_for):
+        shutil.rmtree(folder)  # made for another store or limit
+    with atomic_folder(folder, replace=False) as writing:
+        for split, rows in splits.items():
+            writer = SplitWriter(writing, split, dtype, FERTILITY)
+            writer.add(rows)
+            writer.close()
+        with open(writing / MANIFEST_FILE, "w", encoding="utf-8") as handle:
+            json.dump(made_for, handle)
+            handle.flush()
+            os.fsync(handle.fileno())

@@ -186,10 +186,23 @@ def replace_folder(tmp: Path, target: Path) -> None:
         shutil.rmtree(aside, ignore_errors=True)
 
 
+def move_unless_there(tmp: Path, target: Path) -> None:
+    """Move the finished folder ``tmp`` to ``target`` unless a ``target``
+    exists: where processes write the same content, the first one wins."""
+    try:
+        os.rename(tmp, target)
+    except OSError:
+        if not target.is_dir():
+            raise
+    else:
+        fsync_path(target.parent)
+
+
 @contextmanager
-def atomic_folder(target: Path) -> Iterator[Path]:
+def atomic_folder(target: Path, replace: bool = True) -> Iterator[Path]:
     """A new temporary folder beside ``target`` to fill; it takes ``target``'s
-    place (``replace_folder``) when the block ends without an error, and is
+    place (``replace_folder``; with ``replace=False`` only if there is none,
+    ``move_unless_there``) when the block ends without an error, and is
     removed otherwise."""
     target = Path(target)
     tmp = temporary_name(target)
@@ -197,7 +210,7 @@ def atomic_folder(target: Path) -> Iterator[Path]:
     tmp.mkdir(parents=True)
     try:
         yield tmp
-        replace_folder(tmp, target)
+        (replace_folder if replace else move_unless_there)(tmp, target)
     except OSError as error:
         raise RosettaError(
             f"{target}: not written ({error.strerror or error})"

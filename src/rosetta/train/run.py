@@ -9,7 +9,7 @@ from pathlib import Path
 import torch
 
 from rosetta.config.schema import Config
-from rosetta.data.fertilities import ALIGNMENTS_FILE
+from rosetta.data.fertilities import ALIGNMENTS_FILE, FERTILITY_DIR
 from rosetta.data.store import STORE_DIR
 from rosetta.errors import RosettaError
 from rosetta.families import family_of
@@ -38,7 +38,13 @@ def configure_torch(config: Config) -> None:
 
 # What a run that stopped before its first checkpoint may have left: a new
 # run in that folder starts over and may replace these (and nothing else).
-EARLY_RUN_FILES = {TOKENIZER_FILE, STORE_DIR, "metrics.jsonl", ALIGNMENTS_FILE}
+EARLY_RUN_FILES = {
+    TOKENIZER_FILE,
+    STORE_DIR,
+    "metrics.jsonl",
+    ALIGNMENTS_FILE,
+    FERTILITY_DIR,
+}
 
 
 def check_new_run_folder(run_dir: Path) -> None:

@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from rosetta.data.batching import Example, make_batches, pad, rank_share
-from rosetta.data.fertilities import fits, reference_fertilities
+from rosetta.data.fertilities import fits, stored_fertilities
 from rosetta.data.vocab import EOS_ID, PAD_ID
 from rosetta.errors import RosettaError
 from rosetta.families.nat.config import NATConfig
@@ -105,13 +105,11 @@ class NATTask(TranslationTask):
         if not kept_train:
             raise RosettaError("no training pair fits model.max_fertility")
         # one alignment of both splits: the aligner learns from all of it
-        fertilities = reference_fertilities(
-            [*kept_train, *kept_valid], limit, run_dir, log
+        self.train_fertilities, self.valid_fertilities = stored_fertilities(
+            kept_train, kept_valid, limit, run_dir, log
         )
         kept = replace(data, train=kept_train, valid=kept_valid)
         super().__init__(config, model, kept, device, translator)
-        self.train_fertilities = fertilities[: len(kept_train)]
-        self.valid_fertilities = fertilities[len(kept_train) :]
 
     def batch(self, indices: np.ndarray, train: bool = True) -> FertilityBatch:
         examples = self.train_examples if train else self.valid_examples
