@@ -9,8 +9,8 @@ is killed or fails (a full disk) leaves no store that training would use.
 
 ``manifest.json`` records what the arrays were made from (every corpus file's
 path, size, modification time and SHA-256; the tokenizers' SHA-256; the
-length filter) and each array file's size and SHA-256. ``open_store`` maps
-the arrays only while that record still holds: a changed corpus or tokenizer
+length filter) and each array file's size and SHA-256. The arrays are
+mapped only while that record still holds: a changed corpus or tokenizer
 is refused, never silently trained on.
 """
 
@@ -156,21 +156,19 @@ def stale_reason(folder: Path, recipe: StoreRecipe) -> str | None:
     return None
 
 
-def checked_store(run_dir: Path, recipe: StoreRecipe) -> Path:
-    """The run's store folder, if it matches ``recipe``; refused otherwise."""
-    folder = run_dir / STORE_DIR
-    if (why := stale_reason(folder, recipe)) is not None:
-        raise RosettaError(
-            f"{folder}: the token store does not match the configuration: {why}; "
-            "run `rosetta prepare` on this folder again to encode the corpora "
-            "anew, or train into a new folder"
-        )
-    return folder
+def refusal(folder: Path, why: str) -> RosettaError:
+    """The error for a store that no longer matches the configuration."""
+    return RosettaError(
+        f"{folder}: the token store does not match the configuration: {why}; "
+        "run `rosetta prepare` on this folder again to encode the corpora "
+        "anew, or train into a new folder"
+    )
 
 
 def open_store(run_dir: Path, recipe: StoreRecipe) -> dict[str, EncodedPairs]:
-    """Every split of the run's store, memory-mapped; refused if stale."""
-    folder = checked_store(run_dir, recipe)
+    """Every split of the run's store, memory-mapped (checked beforehand:
+    ``stale_reason``)."""
+    folder = run_dir / STORE_DIR
     return {
         split: EncodedPairs.open(folder, split, recipe.dtype) for split in recipe.splits
     }
@@ -178,8 +176,8 @@ def open_store(run_dir: Path, recipe: StoreRecipe) -> dict[str, EncodedPairs]:
 
 def open_text_store(run_dir: Path, recipe: StoreRecipe) -> dict[str, np.ndarray]:
     """Every split's token ids of a text store (one sequence per split),
-    memory-mapped; refused if stale."""
-    folder = checked_store(run_dir, recipe)
+    memory-mapped (checked beforehand: ``stale_reason``)."""
+    folder = run_dir / STORE_DIR
     return {
         split: map_array(folder / f"{split}.{TEXT_SIDE}.tokens", recipe.dtype)
         for split in recipe.splits

@@ -30,6 +30,7 @@ from rosetta.data.store import (
     open_store,
     open_text_store,
     pairs_encoder,
+    refusal,
     sha256_of,
     stale_reason,
     verify_arrays,
@@ -164,7 +165,7 @@ def prepare_data(
     built = ensure_store(
         run_dir, recipe, options, lambda: build_store(run_dir, recipe, encode), log
     )
-    store = open_store(run_dir, recipe)  # refuses a stale store
+    store = open_store(run_dir, recipe)
     train = store["train"]
     if built:
         log_batching(train, config.train.batch_tokens, log)
@@ -222,7 +223,7 @@ def prepare_text(
     store_text = lambda: build_store(run_dir, recipe, encode, (TEXT_SIDE,))  # noqa: E731
     if not ensure_store(run_dir, recipe, options, store_text, log):
         log("train: the token store's text")
-    store = open_text_store(run_dir, recipe)  # refuses a stale store
+    store = open_text_store(run_dir, recipe)
     return PreparedText(tokenizers, store["train"], store.get("valid", NO_TOKENS))
 
 
@@ -235,13 +236,15 @@ def ensure_store(
 ) -> bool:
     """``build`` the run's token store if there is none, or if it no longer
     matches ``recipe`` and ``options.refresh``; whether it did. A stale store
-    is otherwise left for opening it to refuse."""
+    without ``refresh`` is refused."""
     folder = run_dir / STORE_DIR
     why = stale_reason(folder, recipe) if folder.exists() else "there is none yet"
     if why is None and options.refresh and not verify_arrays(folder):
         why = "an array no longer has its recorded checksum"
-    if why is None or (folder.exists() and not options.refresh):
+    if why is None:
         return False
+    if folder.exists() and not options.refresh:
+        raise refusal(folder, why)
     log(f"token store: encoding the corpora into {folder} ({why})")
     build()
     return True
