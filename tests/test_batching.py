@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from rosetta.data import EncodedPairs, Example, collate, make_batches, padding_share
-from rosetta.data.batching import cut_by_batch, cut_by_pair, rank_share
+from rosetta.data.batching import cut_runs, rank_share
 from rosetta.data.vocab import BOS_ID, EOS_ID, PAD_ID
 
 
@@ -67,13 +67,36 @@ def test_batches_from_lengths_equal_the_example_by_example_reference(seed, budge
     )
 
 
+def cuts_one_pair_at_a_time(padded, budget):
+    """The batching rule applied pair by pair: the reference for ``cut_runs``."""
+    cuts, size, longest = [], 0, 0
+    for position, length in enumerate(padded.tolist()):
+        if size and max(longest, length) * (size + 1) > budget:
+            cuts.append(position)
+            size = longest = 0
+        size += 1
+        longest = max(longest, length)
+    return cuts
+
+
 @pytest.mark.reference
-@pytest.mark.parametrize("budget", [1, 7, 40, 300, 5000])
-def test_cutting_a_batch_at_a_time_equals_a_pair_at_a_time(budget):
+@pytest.mark.parametrize("budget", [1, 7, 40, 59, 300, 5000])
+@pytest.mark.parametrize("order", ["sorted", "shuffled", "few lengths"])
+def test_cutting_a_run_at_a_time_equals_a_pair_at_a_time(budget, order):
     rng = np.random.default_rng(budget)
     tgt = np.sort(rng.integers(2, 50, 3000))  # sorted by target, as batching does
     padded = np.maximum(tgt, rng.integers(2, 60, 3000))
-    assert cut_by_batch(padded, budget) == cut_by_pair(padded, budget)
+    if order == "shuffled":
+        padded = rng.permutation(padded)
+    if order == "few lengths":  # long runs, some longer than the budget
+        padded = np.repeat(rng.integers(1, 80, 40), rng.integers(1, 200, 40))
+    assert cut_runs(padded, budget) == cuts_one_pair_at_a_time(padded, budget)
+
+
+def test_shuffling_indices_draws_as_a_permutation_does():
+    order = np.arange(10_000, dtype=np.int32)
+    np.random.default_rng(7).shuffle(order)
+    assert order.tolist() == np.random.default_rng(7).permutation(10_000).tolist()
 
 
 def test_no_pairs_make_no_batches():

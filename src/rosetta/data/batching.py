@@ -102,62 +102,58 @@ def make_batches(
     at random and the batch order is shuffled, so every epoch differs but
     stays reproducible. The budget counts ``n * max(padded source, padded
     target)``; a single pair longer than the budget still forms a batch of its
-    own. Sorting is numpy's, and so is finding the cuts where batches are large.
+    own. Sorting and cutting are numpy's and linear in the number of pairs.
     """
     count = len(src_lengths)
-    order = np.arange(count) if rng is None else rng.permutation(count)
-    order = order.astype(np.int32)  # half the memory of int64 indices
-    # by target length, then source length, as one key: a stable sort keeps
-    # the random order of ties (for 16-bit keys numpy's is a radix sort, O(n))
-    src_len, tgt_len = src_lengths[order], tgt_lengths[order]
-    key = tgt_len.astype(np.int64) * (int(src_len.max(initial=0)) + 1) + src_len
-    if key.max(initial=0) < 2**16:
-        key = key.astype(np.uint16)
-    order = order[np.argsort(key, kind="stable")]
-
     if not count:
         return []
-    padded = np.maximum(src_lengths[order], tgt_lengths[order]) + 1
-    cut = cut_by_batch if batch_tokens >= 16 * float(padded.mean()) else cut_by_pair
-    batches = np.split(order, cut(padded, batch_tokens))
+    src_max, tgt_max = int(src_lengths.max()), int(tgt_lengths.max())
+    # by target length, then source length, as one key: a stable sort keeps
+    # the random order of ties (for 16-bit keys numpy's is a radix sort, O(n))
+    small = (tgt_max + 1) * (src_max + 1) < 2**16
+    kind = np.dtype(np.uint16 if small else np.int64)
+    src, tgt = src_lengths.astype(kind), tgt_lengths.astype(kind)
+    key = tgt * kind.type(src_max + 1) + src
+    padded = np.maximum(src, tgt) + kind.type(1)
+    order = np.arange(count, dtype=np.int32)  # half the memory of int64 indices
+    if rng is not None:
+        rng.shuffle(order)  # the same draws as rng.permutation(count)
+    order = order[np.argsort(key[order], kind="stable")]
+    batches = np.split(order, cut_runs(padded[order], batch_tokens))
     if rng is not None:
         batches = [batches[i] for i in rng.permutation(len(batches))]
     return batches
 
 
-def cut_by_pair(padded: np.ndarray, batch_tokens: int) -> list[int]:
+def cut_runs(padded: np.ndarray, batch_tokens: int) -> list[int]:
     """Where batches of the sorted pairs begin (but the first): a pair joins
     the batch unless the batch, padded to its longest, would then exceed the
-    budget. One pair at a time: the fastest way for batches of a few pairs."""
+    budget (a pair over the budget alone still makes a batch).
+
+    Sorted pairs come in long runs of one padded length, so the rule is
+    applied a run at a time: a run of length ``v`` fills what the open batch
+    has room for (``budget // max(longest, v)`` pairs in all), then whole
+    batches of ``budget // v`` pairs, and its rest opens the next batch.
+    """
+    change = np.flatnonzero(padded[1:] != padded[:-1]) + 1
+    starts = np.concatenate([[0], change])
+    run_lengths = np.diff(np.concatenate([starts, [len(padded)]]))
     cuts: list[int] = []
-    size = longest = 0
-    for position, length in enumerate(padded.tolist()):
-        if size and max(longest, length) * (size + 1) > batch_tokens:
-            cuts.append(position)
-            size = longest = 0
-        size += 1
-        longest = max(longest, length)
+    size = longest = 0  # the open batch: pairs and padded length
+    for start, count, length in zip(
+        starts.tolist(), run_lengths.tolist(), padded[starts].tolist(), strict=True
+    ):
+        if size:
+            room = batch_tokens // max(longest, length) - size
+            if room >= count:
+                size, longest = size + count, max(longest, length)
+                continue
+            start, count = start + max(room, 0), count - max(room, 0)
+            cuts.append(start)
+        full = max(1, batch_tokens // length)
+        cuts.extend(range(start + full, start + count, full))
+        size, longest = count - full * ((count - 1) // full), length
     return cuts
-
-
-def cut_by_batch(padded: np.ndarray, batch_tokens: int) -> list[int]:
-    """The cuts of ``cut_by_pair``, one batch at a time: a batch starting at
-    ``start`` ends before the first pair k >= 1 at which its running longest
-    times its size, ``max(padded[start:start+k+1]) * (k + 1)``, exceeds the
-    budget. Fast where batches hold many pairs."""
-    floor = np.minimum.accumulate(padded[::-1])[::-1]  # the shortest from here on
-    cuts: list[int] = []
-    start = 0
-    while True:
-        most = max(1, batch_tokens // int(floor[start]))  # no batch here is larger
-        widest = np.maximum.accumulate(padded[start : start + most + 1])
-        over = widest * np.arange(1, len(widest) + 1) > batch_tokens
-        over[0] = False  # a pair over the budget still makes a batch alone
-        end = start + (int(over.argmax()) if over.any() else len(widest))
-        if end >= len(padded):
-            return cuts
-        cuts.append(end)
-        start = end
 
 
 def padding_share(
