@@ -9,9 +9,15 @@ import numpy as np
 import pytest
 import torch
 
+from rosetta.data import text
 from rosetta.data.batching import Example, encode_pairs
 from rosetta.data.corpus import read_corpus
-from rosetta.data.encoded_pairs import EncodedPairs, SplitWriter, token_type
+from rosetta.data.encoded_pairs import (
+    EncodedPairs,
+    SplitWriter,
+    is_mapped,
+    token_type,
+)
 from rosetta.data.store import MANIFEST_FILE, STORE_DIR
 from rosetta.data.text import encode_text, read_text
 from rosetta.errors import RosettaError
@@ -43,7 +49,7 @@ def test_the_store_holds_what_encoding_in_memory_gives(tmp_path):
     examples, report = encode_pairs(pairs, data.tokenizers, 6)
     assert report.dropped  # the length filter did drop some pairs
     assert list(data.train) == examples
-    assert isinstance(data.train.tokens["src"], np.memmap)
+    assert is_mapped(data.train.tokens["src"])
     manifest = (tmp_path / "run" / STORE_DIR / MANIFEST_FILE).read_text()
     assert f'"kept": {len(examples)}' in manifest
 
@@ -189,7 +195,11 @@ def test_training_from_the_store_equals_training_from_pairs_in_memory(tmp_path):
 
 
 @pytest.mark.parametrize("kind", ["char", "sentencepiece"])
-def test_a_language_models_text_is_stored_once_and_mapped(tmp_path, kind):
+@pytest.mark.parametrize("block_bytes", [100, 1 << 20])  # many blocks, or one
+def test_a_language_models_text_is_stored_once_and_mapped(
+    tmp_path, monkeypatch, kind, block_bytes
+):
+    monkeypatch.setattr(text, "BLOCK_BYTES", block_bytes)
     overrides = [f"tokenizer.kind={kind}"]
     if kind == "sentencepiece":
         overrides.append("tokenizer.vocab_size=200")
@@ -200,8 +210,16 @@ def test_a_language_models_text_is_stored_once_and_mapped(tmp_path, kind):
         expected = encode_text(tokenizer, read_text(files.text))
         assert getattr(first, split).tolist() == expected
     again = prepare_text(config, tmp_path / "run", quiet)
-    assert isinstance(again.train, np.memmap)
+    assert is_mapped(again.train)
     assert np.array_equal(again.train, first.train)
+
+
+def test_a_blank_text_is_refused(tmp_path):
+    config, _ = toy_lm_config(tmp_path)
+    config.data.train.text.write_text(" \n\n\t\n")
+    with pytest.raises(RosettaError, match="the text is empty"):
+        prepare_text(config, tmp_path / "run", quiet)
+    assert not (tmp_path / "run" / STORE_DIR).exists()
 
 
 def test_a_changed_text_is_refused(tmp_path):
@@ -233,6 +251,28 @@ def test_nat_fertilities_are_found_once_then_mapped(tmp_path, monkeypatch):
 
     monkeypatch.setattr(module, "reference_fertilities", never)
     again = module.stored_fertilities(train, valid, 3, run, quiet)
-    assert isinstance(again[0].values, np.memmap)
+    assert is_mapped(again[0].values)
     with pytest.raises(AssertionError, match="found again"):  # another limit
         module.stored_fertilities(train, valid, 4, run, quiet)
+
+
+def test_a_nats_preparation_aligns_and_training_only_maps(tmp_path, monkeypatch):
+    """``rosetta prepare`` (or the first training process) aligns; every
+    training process after it maps what it stored."""
+    from rosetta.data import fertilities as module
+    from rosetta.families.nat.task import prepare_nat
+
+    config, _ = toy_config(tmp_path, model=NAT)
+    run = tmp_path / "run"
+    prepared = prepare_nat(config, run, quiet)
+    assert (run / module.ALIGNMENTS_FILE).is_file()
+
+    def never(*_):
+        raise AssertionError("a training process aligned again")
+
+    monkeypatch.setattr(module, "reference_fertilities", never)
+    again = prepare_nat(config, run, quiet)
+    assert is_mapped(again.train_fertilities.values)
+    assert len(again.pairs.train) == len(prepared.pairs.train)
+    sizes = [len(again.train_fertilities[i]) for i in range(len(again.pairs.train))]
+    assert sizes == again.pairs.train.src_lengths.tolist()

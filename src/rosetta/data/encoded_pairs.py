@@ -18,6 +18,7 @@ the arrays were made from (``rosetta.data.store``).
 from __future__ import annotations
 
 import hashlib
+import mmap
 import os
 from collections.abc import Iterator, Sequence
 from itertools import chain
@@ -78,7 +79,9 @@ class EncodedPairs:
         tokens, offsets = {}, {}
         for side in SIDES:
             offsets[side] = map_array(folder / f"{split}.{side}.offsets", OFFSET_TYPE)
-            tokens[side] = map_array(folder / f"{split}.{side}.tokens", dtype)
+            tokens[side] = map_array(
+                folder / f"{split}.{side}.tokens", dtype, random_access=True
+            )
         return cls(tokens, offsets)
 
     def __len__(self) -> int:
@@ -104,11 +107,29 @@ class EncodedPairs:
         return EncodedPairs(self.tokens, self.offsets, rows)
 
 
-def map_array(path: Path, dtype: np.dtype) -> np.ndarray:
-    """A whole raw array file, mapped read-only (an empty file: no pages)."""
+def map_array(path: Path, dtype: np.dtype, random_access: bool = False) -> np.ndarray:
+    """A whole raw array file, mapped read-only (an empty file: no pages).
+
+    ``random_access`` tells the kernel to read only the pages touched:
+    batches gather pairs from all over the token arrays, and reading ahead
+    around each would load (and keep mapped in the process) some thirty
+    times the pages a batch needs.
+    """
     if path.stat().st_size == 0:
         return np.zeros(0, dtype=dtype)
-    return np.memmap(path, dtype=dtype, mode="r")
+    with open(path, "rb") as handle:
+        mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    if random_access and hasattr(mmap, "MADV_RANDOM"):  # not on Windows
+        mapped.madvise(mmap.MADV_RANDOM)
+    return np.frombuffer(mapped, dtype=dtype)
+
+
+def is_mapped(array: np.ndarray) -> bool:
+    """Whether ``array`` (or what it views) is a file mapped by ``map_array``."""
+    base = array
+    while isinstance(base, np.ndarray):
+        base = base.base
+    return isinstance(base, memoryview) and isinstance(base.obj, mmap.mmap)
 
 
 class SplitWriter:

@@ -122,7 +122,7 @@ def stored_fertilities(
         store_once(folder, splits, dtype, made_for)
     train_rows, valid_rows = (
         Fertilities(
-            map_array(folder / f"{split}.fertility.tokens", dtype),
+            map_array(folder / f"{split}.fertility.tokens", dtype, random_access=True),
             map_array(folder / f"{split}.fertility.offsets", np.dtype("<i8")),
         )
         for split in ("train", "valid")

@@ -1,5 +1,5 @@
-"""Long text for language models: one file read whole, and its tokens laid
-out as parallel streams cut into consecutive segments.
+"""Long text for language models: one file read in blocks of lines, and its
+tokens laid out as parallel streams cut into consecutive segments.
 
 A text of ``T`` tokens becomes ``n`` streams of ``T // n`` consecutive tokens
 (the tail that does not fill a row is left out), one stream per batch row.
@@ -12,7 +12,7 @@ before segment ``s + 1`` in the same row.
 from __future__ import annotations
 
 import gzip
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,25 +23,42 @@ from rosetta.data.tokenizer import CharacterTokenizer, Tokenizer
 from rosetta.data.vocab import EOS_ID
 from rosetta.errors import RosettaError, where
 
+BLOCK_BYTES = 1 << 20  # what a text is read in: about a megabyte of whole lines
 
-def read_text(path: Path) -> str:
-    """The whole UTF-8 file (gzip if it ends in .gz), line ends as they are."""
+
+def text_blocks(path: Path, block_bytes: int | None = None) -> Iterator[str]:
+    """The UTF-8 file (gzip if it ends in .gz) in blocks of whole lines of
+    about ``block_bytes`` (default ``BLOCK_BYTES``), line ends as they are:
+    their join is the text, and no more than a block is held at a time."""
     if not path.is_file():
         raise RosettaError(f"{path}: file not found")
     opener = gzip.open if path.suffix == ".gz" else open
+    lines_before = 0
     try:
         with opener(path, "rb") as handle:
-            raw = handle.read()
+            while lines := handle.readlines(block_bytes or BLOCK_BYTES):
+                raw = b"".join(lines)
+                try:
+                    block = raw.decode("utf-8")
+                except UnicodeDecodeError as error:
+                    raise bad_utf8(path, raw, error.start, lines_before) from None
+                yield block
+                lines_before += len(lines)
     except (OSError, EOFError) as error:  # unreadable, or a broken gzip stream
         raise RosettaError(f"{path}: cannot be read: {error}") from None
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as error:
-        line = raw[: error.start].count(b"\n") + 1
-        column = error.start - (raw.rfind(b"\n", 0, error.start) + 1)
-        raise RosettaError(
-            f"{where(path, line)}: invalid UTF-8 at byte {column} of the line"
-        ) from None
+
+
+def bad_utf8(path: Path, raw: bytes, start: int, lines_before: int) -> RosettaError:
+    line = lines_before + raw[:start].count(b"\n") + 1
+    column = start - (raw.rfind(b"\n", 0, start) + 1)
+    return RosettaError(
+        f"{where(path, line)}: invalid UTF-8 at byte {column} of the line"
+    )
+
+
+def read_text(path: Path) -> str:
+    """The whole UTF-8 file (gzip if it ends in .gz), line ends as they are."""
+    return "".join(text_blocks(path))
 
 
 def encode_text(tokenizer: Tokenizer, text: str) -> list[int]:
@@ -73,9 +90,11 @@ def decode_text(tokenizer: Tokenizer, ids: list[int]) -> str:
 
 @dataclass(frozen=True)
 class TokenStreams:
-    """Token ids (n, T) in ``n`` parallel streams; see the module docstring."""
+    """Token ids (n, T) in ``n`` parallel streams; see the module docstring.
+    ``rows`` may view a mapped token store: only the segments asked for are
+    read, and copied as int64 tensors."""
 
-    rows: torch.Tensor
+    rows: np.ndarray
 
     @classmethod
     def of(cls, ids: Sequence[int] | np.ndarray, streams: int) -> TokenStreams:
@@ -85,18 +104,22 @@ class TokenStreams:
             raise RosettaError(
                 f"{len(ids)} tokens cannot fill {streams} streams of at least 2"
             )
-        kept = np.asarray(ids[: per_row * streams], dtype=np.int64)
-        return cls(torch.from_numpy(kept).view(streams, per_row))
+        kept = np.asarray(ids[: per_row * streams])
+        return cls(kept.reshape(streams, per_row))
 
     def segments(self, length: int) -> int:
         """How many segments of ``length`` inputs (each with its next-token
         labels) the streams hold; the last one may be shorter."""
-        return -(-(self.rows.size(1) - 1) // length)
+        return -(-(self.rows.shape[1] - 1) // length)
 
     def segment(self, index: int, length: int) -> tuple[torch.Tensor, torch.Tensor]:
         """(inputs, labels), each (n, ≤ length): segment ``index``."""
         start = index * length
-        end = min(start + length, self.rows.size(1) - 1)
+        end = min(start + length, self.rows.shape[1] - 1)
         if not 0 <= start < end:
             raise IndexError(f"segment {index} of {self.segments(length)}")
-        return self.rows[:, start:end], self.rows[:, start + 1 : end + 1]
+        inputs, labels = self.rows[:, start:end], self.rows[:, start + 1 : end + 1]
+        return (
+            torch.from_numpy(inputs.astype(np.int64)),
+            torch.from_numpy(labels.astype(np.int64)),
+        )

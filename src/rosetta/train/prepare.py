@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from pydantic import ValidationError
+from tqdm import tqdm
 
 from rosetta.config.sections import CorpusFiles, TokenizerConfig
 from rosetta.data.batching import make_batches, padding_share
@@ -35,7 +36,7 @@ from rosetta.data.store import (
     stale_reason,
     verify_arrays,
 )
-from rosetta.data.text import encode_text, read_text
+from rosetta.data.text import encode_text, text_blocks
 from rosetta.data.tokenizer import TokenizerPair, train_tokenizer
 from rosetta.errors import RosettaError
 from rosetta.runtime.outputs import write_json_atomic
@@ -185,27 +186,25 @@ def prepare_text(
     options: PrepareOptions = PrepareOptions(),
 ) -> PreparedText:
     """A language model's data: its tokenizer and the token ids of the
-    training and validation texts, each encoded once, whole, into the run's
-    token store and mapped from there (``options`` as for ``prepare_data``;
-    a text is encoded on one thread)."""
+    training and validation texts, each encoded once into the run's token
+    store, a block of lines at a time, and mapped from there (``options`` as
+    for ``prepare_data``; a text is encoded on one thread)."""
     data = config.data
     texts = {"train": data.train}
     if data.valid is not None:
         texts["valid"] = data.valid
 
-    def read(split: str) -> str:
+    def blocks(split: str) -> Iterator[str]:
         path = texts[split].text
         assert path is not None
-        text = read_text(path)
-        if split == "train" and not text.strip():
-            raise RosettaError(f"{path}: the text is empty")
-        return text
+        return text_blocks(path) if split != "train" else not_blank(path)
 
     def train() -> TokenizerPair:
-        text = read("train")
         # characters include the line break; pieces and words are per line
-        pieces = [text] if config.tokenizer.kind == "char" else text.splitlines()
-        tokenizer = train_tokenizer(pieces, config.tokenizer)
+        text = blocks("train")
+        if config.tokenizer.kind != "char":
+            text = (line for block in text for line in block.splitlines())
+        tokenizer = train_tokenizer(text, config.tokenizer)
         return TokenizerPair(tokenizer, tokenizer)
 
     tokenizers = load_or_train_tokenizers(config, run_dir, train, log)
@@ -214,17 +213,34 @@ def prepare_text(
     recipe = StoreRecipe(texts, tokenizers, tokenizers_sha256, max_len=0)
 
     def encode(split: str, files: CorpusFiles, writer: SplitWriter) -> dict[str, int]:
-        text = read(split)
-        ids = encode_text(tokenizers.tgt, text)
-        writer.add([ids])  # the whole text: one sequence
-        log(f"{split}: {files.text}: {len(text):,} characters, {len(ids):,} tokens")
-        return {"characters": len(text), "tokens": len(ids)}
+        characters = 0
+        with tqdm(
+            desc=f"encoding {split}", unit=" chars", unit_scale=True, disable=None
+        ) as bar:
+            for block in blocks(split):
+                writer.add([encode_text(tokenizers.tgt, block)])
+                characters += len(block)
+                bar.update(len(block))
+        tokens = writer.ends[TEXT_SIDE]
+        log(f"{split}: {files.text}: {characters:,} characters, {tokens:,} tokens")
+        return {"characters": characters, "tokens": tokens}
 
     store_text = lambda: build_store(run_dir, recipe, encode, (TEXT_SIDE,))  # noqa: E731
     if not ensure_store(run_dir, recipe, options, store_text, log):
         log("train: the token store's text")
     store = open_text_store(run_dir, recipe)
     return PreparedText(tokenizers, store["train"], store.get("valid", NO_TOKENS))
+
+
+def not_blank(path: Path) -> Iterator[str]:
+    """The text's blocks (``text_blocks``); an error at its end if all of
+    it was blank."""
+    blank = True
+    for block in text_blocks(path):
+        blank = blank and not block.strip()
+        yield block
+    if blank:
+        raise RosettaError(f"{path}: the text is empty")
 
 
 def ensure_store(

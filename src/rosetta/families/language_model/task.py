@@ -76,7 +76,7 @@ class LanguageModelTask:
                 f"{self.lm.segment_length}; lower train.batch_tokens or "
                 "model.segment_length"
             )
-        self.rows: torch.Tensor | None = None  # (n, T) this epoch's streams
+        self.rows: np.ndarray | None = None  # (n, T) this epoch's streams
         self.memory: Memory | None = None
         self.memory_after = -1  # the segment whose forward pass left it
 

@@ -6,10 +6,9 @@ from __future__ import annotations
 from rosetta.families.family import Family
 from rosetta.families.nat.config import NATConfig
 from rosetta.families.nat.model import build_nat
-from rosetta.families.nat.task import nat_training
+from rosetta.families.nat.task import nat_training, prepare_nat
 from rosetta.families.nat.translator import NATTranslator
 from rosetta.models.trained import Trained
-from rosetta.train.prepare import prepare_data
 
 
 def translator(trained: Trained, precision: str, packed: bool = True) -> NATTranslator:
@@ -21,7 +20,7 @@ FAMILY = Family(
     summary="the non-autoregressive Transformer with fertilities",
     config=NATConfig,
     build=build_nat,
-    prepare=prepare_data,
+    prepare=prepare_nat,
     training=nat_training,
     inference=translator,
 )

@@ -23,7 +23,8 @@ import torch
 import torch.nn.functional as F
 
 from rosetta.data.batching import Example, make_batches, pad, rank_share
-from rosetta.data.fertilities import fits, stored_fertilities
+from rosetta.data.fertilities import Fertilities, fits, stored_fertilities
+from rosetta.data.tokenizer import TokenizerPair
 from rosetta.data.vocab import EOS_ID, PAD_ID
 from rosetta.errors import RosettaError
 from rosetta.families.nat.config import NATConfig
@@ -34,7 +35,7 @@ from rosetta.train.loss import (
     label_smoothed_cross_entropy,
     projected_label_smoothed_cross_entropy,
 )
-from rosetta.train.prepare import PreparedData
+from rosetta.train.prepare import PreparedData, PrepareOptions, prepare_data
 from rosetta.train.translation_task import MakeTranslator, TranslationTask
 from rosetta.train.validation import validation_bleu
 
@@ -69,15 +70,59 @@ def collate_fertilities(
     )
 
 
+@dataclass
+class NATData:
+    """A NAT run's prepared data: the pairs that fit ``max_fertility``
+    (``PreparedData``) and their reference fertilities, mapped from the run
+    folder."""
+
+    pairs: PreparedData
+    train_fertilities: Fertilities
+    valid_fertilities: Fertilities
+
+    @property
+    def tokenizers(self) -> TokenizerPair:
+        return self.pairs.tokenizers
+
+
+def prepare_nat(
+    config: Config,
+    run_dir: Path,
+    log: Callable[[str], None] = print,
+    options: PrepareOptions | None = None,
+) -> NATData:
+    """The pairs (``prepare_data``), less those whose target is longer than
+    ``max_fertility`` tokens per source token (counted), with their
+    reference fertilities: aligned once, by ``rosetta prepare`` or the first
+    process of a run, then stored and mapped (``stored_fertilities``)."""
+    data = prepare_data(config, run_dir, log, options or PrepareOptions())
+    limit = config.model.max_fertility  # type: ignore[union-attr]
+    train, valid = data.train, data.valid
+    kept_train = train.subset(fits(train.src_lengths, train.tgt_lengths, limit))
+    kept_valid = valid.subset(fits(valid.src_lengths, valid.tgt_lengths, limit))
+    dropped = len(train) - len(kept_train) + len(valid) - len(kept_valid)
+    if dropped:
+        log(
+            f"fertilities: {dropped} pairs left out, their target longer "
+            f"than {limit} (max_fertility) tokens per source token"
+        )
+    if not kept_train:
+        raise RosettaError("no training pair fits model.max_fertility")
+    # one alignment of both splits: the aligner learns from all of it
+    train_fertilities, valid_fertilities = stored_fertilities(
+        kept_train, kept_valid, limit, run_dir, log
+    )
+    kept = replace(data, train=kept_train, valid=kept_valid)
+    return NATData(kept, train_fertilities, valid_fertilities)
+
+
 class NATTask(TranslationTask):
     """Parallel sentences with reference fertilities, for a NAT: the
     translation task's epochs, batching and checkpoint selection, with its
     own batches, loss and validation.
 
     Args:
-        data: the prepared pairs (``PreparedData``); those whose target is
-            longer than ``max_fertility`` times the source are left out
-            (counted).
+        data: the prepared pairs and fertilities (``prepare_nat``).
         translator: what validation translates with (``NATTranslator``).
     """
 
@@ -85,31 +130,14 @@ class NATTask(TranslationTask):
         self,
         config: Config,
         model: NonAutoregressiveTransformer,
-        data: PreparedData,
+        data: NATData,
         device: torch.device,
-        run_dir: Path,
         translator: MakeTranslator,
-        log: Callable[[str], None] = print,
     ):
         self.model_cfg: NATConfig = config.model  # type: ignore[assignment]
-        limit = self.model_cfg.max_fertility
-        train, valid = data.train, data.valid
-        kept_train = train.subset(fits(train.src_lengths, train.tgt_lengths, limit))
-        kept_valid = valid.subset(fits(valid.src_lengths, valid.tgt_lengths, limit))
-        dropped = len(train) - len(kept_train) + len(valid) - len(kept_valid)
-        if dropped:
-            log(
-                f"fertilities: {dropped} pairs left out, their target longer "
-                f"than {limit} (max_fertility) tokens per source token"
-            )
-        if not kept_train:
-            raise RosettaError("no training pair fits model.max_fertility")
-        # one alignment of both splits: the aligner learns from all of it
-        self.train_fertilities, self.valid_fertilities = stored_fertilities(
-            kept_train, kept_valid, limit, run_dir, log
-        )
-        kept = replace(data, train=kept_train, valid=kept_valid)
-        super().__init__(config, model, kept, device, translator)
+        self.train_fertilities = data.train_fertilities
+        self.valid_fertilities = data.valid_fertilities
+        super().__init__(config, model, data.pairs, device, translator)
 
     def batch(self, indices: np.ndarray, train: bool = True) -> FertilityBatch:
         examples = self.train_examples if train else self.valid_examples
@@ -193,9 +221,6 @@ class NATTask(TranslationTask):
 
 
 def nat_training(setup: TrainingSetup, translator: MakeTranslator) -> NATTask:
-    """The NAT's task, from its prepared data (``PreparedData``), validated
+    """The NAT's task, from its prepared data (``prepare_nat``), validated
     with ``translator``."""
-    config, model, data = setup.config, setup.model, setup.data
-    return NATTask(
-        config, model, data, setup.device, setup.run_dir, translator, setup.log
-    )
+    return NATTask(setup.config, setup.model, setup.data, setup.device, translator)
