@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rosetta.cli.common import add_overwrite_flag
 from rosetta.runs.average import average_run
-from rosetta.runtime.limits import Count, flag
+from rosetta.runtime.limits import Count, number_flag
 
 
 def cmd_average(args: argparse.Namespace) -> None:
@@ -23,9 +23,7 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
         "average", help="average the weights of a run's last checkpoints"
     )
     average.add_argument("-m", "--model", required=True, help="run folder")
-    average.add_argument(
-        "--last", type=flag(Count), default=5, help="how many checkpoints (default 5)"
-    )
+    number_flag(average, "--last", Count, "how many checkpoints (default 5)", default=5)
     average.add_argument(
         "-o", "--output", required=True, help="checkpoint folder to write"
     )

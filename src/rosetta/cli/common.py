@@ -14,7 +14,7 @@ from rosetta.families.transformer.ctranslate2.export import ENGINE_FILE
 from rosetta.inference.text_translator import TextTranslator
 from rosetta.runs import checkpoint as ckpt
 from rosetta.runtime import limits
-from rosetta.runtime.limits import Count, flag
+from rosetta.runtime.limits import Count, number_flag
 from rosetta.runtime.precision import PRECISIONS
 from rosetta.search.options import KINDS, SearchOptions
 
@@ -71,17 +71,19 @@ def add_search_flags(
     """One flag per ``SearchOptions`` field, its default shown, not repeated;
     ``beam`` is the default beam size the verb uses when none is given."""
     group = verb.add_argument_group("search")
-    group.add_argument(
+    number_flag(
+        group,
         "--beam",
+        KINDS["beam_size"],
+        f"beam size (default {beam})",
         dest="beam_size",
         metavar="K",
-        type=flag(KINDS["beam_size"]),
-        help=f"beam size (default {beam})",
     )
-    group.add_argument(
+    number_flag(
+        group,
         "--alpha",
-        type=flag(KINDS["alpha"]),
-        help=f"length normalisation exponent (default {DEFAULT.alpha})",
+        KINDS["alpha"],
+        f"length normalisation exponent (default {DEFAULT.alpha})",
     )
     group.add_argument(
         "--penalty",
@@ -103,35 +105,34 @@ def add_search_flags(
         "CTranslate2); without it the beam holds the k best expansions, ended "
         "or not (the textbook beam)",
     )
-    group.add_argument(
+    number_flag(
+        group,
         "--max-len-a",
-        type=flag(limits.LengthRatio),
-        help="output limit a·S + b (default: the model's decode.max_len_a)",
+        limits.LengthRatio,
+        "output limit a·S + b (default: the model's decode.max_len_a)",
     )
-    group.add_argument(
+    number_flag(
+        group,
         "--max-len-b",
-        type=flag(limits.LengthOffset),
-        help="(default: the model's decode.max_len_b)",
+        limits.LengthOffset,
+        "(default: the model's decode.max_len_b)",
     )
     group.add_argument(
         "--sample", action="store_true", default=None, help="sample instead"
     )
-    group.add_argument(
-        "--temperature",
-        type=flag(KINDS["temperature"]),
-        help=f"(default {DEFAULT.temperature})",
+    number_flag(
+        group, "--temperature", KINDS["temperature"], f"(default {DEFAULT.temperature})"
     )
-    group.add_argument(
-        "--top-k",
-        type=flag(KINDS["top_k"]),
-        help="sampling: the k best only (default 0: all)",
+    number_flag(
+        group, "--top-k", KINDS["top_k"], "sampling: the k best only (default 0: all)"
     )
-    group.add_argument(
+    number_flag(
+        group,
         "--top-p",
-        type=flag(KINDS["top_p"]),
-        help=f"sampling: nucleus probability (default {DEFAULT.top_p})",
+        KINDS["top_p"],
+        f"sampling: nucleus probability (default {DEFAULT.top_p})",
     )
-    group.add_argument("--seed", type=flag(limits.Seed), help="sampling seed")
+    number_flag(group, "--seed", limits.Seed, "sampling seed")
 
 
 def add_precision_flag(verb: argparse.ArgumentParser) -> None:
@@ -162,11 +163,11 @@ def workers_count(text: str) -> int | str:
 
 def add_batching_flags(verb: argparse.ArgumentParser, workers: str) -> None:
     """``--batch-size`` and ``--workers`` (``workers`` says what auto means)."""
-    verb.add_argument(
+    number_flag(
+        verb,
         "--batch-size",
-        type=flag(Count),
-        default=None,
-        help="sentences per batch (default: the model's decode.batch_size)",
+        Count,
+        "sentences per batch (default: the model's decode.batch_size)",
     )
     verb.add_argument(
         "--workers",
@@ -229,13 +230,14 @@ def load_translator(args: argparse.Namespace) -> TextTranslator:
 def add_npd_flags(verb: argparse.ArgumentParser) -> None:
     """``--npd`` and ``--teacher``: noisy parallel decoding of a NAT model."""
     group = verb.add_argument_group("non-autoregressive models (arch nat)")
-    group.add_argument(
+    number_flag(
+        group,
         "--npd",
-        type=flag(limits.Candidates),
+        limits.Candidates,
+        "noisy parallel decoding: S fertility sequences per sentence (the "
+        "most likely and S-1 drawn), the one the teacher scores best kept",
         default=0,
         metavar="S",
-        help="noisy parallel decoding: S fertility sequences per sentence (the "
-        "most likely and S-1 drawn), the one the teacher scores best kept",
     )
     group.add_argument(
         "--teacher", help="the autoregressive run that scores the --npd candidates"

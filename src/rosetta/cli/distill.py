@@ -22,7 +22,7 @@ from rosetta.errors import RosettaError
 from rosetta.families.transformer.ctranslate2.export import ENGINE_FILE
 from rosetta.runs import checkpoint as ckpt
 from rosetta.runs.integrity import META_DIGEST, sha256_file
-from rosetta.runtime.limits import Count, flag
+from rosetta.runtime.limits import Count, number_flag
 from rosetta.runtime.outputs import claim_file
 from rosetta.search.batched import check_workers
 
@@ -88,12 +88,13 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
     )
     add_search_flags(verb, beam=str(DISTILL_BEAM))
     add_overwrite_flag(verb, "a file that exists")
-    verb.add_argument(
+    number_flag(
+        verb,
         "--chunk-lines",
-        type=flag(Count),
-        default=1000,
-        help="lines translated between two writes to OUTPUT.partial: what a "
+        Count,
+        "lines translated between two writes to OUTPUT.partial: what a "
         "stopped run loses at most",
+        default=1000,
     )
     add_batching_flags(verb, "auto (default): one per thread")
     add_engine_flags(verb)

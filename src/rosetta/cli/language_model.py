@@ -12,7 +12,7 @@ from rosetta.data.text import read_text
 from rosetta.families.language_model.inference import LanguageModel
 from rosetta.loading import load_language_model
 from rosetta.runs import checkpoint as ckpt
-from rosetta.runtime.limits import Count, Seed, Size, Temperature, flag
+from rosetta.runtime.limits import Count, Seed, Size, Temperature, number_flag
 
 
 def load(args: argparse.Namespace) -> LanguageModel:
@@ -74,19 +74,20 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
     perplexity.add_argument(
         "--text", required=True, help="the text to score (gzip if .gz)"
     )
-    perplexity.add_argument(
+    number_flag(
+        perplexity,
         "--memory",
-        type=flag(Size),
-        default=None,
-        help="positions of memory per layer (default: the model's evaluation "
+        Size,
+        "positions of memory per layer (default: the model's evaluation "
         "memory; 0: every segment alone)",
     )
-    perplexity.add_argument(
+    number_flag(
+        perplexity,
         "--streams",
-        type=flag(Count),
-        default=1,
-        help="read the text as this many parallel rows: faster, but each row "
+        Count,
+        "read the text as this many parallel rows: faster, but each row "
         "starts without context",
+        default=1,
     )
     perplexity.set_defaults(run=cmd_perplexity)
 
@@ -97,25 +98,19 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
     generate.add_argument(
         "--prompt", required=True, help="the text to continue (\\n: a line break)"
     )
-    generate.add_argument(
-        "--tokens", type=flag(Count), default=200, help="tokens to add"
-    )
-    generate.add_argument(
+    number_flag(generate, "--tokens", Count, "tokens to add", default=200)
+    number_flag(
+        generate,
         "--temperature",
-        type=flag(Temperature),
+        Temperature,
+        "divides the logits: lower is more conservative",
         default=1.0,
-        help="divides the logits: lower is more conservative",
     )
-    generate.add_argument(
+    number_flag(
+        generate,
         "--top-k",
-        type=flag(Count),
-        default=None,
-        help="sample among the k likeliest tokens only (default: all; 1: greedy)",
+        Count,
+        "sample among the k likeliest tokens only (default: all; 1: greedy)",
     )
-    generate.add_argument(
-        "--seed",
-        type=flag(Seed),
-        default=None,
-        help="seed of the sampling (default: random)",
-    )
+    number_flag(generate, "--seed", Seed, "seed of the sampling (default: random)")
     generate.set_defaults(run=cmd_generate)

@@ -14,7 +14,7 @@ from rosetta.cli.common import (
     search_options,
 )
 from rosetta.errors import RosettaError
-from rosetta.runtime.limits import Count, Size, flag
+from rosetta.runtime.limits import Count, Size, flag, number_flag
 from rosetta.runtime.outputs import claim_file
 
 
@@ -63,10 +63,8 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
     positions = figures.add_parser(
         "positions", help="the sinusoidal positional encoding and its curves"
     )
-    positions.add_argument(
-        "--d-model", type=flag(Count), default=64, help="encoding width"
-    )
-    positions.add_argument("--length", type=flag(Count), default=100, help="positions")
+    number_flag(positions, "--d-model", Count, "encoding width", default=64)
+    number_flag(positions, "--length", Count, "positions", default=100)
     positions.add_argument(
         "--dims",
         type=flag(Size),

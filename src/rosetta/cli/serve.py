@@ -10,7 +10,7 @@ import torch
 
 from rosetta.cli.common import add_engine_flags, add_npd_flags, load_translator
 from rosetta.errors import RosettaError
-from rosetta.runtime.limits import Count, NonNegative, Port, Size, flag
+from rosetta.runtime.limits import Count, NonNegative, Port, Size, number_flag
 from rosetta.serve.schemas import ServerSettings
 
 
@@ -51,11 +51,12 @@ def add_setting_flag(
     group: argparse._ArgumentGroup, name: str, kind: Any, meaning: str
 ) -> None:
     """``--NAME`` for the ``ServerSettings`` field ``name``, with its default."""
-    group.add_argument(
+    number_flag(
+        group,
         f"--{name.replace('_', '-')}",
-        type=flag(kind),
+        kind,
+        meaning,
         default=getattr(ServerSettings(), name),
-        help=meaning,
     )
 
 
@@ -67,12 +68,10 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
     serve.add_argument(
         "--host", default="127.0.0.1", help="address to listen on (0.0.0.0: all)"
     )
-    serve.add_argument("--port", type=flag(Port), default=8000, help="TCP port")
+    number_flag(serve, "--port", Port, "TCP port", default=8000)
     add_engine_flags(serve)
     add_npd_flags(serve)
-    serve.add_argument(
-        "--threads", type=flag(Size), default=0, help="CPU threads (0: torch's default)"
-    )
+    number_flag(serve, "--threads", Size, "CPU threads (0: torch's default)", default=0)
     limits = serve.add_argument_group("limits (answered with 4xx)")
     for name, meaning in (
         ("max_body_bytes", "largest request body"),
@@ -101,11 +100,12 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
         Count,
         "batches decoded at once on the CPU, each with threads / N",
     )
-    serve.add_argument(
+    number_flag(
+        serve,
         "--graceful-seconds",
-        type=flag(Size),
+        Size,
+        "on shutdown, how long requests in flight may take to finish",
         default=30,
-        help="on shutdown, how long requests in flight may take to finish",
     )
     serve.add_argument(
         "--log-level",

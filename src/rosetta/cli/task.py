@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rosetta.cli.common import add_overwrite_flag
 from rosetta.data.synthetic import TASK_FILE, TASKS, TaskSpec, parse_band, write_task
-from rosetta.runtime.limits import Count, Seed, Size, flag
+from rosetta.runtime.limits import Count, Seed, Size, number_flag
 from rosetta.runtime.outputs import atomic_folder, claim_folder
 
 
@@ -45,9 +45,9 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
     task.add_argument(
         "--lengths", default="1-40", help="source lengths of train, valid and test"
     )
-    task.add_argument("--count", type=flag(Count), default=10000, help="training pairs")
-    task.add_argument("--valid", type=flag(Size), default=500, help="validation pairs")
-    task.add_argument("--test", type=flag(Size), default=500, help="pairs per test set")
+    number_flag(task, "--count", Count, "training pairs", default=10000)
+    number_flag(task, "--valid", Size, "validation pairs", default=500)
+    number_flag(task, "--test", Size, "pairs per test set", default=500)
     task.add_argument(
         "--bands",
         nargs="*",
@@ -59,6 +59,6 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
         default="abcdefghij",
         help="the symbols, one character each (addition uses digits)",
     )
-    task.add_argument("--seed", type=flag(Seed), default=1, help="seed of the draws")
+    number_flag(task, "--seed", Seed, "seed of the draws", default=1)
     add_overwrite_flag(task, "a task written before")
     task.set_defaults(run=cmd_task)

@@ -12,7 +12,7 @@ from typing import NoReturn
 from rosetta.config.reading import load_config
 from rosetta.errors import RosettaError
 from rosetta.families import family_of
-from rosetta.runtime.limits import Count, flag
+from rosetta.runtime.limits import Count, number_flag
 from rosetta.train.prepare import PrepareOptions
 from rosetta.train.run import check_new_run_folder, run_training
 
@@ -112,11 +112,11 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
         "prepare",
         "train the tokenizers and encode the corpora into the run's token store",
     )
-    prepare.add_argument(
+    number_flag(
+        prepare,
         "--workers",
-        type=flag(Count),
-        default=None,
-        help="threads that encode the corpora (default: every core)",
+        Count,
+        "threads that encode the corpora (default: every core)",
     )
     prepare.set_defaults(run=cmd_prepare)
     train = add_config_verb(verbs, "train", "train a model")
@@ -125,11 +125,12 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
         action="store_true",
         help="continue from the run folder's latest checkpoint",
     )
-    train.add_argument(
+    number_flag(
+        train,
         "--nproc",
-        type=flag(Count),
-        default=1,
-        help="training processes on this machine (data-parallel, through "
+        Count,
+        "training processes on this machine (data-parallel, through "
         "torchrun); each runs its share of every update's batches",
+        default=1,
     )
     train.set_defaults(run=cmd_train)

@@ -18,7 +18,7 @@ from rosetta.cli.common import (
     search_options,
 )
 from rosetta.errors import RosettaError
-from rosetta.runtime.limits import Count, flag
+from rosetta.runtime.limits import Count, number_flag
 from rosetta.runtime.outputs import claim_file, write_text_atomic
 from rosetta.search.batched import check_workers
 
@@ -87,9 +87,7 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
     translate.add_argument("-o", "--output", help="output file (default: stdout)")
     add_overwrite_flag(translate, "an existing output file")
     add_search_flags(translate)
-    translate.add_argument(
-        "--nbest", type=flag(Count), default=1, help="hypotheses per line"
-    )
+    number_flag(translate, "--nbest", Count, "hypotheses per line", default=1)
     translate.add_argument(
         "--format",
         choices=["text", "jsonl"],

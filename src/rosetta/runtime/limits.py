@@ -93,3 +93,16 @@ def flag(kind: Any) -> Callable[[str], Any]:
 
     parse.__name__ = "whole number" if whole else "number"
     return parse
+
+
+def number_flag(
+    verb: argparse._ActionsContainer,
+    name: str,
+    kind: Any,
+    meaning: str,
+    default: Any = None,
+    **more: Any,
+) -> None:
+    """``name`` (``--beam``) taking a number of ``kind``, refused before any
+    work when out of range (``flag``); ``more`` as for ``add_argument``."""
+    verb.add_argument(name, type=flag(kind), default=default, help=meaning, **more)
