@@ -84,7 +84,7 @@ def to_marian(translator: Translator):
         d_model=d_model,
         encoder_layers=len(encoder.layers),
         decoder_layers=len(decoder.layers),
-        heads=first.self_attn.num_heads,
+        heads=first.self_attn.heads,
         d_ff=first.ffn.linear1.out_features,
         max_positions=encoder.embedding.positions.size(0),
     )

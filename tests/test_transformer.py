@@ -14,6 +14,7 @@ from rosetta.families.transformer.positions import (
     draw_offsets,
     draw_positions,
 )
+from rosetta.nn import LayerSizes
 from rosetta.nn.linear_bias import LinearBiases, cross_distances, self_distances
 from rosetta.nn.relative_attention import RelativeMultiHeadAttention
 from rosetta.train import label_smoothed_cross_entropy
@@ -33,7 +34,7 @@ def copy_ffn_and_norms(ours, theirs, norms):
 @pytest.mark.reference
 def test_encoder_layer_equals_torch():
     torch.manual_seed(0)
-    ours = TransformerEncoderLayer(D, HEADS, FF, dropout=0.0).eval()
+    ours = TransformerEncoderLayer(LayerSizes(D, HEADS, FF, dropout=0.0)).eval()
     theirs = nn.TransformerEncoderLayer(
         D, HEADS, FF, dropout=0.0, batch_first=True, norm_first=False
     ).eval()
@@ -52,7 +53,7 @@ def test_encoder_layer_equals_torch():
 @pytest.mark.reference
 def test_decoder_layer_equals_torch():
     torch.manual_seed(1)
-    ours = TransformerDecoderLayer(D, HEADS, FF, dropout=0.0).eval()
+    ours = TransformerDecoderLayer(LayerSizes(D, HEADS, FF, dropout=0.0)).eval()
     theirs = nn.TransformerDecoderLayer(
         D, HEADS, FF, dropout=0.0, batch_first=True, norm_first=False
     ).eval()

@@ -54,10 +54,16 @@ class HeadAttention(nn.Module):
     (``q_proj``, ``k_proj``, ``v_proj``) and split into heads of ``d_k``; how
     the heads attend (``attend``) is each one's own."""
 
-    q_proj: nn.Linear
-    k_proj: nn.Linear
-    v_proj: nn.Linear
-    d_k: int
+    def __init__(self, d_model: int, heads: int, dropout: float, bias: bool):
+        super().__init__()
+        if d_model % heads:
+            raise ValueError(f"heads ({heads}) must divide d_model ({d_model})")
+        self.d_model, self.heads, self.d_k = d_model, heads, d_model // heads
+        self.dropout = dropout
+        self.q_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.k_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.v_proj = nn.Linear(d_model, d_model, bias=bias)
+
     # each one's own: projected queries (n, h, Lq, d_k) over projected keys
     # and values (n, h, Lk, d_k), mask, need_weights -> (output, weights)
     attend: Callable[..., tuple[torch.Tensor, torch.Tensor | None]]
@@ -106,18 +112,10 @@ class MultiHeadAttention(HeadAttention):
     """
 
     def __init__(
-        self, d_model: int, num_heads: int, dropout: float = 0.0, fused: bool = True
+        self, d_model: int, heads: int, dropout: float = 0.0, fused: bool = True
     ):
-        super().__init__()
-        if d_model % num_heads:
-            raise ValueError(f"num_heads ({num_heads}) must divide d_model ({d_model})")
-        self.num_heads = num_heads
-        self.d_k = d_model // num_heads
-        self.dropout = dropout
+        super().__init__(d_model, heads, dropout, bias=True)
         self.fused = fused
-        self.q_proj = nn.Linear(d_model, d_model)
-        self.k_proj = nn.Linear(d_model, d_model)
-        self.v_proj = nn.Linear(d_model, d_model)
         self.out_proj = nn.Linear(d_model, d_model)
 
     def attend(
@@ -149,5 +147,5 @@ class MultiHeadAttention(HeadAttention):
             else:
                 heads, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p)
         n, _, length, _ = heads.shape
-        concat = heads.transpose(1, 2).reshape(n, length, self.num_heads * self.d_k)
+        concat = heads.transpose(1, 2).reshape(n, length, self.heads * self.d_k)
         return self.out_proj(concat), weights

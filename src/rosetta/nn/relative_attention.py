@@ -91,15 +91,8 @@ class RelativeMultiHeadAttention(HeadAttention):
         dropout: float = 0.0,
         max_distance: int | None = None,
     ):
-        super().__init__()
-        if d_model % heads:
-            raise ValueError(f"heads ({heads}) must divide d_model ({d_model})")
-        self.d_model, self.heads, self.d_k = d_model, heads, d_model // heads
-        self.dropout = dropout
+        super().__init__(d_model, heads, dropout, bias=False)
         self.max_distance = max_distance
-        self.q_proj = nn.Linear(d_model, d_model, bias=False)
-        self.k_proj = nn.Linear(d_model, d_model, bias=False)
-        self.v_proj = nn.Linear(d_model, d_model, bias=False)
         self.r_proj = nn.Linear(d_model, d_model, bias=False)  # W_R
         self.out_proj = nn.Linear(d_model, d_model, bias=False)
         self.u = nn.Parameter(torch.zeros(heads, self.d_k))  # content bias

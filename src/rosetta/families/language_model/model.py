@@ -27,10 +27,9 @@ import math
 import torch
 from torch import nn
 
-from rosetta.nn import PositionwiseFeedForward, ResidualNorm
+from rosetta.nn import LayerSizes
 from rosetta.nn.dropout import Dropout
 from rosetta.nn.init import xavier_linear_layers
-from rosetta.nn.relative_attention import RelativeMultiHeadAttention
 
 Memory = list[torch.Tensor]  # per layer, (n, M, d): the inputs of the last M positions
 
@@ -39,20 +38,11 @@ class MemoryLayer(nn.Module):
     """Relative self-attention over ``[memory; x]`` under the causal mask, then
     the feed-forward network, each inside a residual connection."""
 
-    def __init__(
-        self,
-        d_model: int,
-        heads: int,
-        d_ff: int,
-        dropout: float,
-        attention_dropout: float,
-        norm_first: bool,
-    ):
+    def __init__(self, sizes: LayerSizes):
         super().__init__()
-        self.self_attn = RelativeMultiHeadAttention(d_model, heads, attention_dropout)
-        self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout)
-        self.attn_res = ResidualNorm(d_model, dropout, norm_first)
-        self.ffn_res = ResidualNorm(d_model, dropout, norm_first)
+        self.self_attn = sizes.self_attention(relative=True)
+        self.ffn = sizes.feed_forward()
+        self.attn_res, self.ffn_res = sizes.residual(), sizes.residual()
 
     def forward(
         self, x: torch.Tensor, memory: torch.Tensor | None, mask: torch.Tensor
@@ -103,11 +93,9 @@ class MemoryTransformerLM(nn.Module):
         nn.init.normal_(self.token.weight, std=d_model**-0.5)
         self.scale = math.sqrt(d_model)
         self.dropout = Dropout(dropout)
-        self.layers = nn.ModuleList(
-            MemoryLayer(d_model, heads, d_ff, dropout, attention_dropout, norm_first)
-            for _ in range(layers)
-        )
-        self.final_norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
+        sizes = LayerSizes(d_model, heads, d_ff, dropout, attention_dropout, norm_first)
+        self.layers = nn.ModuleList(MemoryLayer(sizes) for _ in range(layers))
+        self.final_norm = sizes.final_norm()
         self.output_proj = nn.Linear(d_model, vocab_size, bias=False)
         self.output_proj.weight = self.token.weight
         xavier_linear_layers(self.layers)

@@ -41,7 +41,7 @@ from rosetta.families.transformer.layers import (
     TransformerEncoderLayer,
 )
 from rosetta.families.transformer.model import TransformerEncoder
-from rosetta.nn import MultiHeadAttention, PositionwiseFeedForward, ResidualNorm
+from rosetta.nn import LayerSizes
 from rosetta.nn.dropout import Dropout
 from rosetta.nn.init import xavier_linear_layers
 
@@ -97,24 +97,14 @@ class NATDecoderLayer(nn.Module):
     over the encoder states, then the feed-forward layer; each sub-layer in
     a residual connection with LayerNorm."""
 
-    def __init__(
-        self,
-        d_model: int,
-        heads: int,
-        d_ff: int,
-        dropout: float = 0.1,
-        attention_dropout: float = 0.0,
-        norm_first: bool = False,
-    ):
+    def __init__(self, sizes: LayerSizes):
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, heads, attention_dropout)
-        self.positional_attn = MultiHeadAttention(d_model, heads, attention_dropout)
-        self.cross_attn = MultiHeadAttention(d_model, heads, attention_dropout)
-        self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout)
-        self.self_res = ResidualNorm(d_model, dropout, norm_first)
-        self.positional_res = ResidualNorm(d_model, dropout, norm_first)
-        self.cross_res = ResidualNorm(d_model, dropout, norm_first)
-        self.ffn_res = ResidualNorm(d_model, dropout, norm_first)
+        self.self_attn = sizes.attention()
+        self.positional_attn = sizes.attention()
+        self.cross_attn = sizes.attention()
+        self.ffn = sizes.feed_forward()
+        self.self_res, self.positional_res = sizes.residual(), sizes.residual()
+        self.cross_res, self.ffn_res = sizes.residual(), sizes.residual()
 
     def forward(
         self,
@@ -236,31 +226,35 @@ def build_nat(
     """Assemble a NAT of ``config``'s sizes. With ``share_embeddings`` and
     ``tie_output`` (one vocabulary), the output projection is the source
     embedding, which is also the decoder input."""
-    d_model, heads, d_ff = config.d_model, config.heads, config.d_ff
-    dropout, attention_dropout = config.dropout, config.attention_dropout
-    norm_first, copy = config.norm == "pre", config.decoder_input
+    d_model, dropout = config.d_model, config.dropout
+    sizes = LayerSizes(
+        d_model,
+        config.heads,
+        config.d_ff,
+        dropout,
+        config.attention_dropout,
+        norm_first=config.norm == "pre",
+    )
     share_embeddings = config.share_embeddings
     if share_embeddings and src_vocab != tgt_vocab:
         raise ValueError("shared embeddings need one vocabulary for source and target")
     embedding = TransformerEmbedding(src_vocab, d_model, config.max_positions, dropout)
-    final_norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
+    final_norm = sizes.final_norm()
     encoder = TransformerEncoder(
         embedding,
-        [
-            TransformerEncoderLayer(
-                d_model, heads, d_ff, dropout, attention_dropout, norm_first
-            )
-            for _ in range(config.encoder_layers)
-        ],
-        nn.LayerNorm(d_model) if norm_first else nn.Identity(),
+        [TransformerEncoderLayer(sizes) for _ in range(config.encoder_layers)],
+        sizes.final_norm(),
     )
-    layers = [
-        NATDecoderLayer(d_model, heads, d_ff, dropout, attention_dropout, norm_first)
-        for _ in range(config.decoder_layers)
-    ]
+    layers = [NATDecoderLayer(sizes) for _ in range(config.decoder_layers)]
     output_proj = nn.Linear(d_model, tgt_vocab, bias=False)
     model = NonAutoregressiveTransformer(
-        encoder, layers, final_norm, output_proj, config.max_fertility, dropout, copy
+        encoder,
+        layers,
+        final_norm,
+        output_proj,
+        config.max_fertility,
+        dropout,
+        config.decoder_input,
     )
     xavier_linear_layers(encoder.layers, model.layers)
     if share_embeddings and config.tie_output:

@@ -16,6 +16,7 @@ from rosetta.families.transformer.positions import (
     RandomPositionsTransformer,
 )
 from rosetta.models.interface import EncoderDecoder
+from rosetta.nn import LayerSizes
 from rosetta.nn.init import xavier_linear_layers
 from rosetta.nn.linear_bias import LinearBiases
 
@@ -61,18 +62,7 @@ def build_transformer(
             return None
         return LinearBiases(layers, heads, both_ends)
 
-    def final_norm() -> nn.Module:
-        return nn.LayerNorm(d_model) if norm_first else nn.Identity()
-
-    layer_args = (
-        d_model,
-        heads,
-        d_ff,
-        dropout,
-        attention_dropout,
-        norm_first,
-        scheme.relative,
-    )
+    sizes = LayerSizes(d_model, heads, d_ff, dropout, attention_dropout, norm_first)
     src_embedding = embedding(src_vocab)
     tgt_embedding = src_embedding if share_embeddings else embedding(tgt_vocab)
     if scheme.decoder_sinusoids != scheme.encoder_sinusoids:  # same tokens
@@ -85,16 +75,19 @@ def build_transformer(
             tgt_embedding.token,
         )
     output_proj = nn.Linear(d_model, tgt_vocab, bias=False)
+    encoder_stack = [
+        TransformerEncoderLayer(sizes, scheme.relative) for _ in range(encoder_layers)
+    ]
     encoder = TransformerEncoder(
-        src_embedding,
-        [TransformerEncoderLayer(*layer_args) for _ in range(encoder_layers)],
-        final_norm(),
-        biases(encoder_layers),
+        src_embedding, encoder_stack, sizes.final_norm(), biases(encoder_layers)
     )
+    decoder_stack = [
+        TransformerDecoderLayer(sizes, scheme.relative) for _ in range(decoder_layers)
+    ]
     decoder = TransformerDecoder(
         tgt_embedding,
-        [TransformerDecoderLayer(*layer_args) for _ in range(decoder_layers)],
-        final_norm(),
+        decoder_stack,
+        sizes.final_norm(),
         biases(decoder_layers),
         biases(decoder_layers, both_ends=True),
     )

@@ -8,14 +8,8 @@ import torch
 from torch import nn
 
 from rosetta.families.transformer.kv_cache import KeyValue, KeyValueCache
-from rosetta.nn import (
-    MultiHeadAttention,
-    PositionwiseFeedForward,
-    ResidualNorm,
-    positional_encoding,
-)
+from rosetta.nn import LayerSizes, positional_encoding
 from rosetta.nn.dropout import Dropout
-from rosetta.nn.relative_attention import RelativeMultiHeadAttention
 
 
 class TransformerEmbedding(nn.Module):
@@ -70,34 +64,15 @@ class TransformerEmbedding(nn.Module):
         return self.dropout(x)
 
 
-def self_attention(
-    d_model: int, heads: int, dropout: float, relative: bool
-) -> MultiHeadAttention | RelativeMultiHeadAttention:
-    """Self-attention over absolute positions (added to the embeddings) or
-    scored by relative distance."""
-    if relative:
-        return RelativeMultiHeadAttention(d_model, heads, dropout)
-    return MultiHeadAttention(d_model, heads, dropout)
-
-
 class TransformerEncoderLayer(nn.Module):
-    """Self-attention then FFN, each wrapped in residual + LayerNorm."""
+    """Self-attention then FFN, each wrapped in residual + LayerNorm
+    (``relative``: self-attention scored by relative distance)."""
 
-    def __init__(
-        self,
-        d_model: int,
-        heads: int,
-        d_ff: int,
-        dropout: float = 0.1,
-        attention_dropout: float = 0.0,
-        norm_first: bool = False,
-        relative: bool = False,
-    ):
+    def __init__(self, sizes: LayerSizes, relative: bool = False):
         super().__init__()
-        self.self_attn = self_attention(d_model, heads, attention_dropout, relative)
-        self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout)
-        self.attn_res = ResidualNorm(d_model, dropout, norm_first)
-        self.ffn_res = ResidualNorm(d_model, dropout, norm_first)
+        self.self_attn = sizes.self_attention(relative)
+        self.ffn = sizes.feed_forward()
+        self.attn_res, self.ffn_res = sizes.residual(), sizes.residual()
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """x (n, S, d), mask (n, 1, 1, S) -> (n, S, d)."""
@@ -107,25 +82,16 @@ class TransformerEncoderLayer(nn.Module):
 
 
 class TransformerDecoderLayer(nn.Module):
-    """Masked self-attention, cross-attention over the memory, then FFN."""
+    """Masked self-attention, cross-attention over the memory, then FFN
+    (``relative``: self-attention scored by relative distance)."""
 
-    def __init__(
-        self,
-        d_model: int,
-        heads: int,
-        d_ff: int,
-        dropout: float = 0.1,
-        attention_dropout: float = 0.0,
-        norm_first: bool = False,
-        relative: bool = False,
-    ):
+    def __init__(self, sizes: LayerSizes, relative: bool = False):
         super().__init__()
-        self.self_attn = self_attention(d_model, heads, attention_dropout, relative)
-        self.cross_attn = MultiHeadAttention(d_model, heads, attention_dropout)
-        self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout)
-        self.self_res = ResidualNorm(d_model, dropout, norm_first)
-        self.cross_res = ResidualNorm(d_model, dropout, norm_first)
-        self.ffn_res = ResidualNorm(d_model, dropout, norm_first)
+        self.self_attn = sizes.self_attention(relative)
+        self.cross_attn = sizes.attention()
+        self.ffn = sizes.feed_forward()
+        self.self_res, self.cross_res = sizes.residual(), sizes.residual()
+        self.ffn_res = sizes.residual()
 
     def forward(
         self,

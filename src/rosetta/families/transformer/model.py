@@ -146,7 +146,7 @@ class TransformerDecoder(Decoder):
         if self_mask is not None:
             allowed = self_mask
         back = self_distances(new, total, device)
-        heads = self.layers[0].cross_attn.num_heads
+        heads = self.layers[0].cross_attn.heads
         across = cross_distances(state.length, new, state.src_mask[:, 0, 0], heads)
         if state.group > 1 and new > 1:  # queries of a sentence's beams, one run each
             across = across.repeat(1, 1, state.group, 1)

@@ -178,7 +178,7 @@ def pack_layer(layer: nn.Module, dtype: torch.dtype) -> PackedLayer:
         cross_norm=layer.cross_res.norm,
         ffn_norm=layer.ffn_res.norm,
         norm_first=layer.self_res.norm_first,
-        heads=self_attn.num_heads,
+        heads=self_attn.heads,
     )
 
 

@@ -138,7 +138,7 @@ def _transformer_spec(restored: Restored) -> Any:
 
     spec = transformer_spec.TransformerSpec.from_config(
         (len(encoder.layers), len(decoder.layers)),
-        encoder.layers[0].self_attn.num_heads,
+        encoder.layers[0].self_attn.heads,
         pre_norm=norm_first,
     )
     spec.config.decoder_start_token = BOS
