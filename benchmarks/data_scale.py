@@ -15,9 +15,12 @@ block repeated. For each size it measures, each in its own process:
   stored pairs into batches (``make_batches`` on the length arrays);
 - **first update**: seconds from starting ``rosetta train`` on the prepared
   folder to its first logged update, and each training process's private
-  memory (``Private_Clean + Private_Dirty`` of ``/proc/PID/smaps_rollup``,
-  the pages no other process shares; the largest sample while it trains),
-  with 1 and 2 processes (``--nproc``).
+  memory (``Private_Clean + Private_Dirty`` of ``/proc/PID/smaps``, the
+  pages no other process shares; the largest sample while it trains; in
+  brackets, how much of it is pages of the mapped token store, which a
+  second process shares),
+  with 1 and 2 processes (``--nproc``); the median of ``--repeats`` starts,
+  with the fastest and slowest.
 
     python benchmarks/data_scale.py --sizes 100000 1000000 4500000
     python benchmarks/data_scale.py --sizes 100000 1000000 --busy 2
@@ -29,6 +32,8 @@ import argparse
 import gzip
 import json
 import os
+import re
+import statistics
 import subprocess
 import sys
 import time
@@ -52,6 +57,7 @@ TINY_MODEL = [  # the data is measured, not the model: keep the update cheap
     "train.threads=1",
     "train.valid_bleu=false",
 ]
+MAPPING = re.compile(r"[0-9a-f]+-[0-9a-f]+ ")
 IN_MEMORY = """
 import sys, time
 from pathlib import Path
@@ -109,13 +115,25 @@ def run_measured(command: list[str]) -> tuple[float, float]:
     return seconds, usage.ru_maxrss / 2**20  # KiB -> GiB
 
 
-def private_bytes(pid: int) -> int:
+def private_kib(pid: int, run: Path) -> tuple[int, int]:
+    """KiB of ``pid``'s private pages (``Private_Clean + Private_Dirty``), and
+    how many of them are pages of ``run``'s mapped files (the token store):
+    page cache that two processes share and the kernel may drop, but that
+    a single process counts as its own."""
     try:
-        text = Path(f"/proc/{pid}/smaps_rollup").read_text()
+        text = Path(f"/proc/{pid}/smaps").read_text()
     except OSError:
-        return 0
-    fields = dict(line.split(":", 1) for line in text.splitlines()[1:])
-    return sum(int(fields[k].split()[0]) for k in ("Private_Clean", "Private_Dirty"))
+        return 0, 0
+    total = mapped = 0
+    in_run = False
+    for line in text.splitlines():
+        if MAPPING.match(line):  # a mapping's first line: addresses ... path
+            in_run = str(run) in line
+        elif line.startswith(("Private_Clean:", "Private_Dirty:")):
+            kib = int(line.split()[1])
+            total += kib
+            mapped += kib if in_run else 0
+    return total, mapped
 
 
 def children_of(pid: int) -> list[int]:
@@ -137,9 +155,12 @@ def trainers(root: int, nproc: int) -> list[int]:
     ]
 
 
-def first_update(run: Path, corpus: list[str], nproc: int) -> tuple[float, float]:
-    """Seconds to the first logged update, and the largest private GB of one
-    training process while it trains."""
+def first_update(
+    run: Path, corpus: list[str], nproc: int
+) -> tuple[float, float, float]:
+    """Seconds to the first logged update, the largest private GB of one
+    training process while it trains, and the GB of mapped store pages in
+    that sample."""
     command = [
         sys.executable, "-m", "rosetta", "train", str(CONFIG), "-o", str(run),
         "--nproc", str(nproc), "--set", "train.max_steps=30",
@@ -153,17 +174,18 @@ def first_update(run: Path, corpus: list[str], nproc: int) -> tuple[float, float
     process = subprocess.Popen(
         command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
-    seconds, peak = None, 0
+    seconds, peak = None, (0, 0)
     while process.poll() is None:
         if seconds is None and metrics.is_file() and metrics.stat().st_size:
             seconds = time.perf_counter() - began
-        peak = max([peak, *(private_bytes(p) for p in trainers(process.pid, nproc))])
+        samples = [private_kib(p, run) for p in trainers(process.pid, nproc)]
+        peak = max([peak, *samples])
         time.sleep(0.1)
     if process.returncode:
         raise SystemExit(
             process.stderr.read().decode()[-2000:] if process.stderr else ""
         )
-    return seconds or float("nan"), peak / 2**20
+    return seconds or float("nan"), peak[0] / 2**20, peak[1] / 2**20
 
 
 def epoch_batching_seconds(run: Path) -> float:
@@ -178,7 +200,9 @@ def epoch_batching_seconds(run: Path) -> float:
     return time.perf_counter() - began
 
 
-def measure(size: int, work: Path, nprocs: list[int], in_memory_max: int) -> dict:
+def measure(
+    size: int, work: Path, nprocs: list[int], in_memory_max: int, repeats: int
+) -> dict:
     corpus = build_corpus(work, size)
     run = work / f"run-{size}"
     if run.exists():
@@ -194,10 +218,16 @@ def measure(size: int, work: Path, nprocs: list[int], in_memory_max: int) -> dic
         )
     row["batching_s"] = epoch_batching_seconds(run)
     for nproc in nprocs:
-        for leftover in run.glob("checkpoint*"):
-            subprocess.run(["rm", "-rf", str(leftover)], check=True)
-        seconds, private = first_update(run, corpus, nproc)
-        row[f"first_update_s_{nproc}"], row[f"private_gb_{nproc}"] = seconds, private
+        runs = []
+        for _ in range(repeats):
+            for leftover in [*run.glob("checkpoint*"), run / "checkpoints.json"]:
+                subprocess.run(["rm", "-rf", str(leftover)], check=True)
+            runs.append(first_update(run, corpus, nproc))
+        seconds = [s for s, _, _ in runs]
+        row[f"first_update_s_{nproc}"] = statistics.median(seconds)
+        row[f"first_update_range_{nproc}"] = [min(seconds), max(seconds)]
+        _, private, mapped = max(runs, key=lambda run: run[1])
+        row[f"private_gb_{nproc}"], row[f"mapped_gb_{nproc}"] = private, mapped
     return row
 
 
@@ -205,18 +235,22 @@ def table(rows: list[dict], nprocs: list[int]) -> str:
     head = ["pairs", "in memory s", "in memory GB", "prepare s", "prepare GB"]
     head += ["epoch batching s"]
     for n in nprocs:
-        head += [f"first update s ({n} proc)", f"private GB/proc ({n} proc)"]
+        head += [
+            f"first update s ({n} proc)",
+            f"private GB/proc (store pages) ({n} proc)",
+        ]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in rows:
         cells = [f"{row['pairs']:,}"]
         for key, form in (("in_memory_s", ".1f"), ("in_memory_gb", ".2f")):
             cells.append(format(row[key], form) if key in row else "-")
         cells += [f"{row['prepare_s']:.1f}", f"{row['prepare_gb']:.2f}"]
-        cells += [f"{row['batching_s']:.1f}"]
+        cells += [f"{row['batching_s']:.2f}"]
         for n in nprocs:
+            low, high = row[f"first_update_range_{n}"]
             cells += [
-                f"{row[f'first_update_s_{n}']:.1f}",
-                f"{row[f'private_gb_{n}']:.2f}",
+                f"{row[f'first_update_s_{n}']:.1f} ({low:.1f}-{high:.1f})",
+                f"{row[f'private_gb_{n}']:.2f} ({row[f'mapped_gb_{n}']:.2f})",
             ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -248,13 +282,18 @@ def main() -> None:
     parser.add_argument(
         "--busy", type=int, default=0, help="CPU-bound processes running beside"
     )
+    parser.add_argument(
+        "--repeats", type=int, default=3, help="training starts per size (median)"
+    )
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     rows = []
     for size in args.sizes:
         build_corpus(args.work, size)  # not measured, never under load
         with competing_load(args.busy):
-            rows.append(measure(size, args.work, args.nproc, args.in_memory_max))
+            rows.append(
+                measure(size, args.work, args.nproc, args.in_memory_max, args.repeats)
+            )
         print(json.dumps(rows[-1]), flush=True)
     if args.busy:
         print(f"measured beside {args.busy} CPU-bound processes")

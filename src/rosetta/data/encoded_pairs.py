@@ -110,10 +110,9 @@ class EncodedPairs:
 def map_array(path: Path, dtype: np.dtype, random_access: bool = False) -> np.ndarray:
     """A whole raw array file, mapped read-only (an empty file: no pages).
 
-    ``random_access`` tells the kernel to read only the pages touched:
-    batches gather pairs from all over the token arrays, and reading ahead
-    around each would load (and keep mapped in the process) some thirty
-    times the pages a batch needs.
+    ``random_access`` tells the kernel not to read ahead: batches gather
+    pairs from all over the token arrays, and reading ahead around each
+    would read from disk many times the bytes a batch needs.
     """
     if path.stat().st_size == 0:
         return np.zeros(0, dtype=dtype)
