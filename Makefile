@@ -16,11 +16,15 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml
+	@echo "setup: a virtual environment in $(VENV) (a few minutes the first time)"
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
+	@echo "setup: PyTorch, CPU build ($(TORCH))"
 	$(BIN)/pip install --quiet "$(TORCH)"
-	$(BIN)/pip install --quiet -e ".[dev,ct2,hf]"
+	@echo "setup: Rosetta and its dependencies"
+	$(BIN)/pip install --quiet -e ".[dev,ct2,hf,tensorboard]"
 	touch $(STAMP)
+	@echo "setup: done"
 
 browser:
 	command -v chromium >/dev/null || { $(SUDO) apt-get update -qq && \

@@ -106,6 +106,19 @@ def test_bad_input_is_one_clear_line_without_traceback(tmp_path):
     assert result.returncode == 2 and "no such model" in result.stderr
 
 
+def test_a_mistyped_command_or_choice_gets_the_closest_one(capsys):
+    from rosetta.cli import main
+
+    assert main(["transalte"]) == 2
+    assert capsys.readouterr().err == (
+        "rosetta: error: unknown command 'transalte': did you mean 'translate'?\n"
+    )
+    assert main(["translate", "-m", "run", "--format", "jsnl"]) == 2
+    assert "unknown --format 'jsnl': did you mean 'jsonl'?" in capsys.readouterr().err
+    assert main(["translate", "-m", "run", "--format", "xml"]) == 2
+    assert "choose one of text, jsonl" in capsys.readouterr().err
+
+
 def parser_options(parser, path=("rosetta",)):
     """Every option of every (sub-)command, with the command's path."""
     import argparse
@@ -137,3 +150,15 @@ def test_version():
     )
     assert found.returncode == 0
     assert found.stdout.strip() == f"rosetta {version('rosetta')}"
+
+
+def test_the_version_and_the_package_do_not_wait_for_pytorch():
+    """``rosetta --version`` answers at once: nothing imports torch for it."""
+    script = (
+        "import sys, rosetta, rosetta.cli\n"
+        "assert rosetta.cli.main(['--version']) == 0\n"
+        "assert 'torch' not in sys.modules, 'torch was imported'\n"
+        "assert rosetta.SearchOptions().beam_size == 1  # imported when used\n"
+    )
+    found = subprocess.run([sys.executable, "-c", script], capture_output=True)
+    assert found.returncode == 0, found.stderr.decode()

@@ -125,3 +125,13 @@ def test_learning_curves_of_a_short_run_without_validation_say_so(tmp_path):
     svg = plot_learning_curves(log, tmp_path / "curves.svg").read_text()
     assert "no validation BLEU in this run" in svg
     assert "10^{-4}" in svg or "1e−4" in svg or "1e\u22124" in svg
+
+
+def test_learning_curves_of_a_run_shorter_than_its_log_interval_say_so(tmp_path):
+    """Only a validation record: no empty line, no empty legend entry, and
+    the empty panels say why."""
+    log = tmp_path / "metrics.jsonl"
+    log.write_text('{"kind": "valid", "step": 5, "loss": 7.5, "bleu": null}\n')
+    svg = plot_learning_curves(log, tmp_path / "curves.svg").read_text()
+    assert svg.count("a run shorter than train.log_every") == 2
+    assert "<!-- train -->" not in svg and "<!-- validation -->" in svg

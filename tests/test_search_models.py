@@ -235,7 +235,9 @@ def test_cli_refuses_bad_search_options(trained):
         stdin="alpha\n",
     )
     assert done.returncode == 2
+    assert done.stderr.count(b"translate") == 1  # the command, named once
     assert b"nbest (3) must be between 1 and the beam size (2)" in done.stderr
+    assert b"set --beam to at least 3" in done.stderr
     assert b"Traceback" not in done.stderr
 
 

@@ -276,3 +276,11 @@ def test_a_nats_preparation_aligns_and_training_only_maps(tmp_path, monkeypatch)
     assert len(again.pairs.train) == len(prepared.pairs.train)
     sizes = [len(again.train_fertilities[i]) for i in range(len(again.pairs.train))]
     assert sizes == again.pairs.train.src_lengths.tolist()
+
+
+def test_a_vocabulary_smaller_than_asked_is_said(tmp_path):
+    config, _ = toy_config(tmp_path, "tokenizer.vocab_size=5000")
+    said: list[str] = []
+    prepare_data(config, tmp_path / "run", said.append)
+    assert any("counting words (at most 5,000, separate)" in line for line in said)
+    assert any("fewer than tokenizer.vocab_size (5,000)" in line for line in said)

@@ -2,15 +2,38 @@
 (and the language models it grows from).
 
 ``rosetta.load(path)`` gives a trained model ready to use (``rosetta.loading``).
+
+The names below are imported when first used, so that ``import rosetta``
+(and the command line's ``--version`` and ``--help``) do not wait for PyTorch.
 """
 
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from rosetta.errors import RosettaError
-from rosetta.families.language_model.inference import LanguageModel
-from rosetta.families.nat.translator import NATTranslator
-from rosetta.inference.text_translator import TextTranslator, Translation
-from rosetta.inference.translator import Translator
-from rosetta.loading import load, load_language_model, load_translator
-from rosetta.search.options import SearchOptions
+
+if TYPE_CHECKING:
+    from rosetta.families.language_model.inference import LanguageModel
+    from rosetta.families.nat.translator import NATTranslator
+    from rosetta.inference.text_translator import TextTranslator, Translation
+    from rosetta.inference.translator import Translator
+    from rosetta.loading import load, load_language_model, load_translator
+    from rosetta.search.options import SearchOptions
+
+# each public name and the module that defines it
+WHERE = {
+    "LanguageModel": "rosetta.families.language_model.inference",
+    "NATTranslator": "rosetta.families.nat.translator",
+    "SearchOptions": "rosetta.search.options",
+    "TextTranslator": "rosetta.inference.text_translator",
+    "Translation": "rosetta.inference.text_translator",
+    "Translator": "rosetta.inference.translator",
+    "load": "rosetta.loading",
+    "load_language_model": "rosetta.loading",
+    "load_translator": "rosetta.loading",
+}
 
 __version__ = "0.1.0"
 __all__ = [
@@ -26,3 +49,9 @@ __all__ = [
     "load_language_model",
     "load_translator",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in WHERE:
+        raise AttributeError(f"module 'rosetta' has no attribute {name!r}")
+    return getattr(import_module(WHERE[name]), name)

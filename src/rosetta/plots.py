@@ -176,6 +176,11 @@ def read_metrics(path: Path) -> list[dict]:
     return records
 
 
+def say(axes: Axes, message: str) -> None:
+    """``message`` in the middle of an empty panel."""
+    axes.text(0.5, 0.5, message, ha="center", va="center", transform=axes.transAxes)
+
+
 def plot_learning_curves(run_dir: Path, path: Path) -> Path:
     """Loss, validation BLEU and learning rate against steps, from a run's log."""
     log = Path(run_dir)
@@ -188,7 +193,8 @@ def plot_learning_curves(run_dir: Path, path: Path) -> Path:
     few = len(train) < 30  # a short run: show each point, not a bare line
     marker = "." if few else None
     steps = [r["step"] for r in train]
-    loss.plot(steps, [r["loss"] for r in train], marker=marker, label="train")
+    if train:
+        loss.plot(steps, [r["loss"] for r in train], marker=marker, label="train")
     if valid:
         loss.plot(
             [r["step"] for r in valid],
@@ -197,17 +203,21 @@ def plot_learning_curves(run_dir: Path, path: Path) -> Path:
             label="validation",
         )
     loss.set_title("label-smoothed cross-entropy")
-    loss.legend()
+    if train or valid:
+        loss.legend()
     scored = [r for r in valid if r.get("bleu") is not None]
     if scored:
         scores = [r["bleu"] for r in scored]
         bleu.plot([r["step"] for r in scored], scores, marker="o")
         bleu.set_ylim(0, max(5.0, 1.1 * max(scores)))  # BLEU is never negative
     else:
-        message = "no validation BLEU in this run"
-        bleu.text(0.5, 0.5, message, ha="center", va="center", transform=bleu.transAxes)
+        say(bleu, "no validation BLEU in this run")
     bleu.set_title("validation BLEU")
-    rate.plot(steps, [r["lr"] for r in train], marker=marker)
+    if train:
+        rate.plot(steps, [r["lr"] for r in train], marker=marker)
+    else:  # the run ended before its first log interval
+        for axis in (loss, rate):
+            say(axis, "no training record\n(a run shorter than train.log_every)")
     rate.ticklabel_format(axis="y", style="sci", scilimits=(-2, 3))
     rate.set_title("learning rate")
     for axis in (loss, bleu, rate):

@@ -8,24 +8,14 @@ calls it.
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
+import re
 import sys
 import warnings
 from importlib.metadata import version
 from typing import NoReturn
 
-from rosetta.cli import (
-    average,
-    distill,
-    evaluate,
-    export,
-    language_model,
-    plot,
-    serve,
-    task,
-    train,
-    translate,
-)
 from rosetta.errors import RosettaError
 
 
@@ -48,9 +38,33 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
-        """A usage error in one line, with where to read more (argparse
-        would print the whole usage first)."""
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        """A usage error in one line, with a suggestion for a mistyped
+        command or choice and where to read more (argparse would print the
+        whole usage first)."""
+        self.exit(2, f"{self.prog}: error: {with_suggestion(message, self.prog)}\n")
+
+
+INVALID_CHOICE = re.compile(
+    r"argument (?P<what>\S+): invalid choice: '(?P<given>[^']*)' "
+    r"\(choose from (?P<choices>.*)\)"
+)
+
+
+def with_suggestion(message: str, prog: str) -> str:
+    """argparse's message for an unknown choice, shortened, with the closest
+    choice; other messages with where to read more."""
+    found = INVALID_CHOICE.fullmatch(message)
+    if found is None:
+        return f"{message} (see {prog} --help)"
+    choices = re.findall(r"'([^']*)'", found["choices"])
+    what = "command" if found["what"] == "verb" else found["what"]
+    close = difflib.get_close_matches(found["given"], choices, n=1)
+    hint = (
+        f"did you mean {close[0]!r}?"
+        if close
+        else "choose one of " + ", ".join(choices)
+    )
+    return f"unknown {what} {found['given']!r}: {hint}"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -61,6 +75,20 @@ def build_parser() -> argparse.ArgumentParser:
         "--version", action="version", version=f"rosetta {version('rosetta')}"
     )
     verbs = parser.add_subparsers(dest="verb", required=True)
+    # the verbs import PyTorch: not before a command needs them
+    from rosetta.cli import (
+        average,
+        distill,
+        evaluate,
+        export,
+        language_model,
+        plot,
+        serve,
+        task,
+        train,
+        translate,
+    )
+
     train.add_parsers(verbs)
     for verb in (translate, distill, evaluate, average, export, serve, plot):
         verb.add_parser(verbs)
@@ -70,6 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if (sys.argv[1:] if argv is None else argv) == ["--version"]:
+        print(f"rosetta {version('rosetta')}")  # without importing the verbs
+        return 0
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as stop:  # a usage error (2), or --help and --version (0)

@@ -23,7 +23,13 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
         "average", help="average the weights of a run's last checkpoints"
     )
     average.add_argument("-m", "--model", required=True, help="run folder")
-    number_flag(average, "--last", Count, "how many checkpoints (default 5)", default=5)
+    number_flag(
+        average,
+        "--last",
+        Count,
+        "how many of the newest checkpoints (default: every one the run keeps, "
+        "train.keep_last)",
+    )
     average.add_argument(
         "-o", "--output", required=True, help="checkpoint folder to write"
     )

@@ -48,12 +48,11 @@ def read_input_lines(paths: list[str]) -> list[str]:
     return [line for path in paths for _, line in read_lines(Path(path))]
 
 
-def search_options(
-    args: argparse.Namespace, command: str, **extra: object
-) -> SearchOptions:
+def search_options(args: argparse.Namespace, **extra: object) -> SearchOptions:
     """The ``SearchOptions`` of the search flags (``add_search_flags``) and
     ``extra``; a flag not given keeps the options' default. A bad value is a
-    ``RosettaError`` naming the command, before any work."""
+    ``RosettaError`` (which the command line prefixes with the command),
+    before any work."""
     given = {
         field.name: getattr(args, field.name)
         for field in fields(SearchOptions)
@@ -62,7 +61,8 @@ def search_options(
     try:
         return SearchOptions(**(given | extra))
     except ValueError as error:
-        raise RosettaError(f"{command}: {error}") from None
+        # the options' field names, as the command line spells them
+        raise RosettaError(str(error).replace("beam_size", "--beam")) from None
 
 
 def add_search_flags(

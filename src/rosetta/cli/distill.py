@@ -42,7 +42,7 @@ def teacher_identity(model: Path) -> str:
 
 
 def cmd_distill(args: argparse.Namespace) -> None:
-    options = search_options(args, "distill")
+    options = search_options(args)
     if args.beam_size is None and not options.sample:
         options = replace(options, beam_size=DISTILL_BEAM)
     src, model = Path(args.src), Path(args.model)
@@ -54,7 +54,7 @@ def cmd_distill(args: argparse.Namespace) -> None:
     try:
         check_workers(args.workers, options, translator.device)
     except ValueError as error:
-        raise RosettaError(f"distill: {error}") from None
+        raise RosettaError(str(error)) from None
     what = {  # a resumed run must continue with the same of each
         "teacher": str(model.resolve()),
         "teacher_sha256": teacher_identity(model),

@@ -22,7 +22,7 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
         if not args.src:
             raise RosettaError("--model needs --src, the sentences to translate")
         translator = load_translator(args)
-        options = search_options(args, "evaluate")
+        options = search_options(args)
         hypotheses = translator.translate(read_input_lines([args.src]), options)
     elif args.hyp:
         hypotheses = read_input_lines([args.hyp])

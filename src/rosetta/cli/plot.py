@@ -27,7 +27,7 @@ def cmd_plot(args: argparse.Namespace) -> None:
     )
     if args.figure == "attention":
         translator = load_translator(args)
-        options = search_options(args, "plot attention", need_attention=True)
+        options = search_options(args, need_attention=True)
         [found] = translator.translate_nbest([args.sentence], options)
         if not found:
             raise RosettaError("plot attention: the sentence is blank")

@@ -35,11 +35,11 @@ def cmd_translate(args: argparse.Namespace) -> None:
             raise RosettaError(f"{path}: file not found")
     translator = load_translator(args)
     lines = read_input_lines(args.input)
-    options = search_options(args, "translate", need_attention=args.attention)
+    options = search_options(args, need_attention=args.attention)
     try:
         check_workers(args.workers, options, translator.device)
     except ValueError as error:
-        raise RosettaError(f"translate: {error}") from None
+        raise RosettaError(str(error)) from None
     results = translator.translate_nbest(
         lines, options, batch_size=args.batch_size, workers=args.workers
     )

@@ -18,13 +18,15 @@ from rosetta.runs import checkpoint as ckpt
 from rosetta.runtime.outputs import claim_folder
 
 
-def last_checkpoints(run_dir: Path, count: int) -> list[Path]:
-    """The ``count`` newest checkpoints the run keeps, oldest first."""
-    if count < 1:
+def last_checkpoints(run_dir: Path, count: int | None = None) -> list[Path]:
+    """The ``count`` newest checkpoints the run keeps (None: all it keeps),
+    oldest first."""
+    if count is not None and count < 1:
         raise RosettaError(f"--last {count}: average at least one checkpoint")
     names = ckpt.read_index(run_dir)["checkpoints"]
     if not names:
         raise RosettaError(f"{run_dir}: a run folder with checkpoints expected")
+    count = len(names) if count is None else count
     if len(names) < count:
         raise RosettaError(
             f"{run_dir} keeps {len(names)} checkpoint(s), not {count}: train with "
@@ -60,10 +62,11 @@ def is_average(folder: Path) -> bool:
 
 
 def average_run(
-    run_dir: Path, count: int, output: Path, overwrite: bool = False
+    run_dir: Path, count: int | None, output: Path, overwrite: bool = False
 ) -> list[Path]:
-    """Write the average of ``run_dir``'s last ``count`` checkpoints to the
-    checkpoint folder ``output``; returns the checkpoints averaged.
+    """Write the average of ``run_dir``'s last ``count`` checkpoints (None:
+    all it keeps) to the checkpoint folder ``output``; returns the
+    checkpoints averaged.
 
     ``output`` may not exist, or (with ``overwrite``) must be an earlier
     average: never the run, one of its checkpoints or a folder holding them."""

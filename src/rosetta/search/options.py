@@ -63,7 +63,7 @@ class SearchOptions:
         if not 1 <= self.nbest <= self.beam_size:
             raise ValueError(
                 f"nbest ({self.nbest}) must be between 1 and the beam size "
-                f"({self.beam_size})"
+                f"({self.beam_size}): set beam_size to at least {self.nbest}"
             )
         length_penalty(torch.tensor(1), self.alpha, self.penalty)
         if self.sample:

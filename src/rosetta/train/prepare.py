@@ -102,15 +102,23 @@ def load_or_train_tokenizers(
         log(f"tokenizers: loaded from {path}")
         return TokenizerPair.from_dict(state["tokenizers"])
     tok = config.tokenizer
+    layout = "joint" if tok.joint else "separate"
     if tok.kind == "char":
         log("tokenizers: collecting the characters")
+    elif tok.kind == "word":
+        log(f"tokenizers: counting words (at most {tok.vocab_size:,}, {layout})")
     else:
-        layout = "joint" if tok.joint else "separate"
         log(
             f"tokenizers: training {tok.kind} "
-            f"({tok.model_type}, {tok.vocab_size}, {layout})"
+            f"({tok.model_type}, {tok.vocab_size:,}, {layout})"
         )
     tokenizers = train()
+    smallest = min(len(tokenizers.src), len(tokenizers.tgt))
+    if tok.kind != "char" and smallest < tok.vocab_size:
+        log(
+            f"tokenizers: {smallest:,} entries, fewer than tokenizer.vocab_size "
+            f"({tok.vocab_size:,}): the corpus offers no more worth adding"
+        )
     run_dir.mkdir(parents=True, exist_ok=True)
     write_json_atomic(
         path,
