@@ -66,14 +66,14 @@ def install(point: str, marker: Path) -> None:
 
         trainer_module.Trainer.train_step = train_step
     elif kind == "validation":
-        original_bleu = task_module.validation_bleu
+        original_scores = task_module.decoded_scores
 
-        def validation_bleu(*args, **kwargs):
+        def decoded_scores(*args, **kwargs):
             if nth():
                 freeze(marker)
-            return original_bleu(*args, **kwargs)
+            return original_scores(*args, **kwargs)
 
-        task_module.validation_bleu = validation_bleu
+        task_module.decoded_scores = decoded_scores
     elif kind == "write":
         original_save_file = ckpt.save_file
 

@@ -31,3 +31,23 @@ def test_no_citations_of_unpublished_notes():
 
 def test_the_readme_stays_a_readme():
     assert len((ROOT / "README.md").read_text(encoding="utf-8").splitlines()) <= 300
+
+
+def test_the_site_reads_from_the_file_system_and_docstrings_have_one_style():
+    """Plain ``page.html`` links (a folder link shows a directory listing on
+    ``file://``), and the docstrings' sections (``Args:``, ``Returns:``)
+    rendered as the Google style they are written in."""
+    import yaml
+
+    settings = yaml.safe_load(
+        (ROOT / "mkdocs.yml").read_text(encoding="utf-8").replace("!!python", "#")
+    )
+    assert settings["use_directory_urls"] is False
+    handler = settings["plugins"][1]["mkdocstrings"]["handlers"]["python"]
+    assert handler["options"]["docstring_style"] == "google"
+    other_styles = re.compile(r"^\s*(:param |:returns?:|Parameters\n\s*-{4,})", re.M)
+    assert [
+        str(path.relative_to(ROOT))
+        for path in sorted((ROOT / "src").rglob("*.py"))
+        if other_styles.search(path.read_text(encoding="utf-8"))
+    ] == []

@@ -147,49 +147,41 @@ def test_accuracy_counts_whole_outputs_and_positions_over_the_longer():
 
 
 @pytest.mark.slow
-def test_a_tiny_transformer_trained_on_the_written_files_learns_to_copy(tmp_path):
-    """The files go through the ordinary training run and translator; a model
-    that cannot attend or decode cannot copy 8 random symbols exactly."""
-    import yaml
-
+def test_the_written_config_trains_and_validates_by_exact_accuracy(tmp_path):
+    """``rosetta task`` writes a config that trains as it is (made smaller
+    here); validation reports exact-sequence accuracy, which picks the best
+    checkpoint, and a model that cannot attend or decode cannot copy 8
+    random symbols exactly."""
     from rosetta.config.reading import load_config
     from rosetta.data.synthetic import accuracy
     from rosetta.train.run import run_training
 
     # From length 2: the ten sources of length 1 all go to the test and
     # validation sets, so training would never see that length.
-    spec = TaskSpec("copy", lengths=(2, 8), count=3000, valid=50, test=100, bands=())
-    write_task(spec, tmp_path / "data")
-
-    def files(name):
-        return {"src": f"data/{name}.src", "tgt": f"data/{name}.tgt"}
-
-    config = {
-        "data": {"train": files("train"), "valid": files("valid")},
-        "tokenizer": {"kind": "word", "joint": True},
-        "model": {
-            "encoder_layers": 1,
-            "decoder_layers": 1,
-            "d_model": 64,
-            "heads": 4,
-            "d_ff": 128,
-            "dropout": 0.0,
-            "norm": "pre",
-            "max_positions": 32,
-        },
-        "train": {
-            "batch_tokens": 1000,
-            "lr": 3e-3,
-            "warmup_steps": 40,
-            "label_smoothing": 0.0,
-            "max_epochs": None,
-            "max_steps": 300,
-            "validate_every": 300,
-            "threads": 2,
-        },
+    flags = ["--lengths", "2-8", "--count", "3000", "--valid", "50", "--test", "100"]
+    assert main(["task", "copy", "-o", str(tmp_path / "data"), *flags, "--bands"]) == 0
+    smaller = {
+        "model.encoder_layers": 1,
+        "model.decoder_layers": 1,
+        "model.d_model": 64,
+        "model.d_ff": 128,
+        "train.batch_tokens": 1000,
+        "train.lr": 3e-3,
+        "train.warmup_steps": 40,
+        "train.max_steps": 300,
+        "train.validate_every": 300,
+        "train.threads": 2,
     }
-    (tmp_path / "copy.yaml").write_text(yaml.safe_dump(config))
-    run_training(load_config(tmp_path / "copy.yaml"), tmp_path / "run")
+    overrides = [f"{key}={value}" for key, value in smaller.items()]
+    config = load_config(tmp_path / "data" / "config.yaml", overrides)
+    run_training(config, tmp_path / "run")
+    records = (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
+    valid = [json.loads(r) for r in records if '"valid"' in r][-1]
+    assert "bleu" not in valid and valid["exact"] >= 90.0, valid
+    assert (
+        json.loads((tmp_path / "run" / "checkpoints.json").read_text())["metric"]
+        == "exact"
+    )
     pairs = read_corpus(
         CorpusFiles(src=tmp_path / "data/test.src", tgt=tmp_path / "data/test.tgt")
     )

@@ -187,10 +187,16 @@ class EncoderDecoderSection(ModelSection):
 
 
 class EarlyStopping(Section):
-    metric: Literal["bleu", "loss"] = Field(
-        "bleu", description="validation metric that picks the best checkpoint"
+    metric: Literal["bleu", "exact", "loss"] = Field(
+        "bleu",
+        description="validation metric that picks the best checkpoint (exact: "
+        "exact-sequence accuracy, with train.valid_exact)",
     )
     patience: int | None = Field(None, gt=0, description="validations without gain")
+
+
+# the learning-rate decays that end at the run's last step (train.max_steps)
+TO_A_FLOOR = ("cosine", "linear")
 
 
 class TrainConfig(Section):
@@ -207,9 +213,14 @@ class TrainConfig(Section):
     warmup_steps: int = Field(
         1000, ge=0, description="updates of linear warm-up from 0 to lr"
     )
-    decay: Literal["inverse_sqrt", "constant"] = Field(
+    decay: Literal["inverse_sqrt", "constant", "cosine", "linear"] = Field(
         "inverse_sqrt",
-        description="after warm-up: lr·sqrt(warmup/step), or constant lr",
+        description="after warm-up: lr·sqrt(warmup/step), constant lr, or a "
+        "cosine or straight line from lr down to min_lr at max_steps (a run "
+        "of known length)",
+    )
+    min_lr: float = Field(
+        0.0, ge=0.0, description="cosine and linear decay: the rate at max_steps"
     )
     betas: tuple[float, float] = Field(
         (0.9, 0.98), description="Adam's moving-average rates β1, β2"
@@ -233,11 +244,21 @@ class TrainConfig(Section):
     valid_bleu: bool = Field(
         True, description="decode the validation set for BLEU (else loss only)"
     )
+    valid_exact: bool = Field(
+        False,
+        description="decode the validation set for exact-sequence accuracy (%), "
+        "the synthetic tasks' score",
+    )
     early_stopping: EarlyStopping = Field(
         EarlyStopping(), description="which metric is best, and patience"
     )
     keep_last: int = Field(2, gt=0, description="checkpoints kept besides the best one")
     log_every: int = Field(50, gt=0, description="updates between log lines")
+    tensorboard: bool = Field(
+        True,
+        description="also write every log record as TensorBoard scalars "
+        "(tensorboard/), where the tensorboard package is installed",
+    )
     threads: int | None = Field(
         None, gt=0, description="CPU threads; null: PyTorch's default"
     )
@@ -255,6 +276,23 @@ class TrainConfig(Section):
         description="bf16 / fp16: bfloat16 / float16 matrix products, fp16 with "
         "loss scaling (see rosetta.runtime.precision)",
     )
+
+    @model_validator(mode="after")
+    def _decay_to_a_known_end(self) -> TrainConfig:
+        if self.decay in TO_A_FLOOR and self.max_steps is None:
+            raise ValueError(
+                f"decay {self.decay} ends at train.max_steps: set it (the run's "
+                "length in updates)"
+            )
+        return self
+
+    @field_validator("min_lr")
+    @classmethod
+    def _floor_below_the_peak(cls, min_lr: float, info: ValidationInfo) -> float:
+        lr = info.data.get("lr")
+        if lr is not None and min_lr > lr:
+            raise ValueError(f"{min_lr} is above lr ({lr})")
+        return min_lr
 
 
 class DecodeConfig(Section):

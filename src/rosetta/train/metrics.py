@@ -1,5 +1,5 @@
-"""What training writes as it goes: ``metrics.jsonl`` and the loss and
-throughput of the steps since the last report."""
+"""What training writes as it goes: ``metrics.jsonl`` (and TensorBoard
+events), and the loss and throughput of the steps since the last report."""
 
 from __future__ import annotations
 
@@ -10,26 +10,49 @@ from pathlib import Path
 from typing import Any
 
 from rosetta.runtime.outputs import write_text_atomic
+from rosetta.train.tensorboard import (
+    TENSORBOARD_DIR,
+    TensorBoardEvents,
+    tensorboard_installed,
+)
+
+METRICS_FILE = "metrics.jsonl"
 
 
 class MetricsLog:
     """``metrics.jsonl``: one JSON record per line, each with its kind
-    (``train``, ``valid``) and the step it was made at."""
+    (``train``, ``valid``) and the step it was made at; ``events``, if any,
+    receive every record too (TensorBoard)."""
 
-    def __init__(self, path: Path):
-        self.path = path
+    def __init__(self, path: Path, events: TensorBoardEvents | None = None):
+        self.path, self.events = path, events
+
+    @classmethod
+    def for_run(cls, run_dir: Path, tensorboard: bool) -> MetricsLog:
+        """The run's log, with TensorBoard events where asked and installed."""
+        wanted = tensorboard and tensorboard_installed()
+        events = TensorBoardEvents(run_dir / TENSORBOARD_DIR) if wanted else None
+        return cls(run_dir / METRICS_FILE, events)
 
     def append(self, kind: str, step: int, **values: Any) -> None:
         with open(self.path, "a", encoding="utf-8") as handle:
             handle.write(json.dumps({"kind": kind, "step": step, **values}) + "\n")
+        if self.events is not None:
+            self.events.add(kind, step, values)
 
     def forget_after(self, step: int) -> None:
         """Drop the records made after ``step`` (a resumed run makes them again)."""
+        if self.events is not None:
+            self.events.forget_after(step)
         if not self.path.is_file():
             return
         lines = self.path.read_text(encoding="utf-8").splitlines()
         kept = [line for line in lines if _step(line) <= step]
         write_text_atomic(self.path, "".join(line + "\n" for line in kept))
+
+    def close(self) -> None:
+        if self.events is not None:
+            self.events.close()
 
 
 def _step(line: str) -> float:

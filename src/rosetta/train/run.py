@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,8 +19,10 @@ from rosetta.runs.checkpoint import INDEX_FILE, read_index
 from rosetta.runtime.devices import pick_device
 from rosetta.train import distributed
 from rosetta.train.distributed import SINGLE_PROCESS, Group, local_device
+from rosetta.train.metrics import METRICS_FILE
 from rosetta.train.prepare import TOKENIZER_FILE
 from rosetta.train.task import Task
+from rosetta.train.tensorboard import TENSORBOARD_DIR
 from rosetta.train.trainer import Trainer, TrainerState
 
 
@@ -41,7 +44,8 @@ def configure_torch(config: Config) -> None:
 EARLY_RUN_FILES = {
     TOKENIZER_FILE,
     STORE_DIR,
-    "metrics.jsonl",
+    METRICS_FILE,
+    TENSORBOARD_DIR,
     ALIGNMENTS_FILE,
     FERTILITY_DIR,
 }
@@ -128,7 +132,8 @@ def _train(
             )
         run_dir.mkdir(parents=True, exist_ok=True)
         if not resume:  # no checkpoint exists: any log here is from a run that died
-            (run_dir / "metrics.jsonl").unlink(missing_ok=True)
+            (run_dir / METRICS_FILE).unlink(missing_ok=True)
+            shutil.rmtree(run_dir / TENSORBOARD_DIR, ignore_errors=True)
     configure_torch(config)
     model, task = make_task(config, run_dir, device, group)
     if group.is_main:

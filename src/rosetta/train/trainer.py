@@ -75,7 +75,7 @@ class Trainer:
         )
         self.state = TrainerState()
         self.bad_steps_in_a_row = 0
-        self.metrics = MetricsLog(run_dir / "metrics.jsonl")
+        self.metrics = MetricsLog.for_run(run_dir, self.cfg.tensorboard)
 
     # ---- logging -----------------------------------------------------------
     @property
@@ -176,8 +176,14 @@ class Trainer:
     def train_step(self, group: list[Any]) -> tuple[float, int] | None:
         """One update from the batches ``group`` (this process runs its share):
         (mean loss per target token, target tokens), or None if skipped."""
+        cfg = self.cfg
         lr = learning_rate(
-            self.state.step + 1, self.cfg.lr, self.cfg.warmup_steps, self.cfg.decay
+            self.state.step + 1,
+            cfg.lr,
+            cfg.warmup_steps,
+            cfg.decay,
+            cfg.max_steps,
+            cfg.min_lr,
         )
         share = self.task.share(group, self.group.rank, self.group.world_size)
         loss, tokens, not_finite = self.updater.step(share, lr)
@@ -216,7 +222,7 @@ class Trainer:
         """Track the best score; True if early stopping says stop."""
         stopping = self.cfg.early_stopping
         metric = self.best_metric
-        score = result[metric] if metric == "bleu" else -result[metric]
+        score = -result[metric] if metric == "loss" else result[metric]
         state = self.state
         if state.best_score is None or score > state.best_score:
             state.best_score, state.best_step = score, state.step
@@ -338,4 +344,5 @@ class Trainer:
             f"done: {state.step} steps, {state.epoch} epochs, "
             f"{state.elapsed_seconds / 60:.1f} min of training; {best}"
         )
+        self.metrics.close()
         return state

@@ -22,7 +22,7 @@ from rosetta.models.trained import Trained
 from rosetta.runtime.precision import autocast
 from rosetta.train.loss import projected_label_smoothed_cross_entropy
 from rosetta.train.prepare import PreparedData
-from rosetta.train.validation import validation_bleu, validation_loss
+from rosetta.train.validation import decoded_scores, validation_loss
 
 if TYPE_CHECKING:
     from rosetta.config.schema import Config
@@ -65,7 +65,8 @@ class TranslationTask:
     def best_metric(self) -> str:
         """What picks the best checkpoint: BLEU when it is computed, else loss."""
         metric = self.cfg.early_stopping.metric
-        return metric if metric == "loss" or self.cfg.valid_bleu else "loss"
+        decoded = {"bleu": self.cfg.valid_bleu, "exact": self.cfg.valid_exact}
+        return metric if decoded.get(metric, True) else "loss"
 
     def epoch_batches(self, epoch: int) -> list[np.ndarray]:
         """Epoch ``epoch``'s batches (example indices) in a seeded order."""
@@ -118,11 +119,18 @@ class TranslationTask:
                 self.cfg.label_smoothing,
                 self.device,
             )
-        if self.cfg.valid_bleu:
-            trained = Trained(self.model, self.tokenizers, self.config, self.device)
-            translator = self.translator(trained, self.cfg.precision)
-            result["bleu"] = validation_bleu(translator, self.valid_pairs)
-        return result
+        return result | self.decoded_scores()
+
+    def decoded_scores(self) -> dict[str, float]:
+        """BLEU and exact-sequence accuracy of the validation set decoded by
+        the family's translator, as ``valid_bleu`` and ``valid_exact`` ask."""
+        if not (self.cfg.valid_bleu or self.cfg.valid_exact):
+            return {}
+        trained = Trained(self.model, self.tokenizers, self.config, self.device)
+        translator = self.translator(trained, self.cfg.precision)
+        return decoded_scores(
+            translator, self.valid_pairs, self.cfg.valid_bleu, self.cfg.valid_exact
+        )
 
     def state_tensors(self) -> dict[str, torch.Tensor]:
         """Nothing but the data position is carried between updates."""

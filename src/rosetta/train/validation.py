@@ -1,4 +1,5 @@
-"""Validation during training: loss and perplexity, and BLEU of greedy output."""
+"""Validation during training: loss and perplexity, and BLEU or
+exact-sequence accuracy of greedy output."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import torch
 
 from rosetta.data.batching import collate, make_batches
 from rosetta.data.encoded_pairs import EncodedPairs
+from rosetta.data.synthetic import accuracy
 from rosetta.data.vocab import PAD_ID
 from rosetta.evaluate.corpus import sacrebleu_score
 from rosetta.inference.text_translator import TextTranslator
@@ -43,8 +45,23 @@ def validation_loss(
     return {"loss": loss_sum / count, "ppl": math.exp(min(nll_sum / count, 50.0))}
 
 
-def validation_bleu(translator: TextTranslator, pairs: list[tuple[str, str]]) -> float:
-    """sacreBLEU of ``translator``'s translations (its default search: greedy)
-    of the validation sources."""
+def decoded_scores(
+    translator: TextTranslator,
+    pairs: list[tuple[str, str]],
+    bleu: bool = True,
+    exact: bool = False,
+) -> dict[str, float]:
+    """Scores of ``translator``'s translations (its default search: greedy)
+    of the validation sources: sacreBLEU (``bleu``), and the share of outputs
+    equal to their reference token for token (``exact``, in %), as the
+    synthetic tasks are scored. Decodes only if a score is asked for."""
+    if not (bleu or exact):
+        return {}
     hypotheses = translator.translate([source for source, _ in pairs])
-    return sacrebleu_score(hypotheses, [target for _, target in pairs]).value
+    references = [target for _, target in pairs]
+    scores = {}
+    if bleu:
+        scores["bleu"] = sacrebleu_score(hypotheses, references).value
+    if exact:
+        scores["exact"] = 100.0 * accuracy(hypotheses, references).exact
+    return scores

@@ -29,7 +29,6 @@ from rosetta.data.vocab import EOS_ID, PAD_ID
 from rosetta.errors import RosettaError
 from rosetta.families.nat.config import NATConfig
 from rosetta.families.nat.model import NonAutoregressiveTransformer
-from rosetta.models.trained import Trained
 from rosetta.runtime.precision import autocast
 from rosetta.train.loss import (
     label_smoothed_cross_entropy,
@@ -37,7 +36,6 @@ from rosetta.train.loss import (
 )
 from rosetta.train.prepare import PreparedData, PrepareOptions, prepare_data
 from rosetta.train.translation_task import MakeTranslator, TranslationTask
-from rosetta.train.validation import validation_bleu
 
 if TYPE_CHECKING:
     from rosetta.config.schema import Config
@@ -213,11 +211,7 @@ class NATTask(TranslationTask):
             "ppl": math.exp(min(nll_sum / tokens, 50.0)),
             "fertility_nll": fertility_sum / tokens,
         }
-        if self.cfg.valid_bleu:
-            trained = Trained(self.model, self.tokenizers, self.config, self.device)
-            translator = self.translator(trained, self.cfg.precision)
-            result["bleu"] = validation_bleu(translator, self.valid_pairs)
-        return result
+        return result | self.decoded_scores()
 
 
 def nat_training(setup: TrainingSetup, translator: MakeTranslator) -> NATTask:
