@@ -26,6 +26,7 @@ from pathlib import Path
 
 import yaml
 
+from rosetta.cli.task import TASK_MODEL
 from rosetta.config.reading import load_config
 from rosetta.config.sections import CorpusFiles
 from rosetta.data.corpus import read_corpus
@@ -38,15 +39,9 @@ from rosetta.train.run import run_training
 TRAIN_LENGTHS = (1, 40)
 BANDS = ((41, 80), (81, 120), (121, 200))
 
-TRANSFORMER = {
-    "arch": "transformer",
-    "encoder_layers": 2,
-    "decoder_layers": 2,
-    "d_model": 128,
-    "heads": 4,
-    "d_ff": 512,
-    "dropout": 0.0,
-    "norm": "pre",
+TRANSFORMER = {  # what rosetta task's config trains, with each scheme below
+    **TASK_MODEL,
+    "positions": "sinusoidal",
     "max_positions": 512,  # outputs of duplicate reach 401 tokens
 }
 MODELS = {

@@ -45,7 +45,9 @@ def test_the_site_reads_from_the_file_system_and_docstrings_have_one_style():
     assert settings["use_directory_urls"] is False
     handler = settings["plugins"][1]["mkdocstrings"]["handlers"]["python"]
     assert handler["options"]["docstring_style"] == "google"
-    other_styles = re.compile(r"^\s*(:param |:returns?:|Parameters\n\s*-{4,})", re.M)
+    other_styles = re.compile(
+        r"^\s*(:param |:returns?:|Parameters\n\s*-{4,})|\S::$", re.M
+    )
     assert [
         str(path.relative_to(ROOT))
         for path in sorted((ROOT / "src").rglob("*.py"))

@@ -38,7 +38,7 @@ Pack = Callable[[EncoderDecoder, torch.dtype | None], EncoderDecoder]
 class Translator(TextTranslator):
     """A trained model with its tokenizers, ready to translate text.
 
-    Example::
+    For example:
 
         translator = rosetta.load("runs/multi30k-de-en-transformer")
         translator.translate(["Ein Hund läuft im Schnee."])

@@ -12,7 +12,7 @@ class ResidualNorm(nn.Module):
     """Post-norm ``LayerNorm(x + Dropout(Sublayer(x)))`` (default) or pre-norm
     ``x + Dropout(Sublayer(LayerNorm(x)))``.
 
-    Used in two halves so the sub-layer may return extra values (a cache)::
+    Used in two halves so the sub-layer may return extra values (a cache):
 
         y = sublayer(res.before(x))
         x = res.after(x, y)

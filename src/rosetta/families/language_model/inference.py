@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 class LanguageModel:
     """A trained segment-recurrent language model with its tokenizer.
 
-    Example::
+    For example:
 
         lm = rosetta.load("runs/tinyshakespeare-char-xl")
         lm.score(open("valid.txt").read()).loss     # nats per token

@@ -77,7 +77,7 @@ def check_vocabularies(folder: Path, tokenizers: TokenizerPair) -> None:
 class CTranslate2Translator(TextTranslator):
     """A CTranslate2 model and the tokenizers exported beside it.
 
-    Example::
+    For example:
 
         translator = CTranslate2Translator.load("de-en-ct2")
         translator.translate(["Ein Hund läuft im Schnee."])
