@@ -82,3 +82,40 @@ def test_without_memory_a_segment_sees_only_itself():
         alone, _ = model(tokens[:, 5:])
         after, _ = model(tokens[:, 5:], memory)
     torch.testing.assert_close(after, alone)
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize(
+    ("segment", "memory", "rows"),
+    [(8, 8, 4), (8, 20, 5), (16, 0, 3), (8, 8, 64)],  # M = L, M > L, none, many
+)
+def test_rows_warmed_up_score_the_text_as_reading_it_in_order(segment, memory, rows):
+    """Each row reads, unscored, the segments before its stretch: every token
+    is predicted as one row in order predicts it."""
+    from rosetta.families.language_model.scoring import score_text
+
+    torch.manual_seed(0)
+    model = MemoryTransformerLM(
+        50, layers=3, d_model=32, heads=4, d_ff=64, memory_length=memory
+    ).eval()
+    ids = torch.randint(4, 50, (301,)).tolist()
+    cpu = torch.device("cpu")
+    in_order = score_text(model, ids, segment, memory, cpu, streams=1)
+    side_by_side = score_text(model, ids, segment, memory, cpu, streams=rows)
+    assert side_by_side.tokens == in_order.tokens == 300
+    assert side_by_side.nll_sum == pytest.approx(in_order.nll_sum, rel=1e-5)
+
+
+def test_without_warming_up_the_rows_would_score_otherwise(monkeypatch):
+    from rosetta.families.language_model import scoring
+
+    torch.manual_seed(0)
+    model = MemoryTransformerLM(
+        50, layers=3, d_model=32, heads=4, d_ff=64, memory_length=8
+    ).eval()
+    ids = torch.randint(4, 50, (301,)).tolist()
+    cpu = torch.device("cpu")
+    in_order = scoring.score_text(model, ids, 8, 8, cpu, streams=1)
+    monkeypatch.setattr(scoring, "warm_up_segments", lambda *_: 1)  # too few
+    cold = scoring.score_text(model, ids, 8, 8, cpu, streams=4)
+    assert cold.nll_sum != pytest.approx(in_order.nll_sum, rel=1e-5)

@@ -85,9 +85,10 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
         perplexity,
         "--streams",
         Count,
-        "read the text as this many parallel rows: faster, but each row "
-        "starts without context",
-        default=1,
+        "read the text as this many stretches side by side, each warmed up on "
+        "the text before it: the score of reading it in order, faster (1: in "
+        "order)",
+        default=16,
     )
     perplexity.set_defaults(run=cmd_perplexity)
 

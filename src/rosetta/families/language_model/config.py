@@ -42,8 +42,9 @@ class LanguageModelConfig(ModelSection):
     eval_streams: int = Field(
         8,
         gt=0,
-        description="validation reads the text as this many parallel rows: "
-        "faster, but each row starts without context",
+        description="validation reads the text as this many rows side by side, "
+        "each warmed up on the text before it: the score of reading it in "
+        "order, faster",
     )
 
     @model_validator(mode="after")

@@ -46,18 +46,19 @@ class LanguageModel:
         self,
         text: str,
         memory_length: int | None = None,
-        streams: int = 1,
+        streams: int = 16,
         progress: bool = False,
     ) -> TextScore:
         """Loss, perplexity and bits per token of ``text`` (see
         ``rosetta.families.language_model.scoring``), read with
         ``memory_length`` positions of memory per layer (default: the
-        configuration's evaluation memory)."""
+        configuration's evaluation memory), in ``streams`` rows side by
+        side (the same score as one, faster: ``score_text``)."""
         ids = encode_text(self.tokenizer, text)
-        if len(ids) < 2 * streams:
+        if len(ids) < 2:
             raise RosettaError(
-                f"the text has {len(ids)} tokens: too few to score in {streams} "
-                "stream(s) of at least 2"
+                f"the text has {len(ids)} token(s): at least 2 are needed, one "
+                "to predict from and one to predict"
             )
         memory = self.lm.scoring_memory if memory_length is None else memory_length
         return score_text(

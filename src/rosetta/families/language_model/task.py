@@ -135,7 +135,8 @@ class LanguageModelTask:
 
     def validate(self) -> dict[str, float]:
         """Loss (nats per token), perplexity and, for characters, bits per
-        character of the validation text, read in ``eval_streams`` rows."""
+        character of the validation text, read in ``eval_streams`` rows (the
+        score of reading it in order)."""
         with autocast(self.device, self.cfg.precision):
             score = score_text(
                 self.model,
@@ -143,7 +144,7 @@ class LanguageModelTask:
                 self.lm.segment_length,
                 self.lm.scoring_memory,
                 self.device,
-                streams=min(self.lm.eval_streams, max(1, len(self.valid_ids) // 2)),
+                streams=self.lm.eval_streams,
             )
         result = {"loss": score.loss, "ppl": score.perplexity}
         if isinstance(self.tokenizers.tgt, CharacterTokenizer):
