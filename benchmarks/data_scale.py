@@ -37,11 +37,11 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
+
+from busy import competing_load
 
 ROOT = Path(__file__).resolve().parent.parent
 MULTI30K = ROOT / "data" / "multi30k"
@@ -254,22 +254,6 @@ def table(rows: list[dict], nprocs: list[int]) -> str:
             ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
-
-
-@contextmanager
-def competing_load(processes: int) -> Iterator[None]:
-    """``processes`` CPU-bound processes running beside the measurement, as on
-    a machine busy with other work."""
-    spinners = [
-        subprocess.Popen([sys.executable, "-c", "while True: pass"])
-        for _ in range(processes)
-    ]
-    try:
-        yield
-    finally:
-        for spinner in spinners:
-            spinner.kill()
-            spinner.wait()
 
 
 def main() -> None:

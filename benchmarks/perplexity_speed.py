@@ -20,15 +20,12 @@ from __future__ import annotations
 import argparse
 import gzip
 import statistics
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import torch
 
+from busy import competing_load
 from rosetta.config.reading import load_config
 from rosetta.data.text import encode_text
 from rosetta.data.tokenizer import CharacterTokenizer
@@ -38,21 +35,6 @@ from rosetta.families.language_model.scoring import score_text
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = ROOT / "configs" / "tinyshakespeare-char-xl-cpu.yaml"
 SHAKESPEARE = ROOT / "data" / "tinyshakespeare"
-
-
-@contextmanager
-def competing_load(processes: int) -> Iterator[None]:
-    """``processes`` CPU-bound processes beside the measurement."""
-    spinners = [
-        subprocess.Popen([sys.executable, "-c", "while True: pass"])
-        for _ in range(processes)
-    ]
-    try:
-        yield
-    finally:
-        for spinner in spinners:
-            spinner.kill()
-            spinner.wait()
 
 
 def main() -> None:
