@@ -3,6 +3,7 @@ left half-written; training from it equals training from pairs in memory."""
 
 import errno
 import gzip
+import mmap
 import os
 
 import numpy as np
@@ -15,7 +16,6 @@ from rosetta.data.corpus import read_corpus
 from rosetta.data.encoded_pairs import (
     EncodedPairs,
     SplitWriter,
-    is_mapped,
     token_type,
 )
 from rosetta.data.store import MANIFEST_FILE, STORE_DIR
@@ -36,6 +36,14 @@ from tests.toy import NAT, toy_config, toy_lm_config
 CPU = torch.device("cpu")
 REFRESH = PrepareOptions(refresh=True)  # as rosetta prepare asks
 MULTI30K = os.path.join(os.path.dirname(__file__), "..", "data", "multi30k")
+
+
+def is_mapped(array):
+    """Whether ``array`` (or what it views) is a file mapped by ``map_array``."""
+    base = array
+    while isinstance(base, np.ndarray):
+        base = base.base
+    return isinstance(base, memoryview) and isinstance(base.obj, mmap.mmap)
 
 
 def quiet(*_):

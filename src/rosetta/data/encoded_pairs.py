@@ -123,14 +123,6 @@ def map_array(path: Path, dtype: np.dtype, random_access: bool = False) -> np.nd
     return np.frombuffer(mapped, dtype=dtype)
 
 
-def is_mapped(array: np.ndarray) -> bool:
-    """Whether ``array`` (or what it views) is a file mapped by ``map_array``."""
-    base = array
-    while isinstance(base, np.ndarray):
-        base = base.base
-    return isinstance(base, memoryview) and isinstance(base.obj, mmap.mmap)
-
-
 class SplitWriter:
     """Appends encoded pairs to a split's four files, then closes them
     flushed to disk; ``digests`` are the files' SHA-256."""
