@@ -46,14 +46,17 @@ def load(
         device: ``cpu``, ``cuda`` or ``cuda:N``; default a GPU if there is one.
         precision: ``fp32``, ``bf16``, ``fp16`` or ``int8``
             (``rosetta.runtime.precision``).
-        engine: ``rosetta`` (PyTorch) or ``ctranslate2``.
+        engine: ``rosetta`` (PyTorch) or ``ctranslate2``, which computes
+            with as many CPU threads as PyTorch is set to.
         packed: ``False`` decodes a Transformer through its layers rather
             than its packed fast path (for comparison).
     """
     if engine not in ENGINES:
         raise RosettaError(f"engine {engine!r}: use one of {', '.join(ENGINES)}")
     if engine == "ctranslate2":
-        return CTranslate2Translator.load(path, device=device, precision=precision)
+        # its threads follow the policy's choice for PyTorch's (use_threads)
+        threads = torch.get_num_threads()
+        return CTranslate2Translator.load(path, device, precision, threads)
     device = parse_device(device)
     check_precision(device, precision)  # before a GPU is looked for
     restored = restore(path, pick_device(device), which)

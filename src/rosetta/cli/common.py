@@ -16,6 +16,7 @@ from rosetta.runs import checkpoint as ckpt
 from rosetta.runtime import limits
 from rosetta.runtime.limits import Count, number_flag
 from rosetta.runtime.precision import PRECISIONS
+from rosetta.runtime.threads import use_threads
 from rosetta.search.options import KINDS, SearchOptions
 
 DEFAULT = SearchOptions()
@@ -161,6 +162,25 @@ def workers_count(text: str) -> int | str:
     return count
 
 
+def threads_count(text: str) -> int | None:
+    """``--threads``: ``auto`` (None: the thread policy's choice) or a whole
+    number of at least 1."""
+    count = workers_count(text)
+    return None if count == "auto" else int(count)
+
+
+def add_threads_flag(verb: argparse.ArgumentParser) -> None:
+    """``--threads``, with one meaning in every command
+    (``rosetta.runtime.threads``)."""
+    verb.add_argument(
+        "--threads",
+        type=threads_count,
+        default=None,
+        help="CPU threads: a number, or auto (default): the cores other work "
+        "leaves free when the command starts",
+    )
+
+
 def add_batching_flags(verb: argparse.ArgumentParser, workers: str) -> None:
     """``--batch-size`` and ``--workers`` (``workers`` says what auto means)."""
     number_flag(
@@ -189,7 +209,8 @@ def add_overwrite_flag(verb: argparse.ArgumentParser, what: str) -> None:
 
 
 def add_engine_flags(verb: argparse.ArgumentParser) -> None:
-    """``--engine``, ``--device`` and ``--precision``: what runs the model."""
+    """``--engine``, ``--device``, ``--precision`` and ``--threads``: what
+    runs the model."""
     verb.add_argument(
         "--engine",
         choices=loading.ENGINES,
@@ -199,12 +220,14 @@ def add_engine_flags(verb: argparse.ArgumentParser) -> None:
     )
     verb.add_argument("--device", default=None, help="cpu, cuda (default: auto)")
     add_precision_flag(verb)
+    add_threads_flag(verb)
 
 
 def load_translator(args: argparse.Namespace) -> TextTranslator:
     """The translator of ``-m`` run by ``--engine`` (with ``--npd`` and
     ``--teacher``: rescored by the teacher); says on stderr which checkpoint
     of a run it loads."""
+    use_threads(args.threads)
     model = Path(args.model)
     if not (model / ENGINE_FILE).is_file():  # a run or checkpoint, not an export
         model, reason = ckpt.choose_checkpoint(model)

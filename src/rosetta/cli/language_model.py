@@ -8,14 +8,17 @@ import sys
 import warnings
 from pathlib import Path
 
+from rosetta.cli.common import add_threads_flag
 from rosetta.data.text import read_text
 from rosetta.families.language_model.inference import LanguageModel
 from rosetta.loading import load_language_model
 from rosetta.runs import checkpoint as ckpt
 from rosetta.runtime.limits import Count, Seed, Size, Temperature, number_flag
+from rosetta.runtime.threads import use_threads
 
 
 def load(args: argparse.Namespace) -> LanguageModel:
+    use_threads(args.threads)
     folder, reason = ckpt.choose_checkpoint(Path(args.model))
     print(f"model: {folder} ({reason})", file=sys.stderr)
     return load_language_model(folder, device=args.device)
@@ -26,6 +29,7 @@ def add_model_flags(verb: argparse.ArgumentParser) -> None:
         "-m", "--model", required=True, help="run folder (its best) or checkpoint"
     )
     verb.add_argument("--device", default=None, help="cpu, cuda (default: auto)")
+    add_threads_flag(verb)
 
 
 def warn_unknown(model: LanguageModel, text: str, what: str) -> None:

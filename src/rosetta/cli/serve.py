@@ -6,8 +6,6 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from rosetta.cli.common import add_engine_flags, add_npd_flags, load_translator
 from rosetta.errors import RosettaError
 from rosetta.runtime.limits import Count, NonNegative, Port, Size, number_flag
@@ -19,8 +17,6 @@ def cmd_serve(args: argparse.Namespace) -> None:
 
     from rosetta.serve.app import create_app
 
-    if args.threads:
-        torch.set_num_threads(args.threads)
     translator = load_translator(args)
     settings = ServerSettings(
         max_body_bytes=args.max_body_bytes,
@@ -71,7 +67,6 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
     number_flag(serve, "--port", Port, "TCP port", default=8000)
     add_engine_flags(serve)
     add_npd_flags(serve)
-    number_flag(serve, "--threads", Size, "CPU threads (0: torch's default)", default=0)
     limits = serve.add_argument_group("limits (answered with 4xx)")
     for name, meaning in (
         ("max_body_bytes", "largest request body"),

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
+from rosetta.cli.common import add_threads_flag
 from rosetta.config.reading import load_config
 from rosetta.errors import RosettaError
 from rosetta.families import family_of
@@ -31,6 +32,8 @@ def cmd_prepare(args: argparse.Namespace) -> None:
 
 
 def cmd_train(args: argparse.Namespace) -> None:
+    if args.threads is not None:  # for every process torchrun starts, too
+        args.set.append(f"train.threads={args.threads}")
     config = load_config(args.config, args.set)
     run_dir = Path(args.output or default_run_dir(args.config))
     if args.nproc > 1:
@@ -133,4 +136,5 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
         "torchrun); each runs its share of every update's batches",
         default=1,
     )
+    add_threads_flag(train)
     train.set_defaults(run=cmd_train)

@@ -260,7 +260,10 @@ class TrainConfig(Section):
         "(tensorboard/), where the tensorboard package is installed",
     )
     threads: int | None = Field(
-        None, gt=0, description="CPU threads; null: PyTorch's default"
+        None,
+        gt=0,
+        description="CPU threads; null: the cores other work leaves free when "
+        "training starts (rosetta train --threads sets it too)",
     )
     device: Literal["auto", "cpu", "cuda"] = Field(
         "auto", description="auto: a GPU when there is one"

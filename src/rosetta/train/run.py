@@ -17,6 +17,7 @@ from rosetta.families import family_of
 from rosetta.families.family import TrainingSetup
 from rosetta.runs.checkpoint import INDEX_FILE, read_index
 from rosetta.runtime.devices import pick_device
+from rosetta.runtime.threads import use_threads
 from rosetta.train import distributed
 from rosetta.train.distributed import SINGLE_PROCESS, Group, local_device
 from rosetta.train.metrics import METRICS_FILE
@@ -27,8 +28,7 @@ from rosetta.train.trainer import Trainer, TrainerState
 
 
 def configure_torch(config: Config) -> None:
-    if config.train.threads is not None:
-        torch.set_num_threads(config.train.threads)
+    use_threads(config.train.threads)
     if config.train.deterministic:
         torch.use_deterministic_algorithms(True, warn_only=True)
     if config.train.flush_denormals:

@@ -1,0 +1,140 @@
+"""The thread policy: one ``--threads`` meaning in every command, and a
+default that counts the cores other work leaves free."""
+
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from rosetta.cli import build_parser
+from rosetta.cli.train import cmd_train
+from rosetta.runtime import threads
+
+# Every command that computes with the model, with its required arguments;
+# the rest only move files.
+COMPUTING = {
+    "train": ["config.yaml"],
+    "translate": ["-m", "run"],
+    "distill": ["-m", "run", "--src", "s.txt", "-o", "out"],
+    "evaluate": ["-m", "run", "--src", "s.txt", "--ref", "r.txt"],
+    "serve": ["-m", "run"],
+    "perplexity": ["-m", "run", "--text", "t.txt"],
+    "generate": ["-m", "run", "--prompt", "Once"],
+}
+
+
+def fake_loadavg(tmp_path, monkeypatch, running: int) -> None:
+    path = tmp_path / "loadavg"
+    path.write_text(f"0.52 0.58 0.59 {running}/467 12345\n")
+    monkeypatch.setattr(threads, "LOADAVG", path)
+
+
+def test_others_running_leaves_out_this_thread(tmp_path, monkeypatch):
+    fake_loadavg(tmp_path, monkeypatch, running=3)
+    assert threads.others_running(interval=0) == 2
+
+
+@pytest.mark.parametrize(
+    ("running", "cores", "siblings", "expected"),
+    [
+        (1, 4, "1", 4),  # idle: every core, up to the ceiling
+        (3, 4, "1", 2),  # two busy processes leave two cores
+        (9, 4, "1", 1),  # a fully busy machine: one thread, never none
+        (1, 8, "1", 4),  # never more than the ceiling
+        (1, 4, "2", 2),  # two training processes share the cores
+    ],
+)
+def test_the_policy_counts_the_cores_left_free(
+    tmp_path, monkeypatch, running, cores, siblings, expected
+):
+    fake_loadavg(tmp_path, monkeypatch, running)
+    monkeypatch.setattr(threads, "cores", lambda: cores)
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", siblings)
+    assert threads.free_threads(ceiling=4) == expected
+
+
+def test_without_proc_the_load_average_stands_in(tmp_path, monkeypatch):
+    monkeypatch.setattr(threads, "LOADAVG", tmp_path / "absent")
+    monkeypatch.setattr(threads, "cores", lambda: 4)
+    monkeypatch.setattr(threads.os, "getloadavg", lambda: (2.6, 1.0, 1.0))
+    monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
+    assert threads.others_running() is None
+    assert threads.free_threads(ceiling=4) == 1  # 4 - 2.6, rounded
+
+
+def test_a_machine_busy_on_every_core_gets_one_thread(monkeypatch):
+    """Real competing processes, one per core, as ``benchmarks/busy.py``
+    starts them."""
+    monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
+    spinners = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        for _ in range(threads.cores())
+    ]
+    try:
+        time.sleep(0.5)  # started and spinning
+        assert threads.free_threads(ceiling=threads.cores()) == 1
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
+
+
+def test_use_threads_sets_what_is_asked():
+    before = torch.get_num_threads()
+    try:
+        assert threads.use_threads(3) == 3
+        assert torch.get_num_threads() == 3
+        assert threads.use_threads(None) == torch.get_num_threads() >= 1
+    finally:
+        torch.set_num_threads(before)
+
+
+def subcommands():
+    (verbs,) = [
+        action
+        for action in build_parser()._actions
+        if action.dest == "verb"  # the sub-commands
+    ]
+    return verbs.choices
+
+
+@pytest.mark.parametrize("verb", sorted(COMPUTING))
+def test_every_computing_command_takes_threads(verb):
+    parser, needed = subcommands()[verb], COMPUTING[verb]
+    assert parser.parse_args(needed).threads is None  # auto by default
+    assert parser.parse_args([*needed, "--threads", "2"]).threads == 2
+    assert parser.parse_args([*needed, "--threads", "auto"]).threads is None
+
+
+@pytest.mark.parametrize("given", ["0", "-1", "two", "1.5"])
+def test_a_bad_thread_count_is_one_usage_error(given, capsys):
+    with pytest.raises(SystemExit) as stop:
+        subcommands()["translate"].parse_args(["-m", "run", "--threads", given])
+    assert stop.value.code == 2
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "--threads" in error and given in error
+
+
+def test_train_threads_reaches_the_config(monkeypatch, tmp_path):
+    """``rosetta train --threads N`` is ``--set train.threads=N``, so the
+    processes torchrun starts get it too."""
+    seen = {}
+
+    def fake_run(config, run_dir, resume=False):
+        seen["threads"] = config.train.threads
+
+    monkeypatch.setattr("rosetta.cli.train.run_training", fake_run)
+    args = subcommands()["train"].parse_args(
+        [
+            "configs/multi30k-de-en-transformer.yaml",
+            "-o",
+            str(tmp_path / "run"),
+            "--threads",
+            "1",
+        ]
+    )
+    cmd_train(args)
+    assert seen == {"threads": 1}
+    assert args.set[-1] == "train.threads=1"
