@@ -138,3 +138,46 @@ def test_train_threads_reaches_the_config(monkeypatch, tmp_path):
     cmd_train(args)
     assert seen == {"threads": 1}
     assert args.set[-1] == "train.threads=1"
+
+
+class Scripted:
+    """Readings of the clock and of CPU seconds (machine, this process)."""
+
+    def __init__(self, monkeypatch, cores):
+        self.now, self.machine, self.own = 0.0, 0.0, 0.0
+        monkeypatch.setattr(threads.time, "monotonic", lambda: self.now)
+        monkeypatch.setattr(threads, "cpu_seconds", lambda: (self.machine, self.own))
+        monkeypatch.setattr(threads, "cores", lambda: cores)
+        monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
+
+    def spend(self, seconds, others, own):
+        """``seconds`` pass; other processes use ``others`` cores, this one
+        ``own``."""
+        self.now += seconds
+        self.machine += seconds * (others + own)
+        self.own += seconds * own
+
+
+def test_training_threads_follow_the_other_work(monkeypatch):
+    """Counted from the CPU time others used, not from runnable threads,
+    which would count this process's own."""
+    clock = Scripted(monkeypatch, cores=2)
+    before = torch.get_num_threads()
+    monkeypatch.setattr(threads, "TORCH_DEFAULT", 2)
+    try:
+        torch.set_num_threads(2)
+        reassess = threads.Reassessment(every=30.0)
+        clock.spend(10.0, others=1.8, own=0.2)
+        assert reassess() is None  # not yet time to look
+        clock.spend(20.0, others=1.8, own=0.2)
+        change = reassess()
+        assert torch.get_num_threads() == 1
+        assert change == "threads: 2 -> 1 (other processes are using 1.8 of 2 cores)"
+        clock.spend(30.0, others=0.0, own=2.0)  # ours alone: both cores
+        assert (
+            reassess() == "threads: 1 -> 2 (other processes are using 0.0 of 2 cores)"
+        )
+        clock.spend(30.0, others=0.3, own=1.7)
+        assert reassess() is None  # still two
+    finally:
+        torch.set_num_threads(before)

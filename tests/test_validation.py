@@ -5,10 +5,10 @@ import json
 import pytest
 import torch
 
-from rosetta import Translator
 from rosetta.data.corpus import read_corpus
 from rosetta.evaluate.corpus import sacrebleu_score
 from rosetta.loading import load_translator
+from rosetta.train import validation
 from rosetta.train.run import run_training
 from tests.toy import RNN_ATTENTION, TRANSFORMER, toy_config
 
@@ -28,14 +28,14 @@ def test_every_validation_equals_its_checkpoint_loaded_afresh(
     checkpoint saved with it, loaded into a new process's worth of objects."""
     decoded: list[list[list[int]]] = []
 
-    translate_nbest = Translator.translate_nbest
+    translate_shown = validation.translate_shown
 
-    def recording(self, *args, **kwargs):
-        results = translate_nbest(self, *args, **kwargs)
+    def recording(translator, sentences):
+        results = translate_shown(translator, sentences)
         decoded.append([found[0].token_ids for found in results])
         return results
 
-    monkeypatch.setattr(Translator, "translate_nbest", recording)
+    monkeypatch.setattr(validation, "translate_shown", recording)
     config, _ = toy_config(
         tmp_path,
         "train.max_epochs=null",

@@ -108,7 +108,8 @@ def main(argv: list[str] | None = None) -> None:
     print(
         f"One update takes {seconds:.2f} s here (measured just now): about "
         f"{total * seconds / 60:.0f} minutes for {total} updates, plus validation "
-        "and translating the test set.\n"
+        "and translating the test set. The progress bar corrects this estimate "
+        "as training goes, validation included.\n"
     )
     run_training(config, run_dir)
 

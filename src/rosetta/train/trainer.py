@@ -17,7 +17,6 @@ they are split. Only rank 0 logs, validates and saves.
 
 from __future__ import annotations
 
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,8 @@ from rosetta.config.reading import config_to_dict
 from rosetta.config.schema import Config
 from rosetta.errors import RosettaError
 from rosetta.runs import checkpoint as ckpt
+from rosetta.runtime.threads import Reassessment
+from rosetta.train.budget import Budget
 from rosetta.train.distributed import SINGLE_PROCESS, Group
 from rosetta.train.metrics import MetricsLog, Window
 from rosetta.train.schedule import learning_rate
@@ -241,27 +242,24 @@ class Trainer:
 
     # ---- the loop ----------------------------------------------------------
     def out_of_budget(self) -> bool:
-        cfg, state = self.cfg, self.state
-        if cfg.max_steps is not None and state.step >= cfg.max_steps:
+        if self.budget.counted_spent():
             return True
-        if cfg.max_epochs is not None and state.epoch >= cfg.max_epochs:
-            return True
-        if cfg.max_minutes is None:
-            return False
         # processes time themselves apart: rank 0's clock decides for all
-        spent = state.elapsed_seconds >= cfg.max_minutes * 60
-        return self.group.decide(spent, self.device)
+        return self.group.decide(self.budget.minutes_spent(), self.device)
 
     def validate_and_save(self) -> bool:
         """Validate and save on rank 0; True (in every process) to stop early."""
         stop = False
-        if self.task.has_validation and self.is_main:
-            stop = self.after_validation(self.validate())
-        self.save()
+        with self.budget.validating():
+            if self.task.has_validation and self.is_main:
+                stop = self.after_validation(self.validate())
+            self.budget.tick()  # the checkpoint holds the minutes spent
+            self.save()
         return self.group.decide(stop, self.device)
 
     def train(self) -> TrainerState:
         state = self.state
+        self.budget = Budget(self.cfg, state, show=self.is_main)
         if self.out_of_budget():
             self.log("the training budget is already spent; nothing to do")
             return state
@@ -273,34 +271,28 @@ class Trainer:
             )
         last_validated = state.step
         per_update = self.task.batches_per_update(self.group.world_size)
+        # threads left to the policy follow the machine's other work
+        reassess = Reassessment() if self.cfg.threads is None else None
         while not self.out_of_budget():
             batches = self.task.epoch_batches(state.epoch)
-            bar = tqdm(
-                total=len(batches),
-                initial=state.batch_in_epoch,
-                desc=f"epoch {state.epoch + 1}",
-                disable=not self.is_main,
-                unit="batch",
-                mininterval=2.0,
-                dynamic_ncols=True,
-            )
+            self.budget.open_bar(len(batches), per_update)
             window = Window()
             stop = False
             while state.batch_in_epoch < len(batches) and not self.out_of_budget():
-                started = time.perf_counter()
                 start = state.batch_in_epoch
                 group = batches[start : start + per_update]
                 outcome = self.train_step(group)
                 state.batch_in_epoch += len(group)
-                state.elapsed_seconds += time.perf_counter() - started
-                bar.update(len(group))
+                self.budget.advance()
+                if reassess is not None and (change := reassess()):
+                    self.log(change)
                 if outcome is None:
                     continue
                 window.add(*outcome)
                 if state.step % self.cfg.log_every == 0:
                     lr = self.optimizer.param_groups[0]["lr"]
                     mean, speed = window.mean_loss(), window.tokens_per_second()
-                    bar.set_postfix(
+                    self.budget.advance(
                         loss=f"{mean:.3f}", lr=f"{lr:.2e}", tok_s=f"{speed:.0f}"
                     )
                     self.record(
@@ -318,7 +310,6 @@ class Trainer:
                         stop = True
                         break
                     window = Window()  # speed excludes validation
-            bar.close()
             if stop:
                 self.log(
                     f"early stopping: no gain in "
@@ -335,6 +326,7 @@ class Trainer:
             or not (self.run_dir / ckpt.INDEX_FILE).exists()
         ):
             self.validate_and_save()
+        self.budget.close()
         best = (
             f"best at step {state.best_step}"
             if state.best_step is not None

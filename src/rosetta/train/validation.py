@@ -6,13 +6,14 @@ from __future__ import annotations
 import math
 
 import torch
+from tqdm import tqdm
 
 from rosetta.data.batching import collate, make_batches
 from rosetta.data.encoded_pairs import EncodedPairs
 from rosetta.data.synthetic import accuracy
 from rosetta.data.vocab import PAD_ID
 from rosetta.evaluate.corpus import sacrebleu_score
-from rosetta.inference.text_translator import TextTranslator
+from rosetta.inference.text_translator import TextTranslator, Translation
 from rosetta.models.interface import EncoderDecoder
 from rosetta.train.loss import label_smoothed_cross_entropy
 
@@ -57,7 +58,8 @@ def decoded_scores(
     synthetic tasks are scored. Decodes only if a score is asked for."""
     if not (bleu or exact):
         return {}
-    hypotheses = translator.translate([source for source, _ in pairs])
+    found = translate_shown(translator, [source for source, _ in pairs])
+    hypotheses = [best[0].text if best else "" for best in found]
     references = [target for _, target in pairs]
     scores = {}
     if bleu:
@@ -65,3 +67,31 @@ def decoded_scores(
     if exact:
         scores["exact"] = 100.0 * accuracy(hypotheses, references).exact
     return scores
+
+
+BATCHES_PER_STEP = 8  # of the progress bar
+
+
+def translate_shown(
+    translator: TextTranslator, sentences: list[str]
+) -> list[list[Translation]]:
+    """``translator.translate_nbest(sentences)``, with a progress bar.
+
+    The sentences go to the translator a few batches at a time, shortest
+    first, cut where the translator would cut its batches anyway, so every
+    batch, and every translation, is what one call for all of them makes.
+    """
+    sources = [translator.encode(sentence) for sentence in sentences]
+    order = sorted(
+        (i for i, ids in enumerate(sources) if ids), key=lambda i: len(sources[i])
+    )
+    step = translator.config.decode.batch_size * BATCHES_PER_STEP
+    results: list[list[Translation]] = [[] for _ in sentences]  # blank: none
+    with tqdm(total=len(order), desc="validating", unit="sentence", leave=False) as bar:
+        for start in range(0, len(order), step):
+            part = order[start : start + step]
+            found = translator.translate_ids([sources[i] for i in part])
+            for i, translations in zip(part, found, strict=True):
+                results[i] = translations
+            bar.update(len(part))
+    return results

@@ -98,7 +98,14 @@ def score_text(
         targets[row, scored : stop - begin] = labels[start * length : stop]
     memory = None
     nll_sum, tokens = 0.0, 0
-    for index in tqdm(range(width // length), disable=not progress, unit="segment"):
+    segments = tqdm(
+        range(width // length),
+        desc="scoring",
+        disable=not progress,
+        unit="segment",
+        leave=False,
+    )
+    for index in segments:
         columns = slice(index * length, (index + 1) * length)
         x = torch.from_numpy(grid[:, columns]).to(device)
         y = torch.from_numpy(targets[:, columns]).to(device)

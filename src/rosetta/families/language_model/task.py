@@ -145,6 +145,7 @@ class LanguageModelTask:
                 self.lm.scoring_memory,
                 self.device,
                 streams=self.lm.eval_streams,
+                progress=True,
             )
         result = {"loss": score.loss, "ppl": score.perplexity}
         if isinstance(self.tokenizers.tgt, CharacterTokenizer):

@@ -1,0 +1,134 @@
+"""What a training run may spend, and one progress bar for the whole of it.
+
+A run's budget is ``train.max_steps`` updates, ``train.max_epochs`` epochs,
+``train.max_minutes`` minutes, or several (the first one spent ends it).
+Minutes are wall-clock time inside the training loop, whatever it does:
+updates, validation and checkpoints alike, summed over resumed sessions
+(``TrainerState.elapsed_seconds``). The run validates once more when the
+budget ends, so the loop stops early enough for that validation to fit: it
+keeps back as long as the longest validation so far took.
+
+The bar counts updates out of the run's total where steps or epochs bound
+it, otherwise minutes out of ``max_minutes``; its estimate of what is left
+comes from the pace so far, validation included, so it corrects itself as
+the run goes.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from tqdm import tqdm
+
+from rosetta.config.sections import TrainConfig
+
+MINUTES_BAR = (
+    "{desc}: {percentage:3.0f}%|{bar}| {n:.1f}/{total:.1f} min "
+    "[{elapsed}<{remaining}{postfix}]"
+)
+
+
+class Budget:
+    """The budget of one training session (a run, or its continuation) and
+    its progress bar (on the main process only)."""
+
+    def __init__(self, cfg: TrainConfig, state: Any, show: bool):
+        self.cfg, self.state, self.show = cfg, state, show
+        self.started = time.perf_counter()
+        self.spent_before = state.elapsed_seconds  # by earlier sessions
+        self.reserve = 0.0  # seconds kept back for the last validation
+        self.bar: tqdm | None = None
+        self.figures: dict[str, str] = {}  # shown after the bar
+
+    # ---- the clock ---------------------------------------------------------
+    def tick(self) -> None:
+        """Brings ``state.elapsed_seconds`` up to now."""
+        now = time.perf_counter() - self.started
+        self.state.elapsed_seconds = self.spent_before + now
+
+    def minutes_spent(self) -> bool:
+        """True once too little of ``max_minutes`` is left for the last
+        validation (this process's clock)."""
+        if self.cfg.max_minutes is None:
+            return False
+        self.tick()
+        return self.state.elapsed_seconds + self.reserve >= self.cfg.max_minutes * 60
+
+    def counted_spent(self) -> bool:
+        """True once ``max_steps`` updates or ``max_epochs`` epochs are done."""
+        cfg, state = self.cfg, self.state
+        if cfg.max_steps is not None and state.step >= cfg.max_steps:
+            return True
+        return cfg.max_epochs is not None and state.epoch >= cfg.max_epochs
+
+    @contextmanager
+    def validating(self) -> Iterator[None]:
+        """Times a validation (and its checkpoint): the longest so far is
+        kept back from the minutes for the run's last one."""
+        started = time.perf_counter()
+        if self.bar is not None:
+            self.bar.set_description("validating")
+        try:
+            yield
+        finally:
+            self.reserve = max(self.reserve, time.perf_counter() - started)
+            self.tick()
+            if self.bar is not None:
+                self.bar.set_description("training")
+            self.advance()
+
+    # ---- the bar -----------------------------------------------------------
+    def total_updates(self, updates_per_epoch: int) -> int | None:
+        """The run's updates where steps or epochs bound it, else None."""
+        totals = []
+        if self.cfg.max_steps is not None:
+            totals.append(self.cfg.max_steps)
+        if self.cfg.max_epochs is not None:
+            totals.append(self.cfg.max_epochs * updates_per_epoch)
+        return min(totals) if totals else None
+
+    def open_bar(self, batches_per_epoch: int, batches_per_update: int) -> None:
+        """The bar, once the first epoch's batches are known."""
+        if self.bar is not None or not self.show:
+            return
+        per_epoch = math.ceil(batches_per_epoch / batches_per_update)
+        total = self.total_updates(per_epoch)
+        common = {"desc": "training", "mininterval": 2.0, "dynamic_ncols": True}
+        if total is None and self.cfg.max_minutes is not None:
+            self.tick()
+            self.bar = tqdm(
+                total=float(self.cfg.max_minutes),
+                initial=self.state.elapsed_seconds / 60,
+                bar_format=MINUTES_BAR,
+                **common,
+            )
+        else:
+            self.bar = tqdm(
+                total=total, initial=self.state.step, unit="update", **common
+            )
+
+    def advance(self, **figures: str) -> None:
+        """The bar brought to the current update (or minute), with new
+        ``figures`` (loss, learning rate, speed) after it."""
+        if self.bar is None:
+            return
+        self.tick()
+        self.figures.update(figures)
+        minutes = self.state.elapsed_seconds / 60
+        if self.bar.unit == "update":
+            done: float = self.state.step
+            if self.cfg.max_minutes is not None:
+                self.figures["min"] = f"{minutes:.1f}/{self.cfg.max_minutes:g}"
+        else:
+            done = min(minutes, self.bar.total)
+        self.bar.set_postfix(self.figures, refresh=False)
+        self.bar.update(done - self.bar.n)
+
+    def close(self) -> None:
+        self.tick()
+        if self.bar is not None:
+            self.bar.close()
