@@ -40,12 +40,13 @@ SHAKESPEARE = ROOT / "data" / "tinyshakespeare"
 
 
 def rosetta(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "rosetta.cli", *args],
-        capture_output=True,
-        text=True,
-        check=True,
+    """The command run to its end (translations to standard output)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "rosetta.cli", *args], capture_output=True, text=True
     )
+    if done.returncode:
+        sys.exit(f"rosetta {' '.join(args)} failed:\n{done.stderr}")
+    return done
 
 
 def train(config: Path, run_dir: Path, updates: int) -> Path:
@@ -79,12 +80,17 @@ def commands(translation: Path, lm: Path, folder: Path) -> dict[str, list[str]]:
     """What is timed, by name: the commands a user runs to decode."""
     source = unzipped(MULTI30K / "test_2016_flickr.de.gz", folder)
     reference = unzipped(MULTI30K / "test_2016_flickr.en.gz", folder)
-    output = str(folder / "output.txt")
     model = ["-m", str(translation)]
+    exported = folder / "ctranslate2"
+    rosetta("export", "ctranslate2", *model, "-o", str(exported))
+    engine = ["-m", str(exported), "--engine", "ctranslate2"]
     return {
-        "translate greedy": ["translate", *model, "-i", str(source), "-o", output],
+        "translate greedy": ["translate", *model, "-i", str(source)],
         "translate beam 5": [
-            "translate", *model, "-i", str(source), "-o", output, "--beam", "5"
+            "translate", *model, "-i", str(source), "--beam", "5"
+        ],
+        "translate beam 5, CTranslate2": [
+            "translate", *engine, "-i", str(source), "--beam", "5"
         ],
         "evaluate beam 5": [
             "evaluate", *model, "--src", str(source), "--ref", str(reference),

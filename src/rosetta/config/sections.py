@@ -236,7 +236,10 @@ class TrainConfig(Section):
     max_epochs: int | None = Field(20, gt=0, description="stop after these epochs")
     max_steps: int | None = Field(None, gt=0, description="stop after these updates")
     max_minutes: float | None = Field(
-        None, gt=0.0, description="stop after this much training time"
+        None,
+        gt=0.0,
+        description="stop after this many minutes of training, validation and "
+        "checkpoints included (the last validation fits inside)",
     )
     validate_every: int = Field(
         500, gt=0, description="updates between validations (and checkpoints)"
