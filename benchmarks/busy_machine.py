@@ -37,6 +37,7 @@ TRANSLATION_CONFIG = ROOT / "configs" / "multi30k-de-en-transformer.yaml"
 LM_CONFIG = ROOT / "configs" / "tinyshakespeare-char-xl-cpu.yaml"
 MULTI30K = ROOT / "data" / "multi30k"
 SHAKESPEARE = ROOT / "data" / "tinyshakespeare"
+ONE_BEAM = ["--refill", "--stopping", "k_finished"]
 
 
 def rosetta(*args: str) -> subprocess.CompletedProcess:
@@ -86,11 +87,12 @@ def commands(translation: Path, lm: Path, folder: Path) -> dict[str, list[str]]:
     engine = ["-m", str(exported), "--engine", "ctranslate2"]
     return {
         "translate greedy": ["translate", *model, "-i", str(source)],
+        # the beam both engines have: k live prefixes, ends when k have ended
         "translate beam 5": [
-            "translate", *model, "-i", str(source), "--beam", "5"
+            "translate", *model, "-i", str(source), "--beam", "5", *ONE_BEAM
         ],
         "translate beam 5, CTranslate2": [
-            "translate", *engine, "-i", str(source), "--beam", "5"
+            "translate", *engine, "-i", str(source), "--beam", "5", *ONE_BEAM
         ],
         "evaluate beam 5": [
             "evaluate", *model, "--src", str(source), "--ref", str(reference),
