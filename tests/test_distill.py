@@ -29,6 +29,7 @@ class StopsAfter:
     def __init__(self, translator, chunks):
         self.translator, self.left = translator, chunks
         self.device = translator.device
+        self.decodes_in_workers = translator.decodes_in_workers
 
     def translate(self, *args, **kwargs):
         if not self.left:

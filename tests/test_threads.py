@@ -4,13 +4,16 @@ default that counts the cores other work leaves free."""
 import subprocess
 import sys
 import time
+from types import SimpleNamespace
 
 import pytest
 import torch
 
 from rosetta.cli import build_parser
+from rosetta.cli.common import decoding_workers
 from rosetta.cli.train import cmd_train
 from rosetta.runtime import threads
+from rosetta.search.options import SearchOptions
 
 # Every command that computes with the model, with its required arguments;
 # the rest only move files.
@@ -181,3 +184,25 @@ def test_training_threads_follow_the_other_work(monkeypatch):
         assert reassess() is None  # still two
     finally:
         torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize(
+    ("workers", "asked", "in_workers", "sample", "expected"),
+    [
+        ("auto", None, True, False, "cores"),  # both auto: a worker per core
+        ("auto", 2, True, False, "auto"),  # threads given: one per thread
+        (3, None, True, False, 3),  # a number is used as given
+        ("auto", None, False, False, "auto"),  # NAT, CTranslate2: their own way
+        ("auto", None, True, True, "auto"),  # sampling keeps one generator
+    ],
+)
+def test_auto_decoding_gives_every_core_a_one_thread_worker(
+    workers, asked, in_workers, sample, expected
+):
+    args = SimpleNamespace(workers=workers, threads=asked)
+    translator = SimpleNamespace(
+        decodes_in_workers=in_workers, device=torch.device("cpu")
+    )
+    options = SearchOptions(sample=sample, seed=1 if sample else None)
+    chosen = decoding_workers(args, translator, options)
+    assert chosen == (threads.TORCH_DEFAULT if expected == "cores" else expected)

@@ -16,7 +16,8 @@ from rosetta.runs import checkpoint as ckpt
 from rosetta.runtime import limits
 from rosetta.runtime.limits import Count, number_flag
 from rosetta.runtime.precision import PRECISIONS
-from rosetta.runtime.threads import use_threads
+from rosetta.runtime.threads import TORCH_DEFAULT, use_threads
+from rosetta.search.batched import Workers, check_workers
 from rosetta.search.options import KINDS, SearchOptions
 
 DEFAULT = SearchOptions()
@@ -181,8 +182,32 @@ def add_threads_flag(verb: argparse.ArgumentParser) -> None:
     )
 
 
-def add_batching_flags(verb: argparse.ArgumentParser, workers: str) -> None:
-    """``--batch-size`` and ``--workers`` (``workers`` says what auto means)."""
+def decoding_workers(
+    args: argparse.Namespace, translator: TextTranslator, options: SearchOptions
+) -> Workers:
+    """``--workers``, checked against the search and the device.
+
+    With ``--threads`` and ``--workers`` both ``auto``, a translator that
+    decodes in workers gets one one-thread worker per core, whatever else the
+    machine runs: workers never wait on each other, as the threads of one
+    operation do, so they keep every core this process is given busy.
+    """
+    try:
+        check_workers(args.workers, options, translator.device)
+    except ValueError as error:
+        raise RosettaError(str(error)) from None
+    every_core = (
+        args.workers == "auto"
+        and args.threads is None
+        and translator.decodes_in_workers
+        and translator.device.type == "cpu"
+        and not options.sample
+    )
+    return TORCH_DEFAULT if every_core else args.workers
+
+
+def add_batching_flags(verb: argparse.ArgumentParser) -> None:
+    """``--batch-size`` and ``--workers``."""
     number_flag(
         verb,
         "--batch-size",
@@ -193,7 +218,9 @@ def add_batching_flags(verb: argparse.ArgumentParser, workers: str) -> None:
         "--workers",
         type=workers_count,
         default="auto",
-        help=f"CPU: decode this many batches at once, sharing the threads; {workers}",
+        help="CPU: decode this many batches at once, sharing the threads; auto "
+        "(default): one one-thread worker per core (per thread with --threads "
+        "N), one when sampling or on a GPU",
     )
 
 

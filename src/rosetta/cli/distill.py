@@ -13,18 +13,17 @@ from rosetta.cli.common import (
     add_engine_flags,
     add_overwrite_flag,
     add_search_flags,
+    decoding_workers,
     load_translator,
     search_options,
 )
 from rosetta.data.corpus import read_lines
 from rosetta.distill import distill, partial_paths
-from rosetta.errors import RosettaError
 from rosetta.families.transformer.ctranslate2.export import ENGINE_FILE
 from rosetta.runs import checkpoint as ckpt
 from rosetta.runs.integrity import META_DIGEST, sha256_file
 from rosetta.runtime.limits import Count, number_flag
 from rosetta.runtime.outputs import claim_file
-from rosetta.search.batched import check_workers
 
 DISTILL_BEAM = 5
 
@@ -51,10 +50,7 @@ def cmd_distill(args: argparse.Namespace) -> None:
         claim_file(path, inputs=[src, model], overwrite=True)
     sources = [line for _, line in read_lines(src)]
     translator = load_translator(args)
-    try:
-        check_workers(args.workers, options, translator.device)
-    except ValueError as error:
-        raise RosettaError(str(error)) from None
+    workers = decoding_workers(args, translator, options)
     what = {  # a resumed run must continue with the same of each
         "teacher": str(model.resolve()),
         "teacher_sha256": teacher_identity(model),
@@ -70,7 +66,7 @@ def cmd_distill(args: argparse.Namespace) -> None:
         what=what,
         chunk_lines=args.chunk_lines,
         batch_size=args.batch_size,
-        workers=args.workers,
+        workers=workers,
     )
     print(f"{output}: {len(sources)} lines ({count} translated now)", file=sys.stderr)
 
@@ -96,6 +92,6 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
         "stopped run loses at most",
         default=1000,
     )
-    add_batching_flags(verb, "auto (default): one per thread")
+    add_batching_flags(verb)
     add_engine_flags(verb)
     verb.set_defaults(run=cmd_distill)

@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 
 from rosetta.cli.common import (
+    add_batching_flags,
     add_engine_flags,
     add_npd_flags,
     add_search_flags,
+    decoding_workers,
     load_translator,
     read_input_lines,
     search_options,
@@ -23,7 +25,12 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
             raise RosettaError("--model needs --src, the sentences to translate")
         translator = load_translator(args)
         options = search_options(args)
-        hypotheses = translator.translate(read_input_lines([args.src]), options)
+        hypotheses = translator.translate(
+            read_input_lines([args.src]),
+            options,
+            batch_size=args.batch_size,
+            workers=decoding_workers(args, translator, options),
+        )
     elif args.hyp:
         hypotheses = read_input_lines([args.hyp])
     else:
@@ -45,6 +52,7 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
     evaluate.add_argument("-m", "--model", help="translate --src with this model first")
     evaluate.add_argument("--src", help="source sentences (with --model)")
     add_search_flags(evaluate)
+    add_batching_flags(evaluate)
     add_npd_flags(evaluate)
     add_engine_flags(evaluate)
     evaluate.set_defaults(run=cmd_evaluate)

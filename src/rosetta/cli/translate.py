@@ -13,6 +13,7 @@ from rosetta.cli.common import (
     add_npd_flags,
     add_overwrite_flag,
     add_search_flags,
+    decoding_workers,
     load_translator,
     read_input_lines,
     search_options,
@@ -20,7 +21,6 @@ from rosetta.cli.common import (
 from rosetta.errors import RosettaError
 from rosetta.runtime.limits import Count, number_flag
 from rosetta.runtime.outputs import claim_file, write_text_atomic
-from rosetta.search.batched import check_workers
 
 
 def cmd_translate(args: argparse.Namespace) -> None:
@@ -36,12 +36,9 @@ def cmd_translate(args: argparse.Namespace) -> None:
     translator = load_translator(args)
     lines = read_input_lines(args.input)
     options = search_options(args, need_attention=args.attention)
-    try:
-        check_workers(args.workers, options, translator.device)
-    except ValueError as error:
-        raise RosettaError(str(error)) from None
+    workers = decoding_workers(args, translator, options)
     results = translator.translate_nbest(
-        lines, options, batch_size=args.batch_size, workers=args.workers
+        lines, options, batch_size=args.batch_size, workers=workers
     )
     if args.format == "text":
         outputs = [found[0].text if found else "" for found in results]
@@ -100,9 +97,7 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
         action="store_true",
         help="jsonl: add the best hypotheses' attention weights",
     )
-    add_batching_flags(
-        translate, "auto (default): one per thread, one when sampling or on a GPU"
-    )
+    add_batching_flags(translate)
     add_npd_flags(translate)
     add_engine_flags(translate)
     translate.set_defaults(run=cmd_translate)

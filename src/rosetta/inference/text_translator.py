@@ -41,6 +41,7 @@ class TextTranslator(ABC):
 
     engine: str  # what runs the model: "rosetta", "ctranslate2"
     one_pass = False  # every target token at once (no beam, no sampling)
+    decodes_in_workers = False  # ``workers`` > 1 decodes batches side by side
     tokenizers: TokenizerPair
     config: Config
     device: torch.device

@@ -50,6 +50,8 @@ class Translator(TextTranslator):
     produces; build a new one to translate with them.
     """
 
+    decodes_in_workers = True
+
     engine = "rosetta"
 
     def __init__(
