@@ -54,6 +54,21 @@ def test_the_longest_validation_is_kept_back_for_the_last_one(clock):
     assert budget.minutes_spent()
 
 
+def test_a_run_that_has_not_validated_does_so_at_half_its_minutes(clock):
+    state = TrainerState()
+    budget = Budget(TrainConfig(max_minutes=2), state, show=False)
+    clock.now += 59.0
+    assert not budget.first_validation_due()
+    clock.now += 1.0
+    assert budget.first_validation_due()
+    with budget.validating():
+        clock.now += 10.0
+    assert not budget.first_validation_due()  # its time is known now
+    no_minutes = Budget(TrainConfig(max_steps=10), TrainerState(), show=False)
+    clock.now += 1000.0
+    assert not no_minutes.first_validation_due()
+
+
 @pytest.mark.parametrize(
     ("limits", "per_epoch", "expected"),
     [

@@ -5,8 +5,10 @@ import json
 
 import pytest
 
+from rosetta.data.corpus import read_corpus
 from rosetta.train.run import run_training
 from rosetta.train.tensorboard import TensorBoardEvents
+from rosetta.train.translation_task import SHOWN
 from tests.toy import toy_config
 
 pytest.importorskip("tensorboard")
@@ -25,6 +27,20 @@ def scalars(folder):
         steps = [event.step for event in events.Scalars(tag)]
         assert len(steps) == len(set(steps)), f"{tag}: a step shown twice"
         found[tag] = {event.step: event.value for event in events.Scalars(tag)}
+    return found
+
+
+def texts(folder, tag="valid/translations"):
+    """{step: text} of a text tag."""
+    from tensorboard.backend.event_processing.event_accumulator import (
+        EventAccumulator,
+    )
+
+    events = EventAccumulator(str(folder), size_guidance={"tensors": 0})
+    events.Reload()
+    found = {}
+    for event in events.Tensors(f"{tag}/text_summary"):
+        found[event.step] = event.tensor_proto.string_val[0].decode("utf-8")
     return found
 
 
@@ -66,6 +82,12 @@ def test_every_logged_value_is_a_scalar_and_resuming_hides_what_is_made_again(
         for step, value in values.items():
             assert found[tag][step] == pytest.approx(value, rel=1e-6), (tag, step)
     assert found["train/loss"][20] != 99.0  # made again after the resume
+    # a few validation translations beside the scores, at every validation
+    shown = texts(run / "tensorboard")
+    assert sorted(shown) == sorted(expected["valid/loss"]) == [8, 16, 24]
+    (source, reference), *_ = read_corpus(whole.data.valid)
+    assert all(source in text and reference in text for text in shown.values())
+    assert all(text.count("\n") == 2 + SHOWN - 1 for text in shown.values())
 
 
 def test_no_events_where_they_are_not_wanted(tmp_path):

@@ -6,7 +6,8 @@ Minutes are wall-clock time inside the training loop, whatever it does:
 updates, validation and checkpoints alike, summed over resumed sessions
 (``TrainerState.elapsed_seconds``). The run validates once more when the
 budget ends, so the loop stops early enough for that validation to fit: it
-keeps back as long as the longest validation so far took.
+keeps back as long as the longest validation so far took. A run that has
+not validated by the middle of its minutes validates then, to know.
 
 The bar counts updates out of the run's total where steps or epochs bound
 it, otherwise minutes out of ``max_minutes``; its estimate of what is left
@@ -41,6 +42,7 @@ class Budget:
         self.started = time.perf_counter()
         self.spent_before = state.elapsed_seconds  # by earlier sessions
         self.reserve = 0.0  # seconds kept back for the last validation
+        self.validated = False  # in this session: the reserve is measured
         self.bar: tqdm | None = None
         self.figures: dict[str, str] = {}  # shown after the bar
 
@@ -65,6 +67,15 @@ class Budget:
             return True
         return cfg.max_epochs is not None and state.epoch >= cfg.max_epochs
 
+    def first_validation_due(self) -> bool:
+        """True once half of ``max_minutes`` is spent without a validation
+        in this session: validating then tells how long the last one will
+        take, which the run keeps back from then on."""
+        if self.cfg.max_minutes is None or self.validated:
+            return False
+        self.tick()
+        return self.state.elapsed_seconds >= self.cfg.max_minutes * 30
+
     @contextmanager
     def validating(self) -> Iterator[None]:
         """Times a validation (and its checkpoint): the longest so far is
@@ -76,6 +87,7 @@ class Budget:
             yield
         finally:
             self.reserve = max(self.reserve, time.perf_counter() - started)
+            self.validated = True
             self.tick()
             if self.bar is not None:
                 self.bar.set_description("training")

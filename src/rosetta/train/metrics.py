@@ -40,6 +40,12 @@ class MetricsLog:
         if self.events is not None:
             self.events.add(kind, step, values)
 
+    def examples(self, step: int, examples: list[tuple[str, str, str]]) -> None:
+        """A few validation translations, (source, output, reference), as
+        TensorBoard text (``metrics.jsonl`` keeps the numbers)."""
+        if self.events is not None:
+            self.events.add_examples(step, examples)
+
     def forget_after(self, step: int) -> None:
         """Drop the records made after ``step`` (a resumed run makes them again)."""
         if self.events is not None:

@@ -14,6 +14,9 @@ class Task(Protocol):
     """What the trainer asks of the data and the model it trains."""
 
     tokenizers: TokenizerPair
+    # (source, output, reference) of a few validation pairs as the last
+    # validation made them; none where the task has no such text
+    examples: list[tuple[str, str, str]]
 
     @property
     def has_validation(self) -> bool: ...

@@ -231,6 +231,8 @@ class Trainer:
         else:
             state.validations_without_gain += 1
         self.record("valid", **result)
+        if self.is_main and self.task.examples:
+            self.metrics.examples(state.step, self.task.examples)
         shown = ", ".join(f"{k} {v:.3f}" for k, v in result.items())
         self.log(
             f"step {state.step}: valid {shown} "
@@ -304,7 +306,8 @@ class Trainer:
                         elapsed_s=state.elapsed_seconds,
                     )
                     window = Window()
-                if state.step % self.cfg.validate_every == 0:
+                due = state.step % self.cfg.validate_every == 0
+                if due or self.budget.first_validation_due():
                     last_validated = state.step
                     if self.validate_and_save():
                         stop = True

@@ -33,6 +33,9 @@ if TYPE_CHECKING:
 MakeTranslator = Callable[..., TextTranslator]
 
 
+SHOWN = 3  # validation translations shown in TensorBoard
+
+
 class TranslationTask:
     """Parallel sentences, batched by length, for an encoder-decoder model.
 
@@ -56,6 +59,8 @@ class TranslationTask:
         self.model, self.tokenizers, self.device = model, data.tokenizers, device
         self.train_examples, self.valid_examples = data.train, data.valid
         self.valid_pairs = data.valid_pairs
+        # the first validation pairs as the last validation translated them
+        self.examples: list[tuple[str, str, str]] = []
 
     @property
     def has_validation(self) -> bool:
@@ -128,9 +133,16 @@ class TranslationTask:
             return {}
         trained = Trained(self.model, self.tokenizers, self.config, self.device)
         translator = self.translator(trained, self.cfg.precision)
-        return decoded_scores(
+        scores, hypotheses = decoded_scores(
             translator, self.valid_pairs, self.cfg.valid_bleu, self.cfg.valid_exact
         )
+        self.examples = [
+            (source, hypothesis, reference)
+            for (source, reference), hypothesis in zip(
+                self.valid_pairs[:SHOWN], hypotheses, strict=False
+            )
+        ]
+        return scores
 
     def state_tensors(self) -> dict[str, torch.Tensor]:
         """Nothing but the data position is carried between updates."""

@@ -51,13 +51,14 @@ def decoded_scores(
     pairs: list[tuple[str, str]],
     bleu: bool = True,
     exact: bool = False,
-) -> dict[str, float]:
+) -> tuple[dict[str, float], list[str]]:
     """Scores of ``translator``'s translations (its default search: greedy)
-    of the validation sources: sacreBLEU (``bleu``), and the share of outputs
-    equal to their reference token for token (``exact``, in %), as the
-    synthetic tasks are scored. Decodes only if a score is asked for."""
+    of the validation sources, and the translations: sacreBLEU (``bleu``),
+    and the share of outputs equal to their reference token for token
+    (``exact``, in %), as the synthetic tasks are scored. Decodes only if a
+    score is asked for."""
     if not (bleu or exact):
-        return {}
+        return {}, []
     found = translate_shown(translator, [source for source, _ in pairs])
     hypotheses = [best[0].text if best else "" for best in found]
     references = [target for _, target in pairs]
@@ -66,7 +67,7 @@ def decoded_scores(
         scores["bleu"] = sacrebleu_score(hypotheses, references).value
     if exact:
         scores["exact"] = 100.0 * accuracy(hypotheses, references).exact
-    return scores
+    return scores, hypotheses
 
 
 BATCHES_PER_STEP = 8  # of the progress bar

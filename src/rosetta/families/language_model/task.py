@@ -79,6 +79,7 @@ class LanguageModelTask:
         self.rows: np.ndarray | None = None  # (n, T) this epoch's streams
         self.memory: Memory | None = None
         self.memory_after = -1  # the segment whose forward pass left it
+        self.examples: list[tuple[str, str, str]] = []  # a text, not pairs
 
     @property
     def has_validation(self) -> bool:
