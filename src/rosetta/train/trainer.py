@@ -307,7 +307,11 @@ class Trainer:
                     )
                     window = Window()
                 due = state.step % self.cfg.validate_every == 0
-                if due or self.budget.first_validation_due():
+                if not due and self.cfg.max_minutes is not None:
+                    # rank 0's clock decides for all, as for the budget
+                    first = self.budget.first_validation_due()
+                    due = self.group.decide(first, self.device)
+                if due:
                     last_validated = state.step
                     if self.validate_and_save():
                         stop = True
