@@ -3,9 +3,8 @@ translate Multi30k test_2016, score it, show a few translations and what to
 try next.
 
 The budget is counted in updates, not minutes, so a slow or busy machine takes
-longer but learns as much; the learning rate follows a cosine down to a tenth
-of its peak over those updates. A GPU, when there is one, trains the
-configuration's whole schedule instead: it does that in minutes.
+longer but learns as much. A GPU, when there is one, trains the configuration's
+whole schedule instead: it does that in minutes.
 """
 
 from __future__ import annotations
@@ -87,7 +86,6 @@ def main(argv: list[str] | None = None) -> None:
     device = pick_device(args.device)
     steps = args.steps or (CPU_STEPS if device.type == "cpu" else None)
     budget = [f"train.device={device.type}"]
-    schedule: list[str] = []  # before --set, which may change it
     if steps is not None:
         warmup = min(400, steps // 3)
         budget += [
@@ -96,11 +94,7 @@ def main(argv: list[str] | None = None) -> None:
             f"train.warmup_steps={warmup}",
             f"train.validate_every={max(steps // 2, 1)}",
         ]
-        # a run of known length: a cosine decay to a tenth of the peak rate
-        # (measured against the config's inverse square root, docs/performance.md)
-        peak = load_config(args.config, [*args.set, *budget]).train.lr
-        schedule = ["train.decay=cosine", f"train.min_lr={peak / 10}"]
-    config = load_config(args.config, [*schedule, *args.set, *budget])
+    config = load_config(args.config, [*args.set, *budget])
     if config.data.test is None:
         raise SystemExit(
             f"{args.config}: the demo scores data.test; this config has none"
