@@ -28,42 +28,56 @@ COMPUTING = {
 }
 
 
-def fake_loadavg(tmp_path, monkeypatch, running: int) -> None:
-    path = tmp_path / "loadavg"
-    path.write_text(f"0.52 0.58 0.59 {running}/467 12345\n")
-    monkeypatch.setattr(threads, "LOADAVG", path)
+STAT = """cpu  900 0 300 5000 40 0 10 0 0 0
+cpu0 100 0 50 1000 10 0 0 0 0 0
+cpu1 200 0 50 1000 10 0 5 0 0 0
+cpu2 300 0 100 1500 10 0 5 0 0 0
+cpu3 300 0 100 1500 10 0 0 0 0 0
+intr 12345 0 0
+"""
 
 
-def test_others_running_leaves_out_this_thread(tmp_path, monkeypatch):
-    fake_loadavg(tmp_path, monkeypatch, running=3)
-    assert threads.others_running(interval=0) == 2
+def test_only_the_cpus_this_process_may_use_count(tmp_path, monkeypatch):
+    """A container given CPUs 1 and 2 of four: the others' work is not its
+    business. Busy is user + nice + system + irq + softirq + steal."""
+    (tmp_path / "stat").write_text(STAT)
+    monkeypatch.setattr(threads, "STAT", tmp_path / "stat")
+    monkeypatch.setattr(threads, "cpus", lambda: {1, 2})
+    machine, _ = threads.cpu_seconds()
+    ticks = (200 + 50 + 5) + (300 + 100 + 5)
+    assert machine == pytest.approx(ticks / threads.os.sysconf("SC_CLK_TCK"))
+
+
+def test_others_busy_leaves_out_this_process(monkeypatch):
+    """Over 2 s the CPUs were busy 3 s, 1 s of it this process's."""
+    monkeypatch.setattr(threads, "cpu_seconds", lambda: (13.0, 6.0))
+    assert threads.others_busy((10.0, 5.0), seconds=2.0) == pytest.approx(1.0)
 
 
 @pytest.mark.parametrize(
-    ("running", "cores", "siblings", "expected"),
+    ("busy", "cores", "siblings", "expected"),
     [
-        (1, 4, "1", 4),  # idle: every core, up to the ceiling
-        (3, 4, "1", 2),  # two busy processes leave two cores
-        (9, 4, "1", 1),  # a fully busy machine: one thread, never none
-        (1, 8, "1", 4),  # never more than the ceiling
-        (1, 4, "2", 2),  # two training processes share the cores
+        (0.1, 4, "1", 4),  # idle: every core, up to the ceiling
+        (2.0, 4, "1", 2),  # two busy processes leave two cores
+        (8.0, 4, "1", 1),  # a fully busy machine: one thread, never none
+        (0.0, 8, "1", 4),  # never more than the ceiling
+        (0.0, 4, "2", 2),  # two training processes share the cores
     ],
 )
 def test_the_policy_counts_the_cores_left_free(
-    tmp_path, monkeypatch, running, cores, siblings, expected
+    monkeypatch, busy, cores, siblings, expected
 ):
-    fake_loadavg(tmp_path, monkeypatch, running)
     monkeypatch.setattr(threads, "cores", lambda: cores)
     monkeypatch.setenv("LOCAL_WORLD_SIZE", siblings)
-    assert threads.free_threads(ceiling=4) == expected
+    assert threads.threads_beside(busy, ceiling=4) == expected
 
 
 def test_without_proc_the_load_average_stands_in(tmp_path, monkeypatch):
-    monkeypatch.setattr(threads, "LOADAVG", tmp_path / "absent")
+    monkeypatch.setattr(threads, "STAT", tmp_path / "absent")
     monkeypatch.setattr(threads, "cores", lambda: 4)
     monkeypatch.setattr(threads.os, "getloadavg", lambda: (2.6, 1.0, 1.0))
     monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
-    assert threads.others_running() is None
+    assert threads.cpu_seconds() is None
     assert threads.free_threads(ceiling=4) == 1  # 4 - 2.6, rounded
 
 

@@ -8,66 +8,58 @@ the others spin or sleep until it comes back. Decoding and training on a CPU
 run thousands of small kernels, so a 2-core laptop with two other busy
 processes can run a translation 5-7x slower on two threads than on one.
 
-So the default (``threads`` unset, or ``--threads auto``) counts the cores
-that other work leaves free when the command starts, from the number of
-processes the kernel has ready to run, and uses that many threads, at least
-one and at most PyTorch's own default. Training, which can last hours while
-the machine's other work comes and goes, counts again now and then
+So the default (``threads`` unset, or ``--threads auto``) measures, for a
+tenth of a second as the command starts, how busy other work keeps the CPUs
+this process may run on, and uses the cores left free: at least one thread,
+at most PyTorch's own default. Training, which can last hours while the
+machine's other work comes and goes, measures again every 30 seconds
 (``Reassessment``). A number given by the user is used as given.
+
+Only this process's CPUs count (``sched_getaffinity``), read per CPU from
+``/proc/stat``: in a container limited to some of a large machine's cores,
+the machine's other tasks do not count against it.
 """
 
 from __future__ import annotations
 
 import os
-import statistics
 import time
 from pathlib import Path
 
 import torch
 
-LOADAVG = Path("/proc/loadavg")
 STAT = Path("/proc/stat")
 
 # PyTorch's own choice, read before any command changes it: one per core.
 TORCH_DEFAULT = torch.get_num_threads()
 
 
-def others_running(samples: int = 3, interval: float = 0.01) -> float | None:
-    """How many other threads the machine has ready to run now (the median
-    of ``samples`` readings), or None where the system does not say.
-
-    ``/proc/loadavg``'s fourth field, ``running/total``, counts what is
-    runnable at this instant, this process included, unlike the load
-    averages, which take a minute to follow a change.
-    """
-    if not LOADAVG.is_file():
-        return None
-    readings = []
-    for sample in range(samples):
-        if sample:
-            time.sleep(interval)
-        running = LOADAVG.read_text().split()[3].split("/")[0]
-        readings.append(int(running) - 1)  # less this thread
-    return max(0.0, statistics.median(readings))
+def cpus() -> set[int]:
+    """The CPUs this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return set(os.sched_getaffinity(0))
+    return set(range(os.cpu_count() or 1))
 
 
 def cores() -> int:
-    """The cores this process may run on."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
+    """How many CPUs this process may run on."""
+    return len(cpus())
 
 
-def free_threads(ceiling: int | None = None) -> int:
-    """The policy's choice: the cores other work leaves free now, shared
-    among the training processes of this machine, between 1 and ``ceiling``.
+def free_threads(ceiling: int | None = None, window: float = 0.1) -> int:
+    """The policy's choice: the cores other work leaves free, measured over
+    ``window`` seconds, shared among the training processes of this
+    machine, between 1 and ``ceiling``.
 
-    Where the system does not report what is running (not Linux), the one
+    Where the system does not report CPU time per CPU (not Linux), the one
     minute load average stands in.
     """
-    busy = others_running()
-    if busy is None:
+    before = cpu_seconds()
+    if before is None:
         busy = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    else:
+        time.sleep(window)
+        busy = others_busy(before, window)
     return threads_beside(busy, ceiling)
 
 
@@ -82,22 +74,35 @@ def threads_beside(busy: float, ceiling: int | None = None) -> int:
 
 
 def cpu_seconds() -> tuple[float, float] | None:
-    """CPU seconds the whole machine and this process have used so far, or
-    None where the system does not say (not Linux)."""
+    """CPU seconds this process's CPUs, and this process, have spent busy so
+    far, or None where the system does not say (not Linux)."""
     if not STAT.is_file():
         return None
-    fields = STAT.read_text().split("\n", 1)[0].split()[1:]
-    # user nice system idle iowait irq softirq steal: all but idle and iowait
-    busy = sum(int(value) for i, value in enumerate(fields[:8]) if i not in (3, 4))
-    return busy / os.sysconf("SC_CLK_TCK"), time.process_time()
+    mine = cpus()
+    ticks = 0
+    for line in STAT.read_text().splitlines():
+        name, *fields = line.split()
+        if name.startswith("cpu") and name[3:].isdigit() and int(name[3:]) in mine:
+            # user nice system idle iowait irq softirq steal: not idle, iowait
+            ticks += sum(int(v) for i, v in enumerate(fields[:8]) if i not in (3, 4))
+    return ticks / os.sysconf("SC_CLK_TCK"), time.process_time()
+
+
+def others_busy(since: tuple[float, float], seconds: float) -> float:
+    """The cores' worth of work other processes did on this process's CPUs
+    over the last ``seconds``, from a ``cpu_seconds()`` reading then."""
+    now = cpu_seconds()
+    assert now is not None
+    machine, own = (b - a for a, b in zip(since, now, strict=True))
+    return max(0.0, (machine - own) / seconds)
 
 
 class Reassessment:
     """The policy's choice made again every ``every`` seconds of a long
     command, from the CPU time other processes used meanwhile.
 
-    Counting runnable threads would count this process's own threads, which
-    are running; CPU time used by everything but this process does not.
+    The CPU time of this process's own threads, which are running, is left
+    out.
     """
 
     def __init__(self, every: float = 30.0):
@@ -111,11 +116,8 @@ class Reassessment:
         now = time.monotonic()
         if self.used is None or now - self.since < self.every:
             return None
-        used = cpu_seconds()
-        assert used is not None
-        machine, own = (b - a for a, b in zip(self.used, used, strict=True))
-        others = max(0.0, (machine - own) / (now - self.since))
-        self.since, self.used = now, used
+        others = others_busy(self.used, now - self.since)
+        self.since, self.used = now, cpu_seconds()
         before, chosen = torch.get_num_threads(), threads_beside(others)
         if chosen == before:
             return None
