@@ -25,12 +25,13 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 def toy_run(tmp_path_factory):
     """A toy model trained once per test session, by kind: its run folder.
 
-    ``toy_run("transformer")`` or ``toy_run("rnn-attention")``; the reversal
+    ``toy_run("transformer")``, ``toy_run("rnn-attention")``, ...; the reversal
     task of ``tests/toy.py``, 60 steps, enough for sensible attention.
     """
     from rosetta.train.run import run_training
     from tests.toy import (
         NAT,
+        NAT_CTC_GLANCING,
         RNN_ATTENTION,
         TRANSFORMER,
         TRANSFORMER_RELATIVE,
@@ -42,6 +43,7 @@ def toy_run(tmp_path_factory):
         "transformer-relative": TRANSFORMER_RELATIVE,
         "rnn-attention": RNN_ATTENTION,
         "nat": NAT,
+        "nat-ctc": NAT_CTC_GLANCING,
     }
     runs: dict[str, Path] = {}
 

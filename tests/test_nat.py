@@ -44,8 +44,8 @@ def test_uniform_copy_spreads_the_real_source_over_the_target():
     assert mask[1].tolist() == [True] * 3 + [False] * 5
 
 
-def tiny_nat(**overrides):
-    torch.manual_seed(0)
+def tiny_nat(vocabulary=12, seed=0, **overrides):
+    torch.manual_seed(seed)
     options = dict(
         arch="nat",
         share_embeddings=False,
@@ -59,7 +59,7 @@ def tiny_nat(**overrides):
         max_fertility=3,
     )
     options.update(overrides)
-    return build_nat(NATConfig(**options), 12, 12).eval()
+    return build_nat(NATConfig(**options), vocabulary, vocabulary).eval()
 
 
 def test_padding_has_fertility_zero_and_never_changes_real_outputs():

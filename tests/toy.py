@@ -41,6 +41,11 @@ TRANSFORMER_RELATIVE = TRANSFORMER.replace("}", ", positions: relative}")
 NAT = """{arch: nat, encoder_layers: 1, decoder_layers: 1, d_model: 32, heads: 2,
    d_ff: 64, dropout: 0.1, share_embeddings: false, max_positions: 64,
    max_fertility: 3}"""
+NAT_CTC_GLANCING = NAT.replace(
+    "max_fertility: 3}",
+    "length_model: ctc, upsample: 2, glance_ratio: 0.5, glance_ratio_end: 0.2,\n"
+    "   glance_anneal_updates: 15}",
+)
 RNN_ATTENTION = """{arch: rnn, cell: gru, encoder_layers: 1, decoder_layers: 1,
    d_model: 32, hidden_size: 32, bidirectional: true, attention: bahdanau,
    dropout: 0.1, share_embeddings: false}"""
@@ -98,3 +103,30 @@ train:
 """
     )
     return load_config(path, list(overrides)), path
+
+
+def assert_resume_is_exact(folder: Path, model: str, before_split=None) -> None:
+    """Twenty updates in one run and in two (ten, then resumed) end with the
+    same weights. ``before_split(split_folder)`` prepares the second run's
+    folder first."""
+    import torch
+    from safetensors.torch import load_file
+
+    from rosetta.runs.checkpoint import resolve_checkpoint
+    from rosetta.train.run import run_training
+
+    steps = ("train.max_epochs=null", "train.validate_every=10")
+    whole, _ = toy_config(folder, *steps, "train.max_steps=20", model=model)
+    run_training(whole, folder / "whole")
+    half, _ = toy_config(folder, *steps, "train.max_steps=10", model=model)
+    (folder / "split").mkdir()
+    if before_split is not None:
+        before_split(folder / "split")
+    run_training(half, folder / "split")
+    run_training(whole, folder / "split", resume=True)
+    weights = [
+        load_file(resolve_checkpoint(folder / name, "latest") / "model.safetensors")
+        for name in ("whole", "split")
+    ]
+    for key, tensor in weights[0].items():
+        assert torch.equal(tensor, weights[1][key]), key

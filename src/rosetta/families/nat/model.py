@@ -26,11 +26,18 @@ Nothing is conditioned on earlier outputs, so the target tokens are
 predicted independently given the source and the fertilities: the
 fertilities carry the choice among translations that an autoregressive
 decoder makes word by word.
+
+With ``length_model: ctc`` there are no fertilities: the decoder input is
+every source token copied ``upsample`` times, and the target is read off
+its positions by CTC (``rosetta.families.nat.ctc``). In glancing training
+(``rosetta.families.nat.glancing``) some decoder inputs are replaced by
+the embeddings of the reference tokens they stand for (``Glance``).
 """
 
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import torch
 from torch import nn
@@ -92,6 +99,14 @@ def uniform_copy(
     return copied * mask[..., None], mask
 
 
+class Glance(NamedTuple):
+    """Decoder inputs to replace in glancing training: where (n, T) and by
+    which reference tokens (n, T)."""
+
+    revealed: torch.Tensor
+    tokens: torch.Tensor
+
+
 class NATDecoderLayer(nn.Module):
     """Self-attention (no causal mask), positional attention, cross-attention
     over the encoder states, then the feed-forward layer; each sub-layer in
@@ -151,6 +166,7 @@ class NonAutoregressiveTransformer(nn.Module):
         max_fertility: int,
         dropout: float,
         copy: str = "fertility",
+        upsample: int | None = None,
     ):
         super().__init__()
         self.encoder = encoder
@@ -159,16 +175,26 @@ class NonAutoregressiveTransformer(nn.Module):
         self.output_proj = output_proj
         self.max_fertility = max_fertility
         self.copy = copy
+        self.upsample = upsample  # a CTC model's decoder positions per source token
         d_model = output_proj.in_features
-        self.fertility = nn.Linear(d_model, max_fertility + 1)
+        self.fertility = (
+            nn.Linear(d_model, max_fertility + 1) if upsample is None else None
+        )
         self.dropout = Dropout(dropout)
+
+    @property
+    def uses_ctc(self) -> bool:
+        return self.upsample is not None
 
     def encode(
         self, src: torch.Tensor, src_mask: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Encoder states (n, S, d) and fertility logits (n, S, F+1); the
-        logits of padding are -inf but at 0, so padding has fertility 0."""
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Encoder states (n, S, d) and fertility logits (n, S, F+1), None for
+        a CTC model; the logits of padding are -inf but at 0, so padding has
+        fertility 0."""
         memory = self.encoder(src, src_mask)
+        if self.fertility is None:
+            return memory, None
         logits = self.fertility(memory).float()
         zero_only = torch.full_like(logits, float("-inf"))
         zero_only[..., 0] = 0.0
@@ -179,20 +205,22 @@ class NonAutoregressiveTransformer(nn.Module):
         src: torch.Tensor,
         src_mask: torch.Tensor,
         memory: torch.Tensor,
-        fertilities: torch.Tensor,
+        fertilities: torch.Tensor | None,
         need_attention: bool = False,
+        glance: Glance | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-        """Decoder features (n, T, d) for the target of ``fertilities`` (n, S),
+        """Decoder features (n, T, d) for the target of ``fertilities`` (n, S)
+        (a CTC model takes None: ``upsample`` copies of every source token),
         its mask (n, T) and, with ``need_attention``, the cross-attention
-        weights (n, T, layers, heads, S)."""
+        weights (n, T, layers, heads, S). ``glance`` replaces some decoder
+        inputs by reference tokens' embeddings."""
         embedding = self.encoder.embedding
         tokens = embedding.token(src) * embedding.scale  # no source positions
-        fertilities = fertilities.masked_fill(~src_mask, 0)
-        if self.copy == "uniform":
-            lengths = fertilities.clamp(max=self.max_fertility).sum(1)
-            x, tgt_mask = uniform_copy(tokens, src_mask, lengths)
-        else:
-            x, tgt_mask = copy_by_fertility(tokens, fertilities, self.max_fertility)
+        x, tgt_mask = self.copy_source(tokens, src_mask, fertilities)
+        if glance is not None:
+            # the output projection's rows: the target embedding when tied
+            targets = self.output_proj.weight[glance.tokens] * embedding.scale
+            x = torch.where(glance.revealed[..., None], targets.to(x.dtype), x)
         length = x.size(1)
         table = embedding.positions
         if length > table.size(0):
@@ -212,11 +240,36 @@ class NonAutoregressiveTransformer(nn.Module):
             attention = torch.stack(weights, dim=1).permute(0, 3, 1, 2, 4)
         return self.final_norm(x), tgt_mask, attention
 
+    def copy_source(
+        self,
+        tokens: torch.Tensor,
+        src_mask: torch.Tensor,
+        fertilities: torch.Tensor | None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The decoder input (n, T, d) from the source embeddings (n, S, d)
+        and its mask (n, T) (module docstring, step 3)."""
+        if self.upsample is not None:
+            copies = src_mask.long() * self.upsample
+            return copy_by_fertility(tokens, copies, self.upsample)
+        if fertilities is None:
+            raise ValueError("a fertility model decodes from fertilities")
+        fertilities = fertilities.masked_fill(~src_mask, 0)
+        if self.copy == "uniform":
+            lengths = fertilities.clamp(max=self.max_fertility).sum(1)
+            return uniform_copy(tokens, src_mask, lengths)
+        return copy_by_fertility(tokens, fertilities, self.max_fertility)
+
     def forward(
-        self, src: torch.Tensor, src_mask: torch.Tensor, fertilities: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        self,
+        src: torch.Tensor,
+        src_mask: torch.Tensor,
+        fertilities: torch.Tensor | None,
+        glance: Glance | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         memory, fertility_logits = self.encode(src, src_mask)
-        features, tgt_mask, _ = self.decode(src, src_mask, memory, fertilities)
+        features, tgt_mask, _ = self.decode(
+            src, src_mask, memory, fertilities, glance=glance
+        )
         return features, tgt_mask, fertility_logits
 
 
@@ -255,12 +308,14 @@ def build_nat(
         config.max_fertility,
         dropout,
         config.decoder_input,
+        config.upsample if config.length_model == "ctc" else None,
     )
     xavier_linear_layers(encoder.layers, model.layers)
     if share_embeddings and config.tie_output:
         output_proj.weight = embedding.token.weight
     else:
         nn.init.normal_(output_proj.weight, std=d_model**-0.5)
-    nn.init.normal_(model.fertility.weight, std=1 / math.sqrt(d_model))
-    nn.init.zeros_(model.fertility.bias)
+    if model.fertility is not None:
+        nn.init.normal_(model.fertility.weight, std=1 / math.sqrt(d_model))
+        nn.init.zeros_(model.fertility.bias)
     return model

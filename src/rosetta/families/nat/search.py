@@ -11,6 +11,10 @@ target token at once.
   (``teacher_log_probabilities``) and the best one is kept: the parallel
   decoder proposes, the sequential model only checks, which costs one
   pass, not one step per token.
+- **CTC.** A model with ``length_model: ctc`` has no fertilities: every
+  decoder position takes its most likely symbol, and runs and blanks
+  collapse (``ctc_candidates``). Its score is the log-probability of that
+  one alignment.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import torch
 
 from rosetta.data.batching import pad
 from rosetta.data.vocab import BOS_ID, EOS_ID, PAD_ID
+from rosetta.families.nat.ctc import BLANK_ID
 from rosetta.families.nat.model import NonAutoregressiveTransformer
 from rosetta.models.interface import EncoderDecoder
 
@@ -33,7 +38,7 @@ class NATCandidate:
     log-probabilities plus those of the fertilities."""
 
     tokens: list[int]
-    fertilities: list[int]  # one per source token, <eos> included
+    fertilities: list[int] | None  # one per source token, <eos> included; not CTC's
     score: float
     attention: torch.Tensor | None = None  # (T, layers, heads, S) when asked for
 
@@ -128,6 +133,46 @@ def nat_candidates(
                 attention=weights,
             )
         )
+    return found
+
+
+@torch.no_grad()
+def ctc_candidates(
+    model: NonAutoregressiveTransformer,
+    src: torch.Tensor,
+    src_mask: torch.Tensor,
+    *,
+    max_lengths: torch.Tensor | None = None,
+    need_attention: bool = False,
+) -> list[list[NATCandidate]]:
+    """Per source, the one candidate of a CTC model: each position's most
+    likely symbol, runs merged and blanks dropped, cut to ``max_lengths``
+    (n,) tokens. Its attention is that of each token's first position."""
+    model.eval()
+    memory, _ = model.encode(src, src_mask)
+    features, positions, attention = model.decode(
+        src, src_mask, memory, None, need_attention
+    )
+    log_probs = model.output_proj(features).float().log_softmax(-1)
+    best, symbols = log_probs.max(-1)
+    scores = (best * positions).sum(1).tolist()
+    limits = positions.sum(1) if max_lengths is None else max_lengths
+    source_lengths = src_mask.sum(1).tolist()
+    found = []
+    for row, (real, limit) in enumerate(
+        zip(positions.sum(1).tolist(), limits.tolist(), strict=True)
+    ):
+        kept, previous = [], None  # positions that start a token's run
+        for position, symbol in enumerate(symbols[row, :real].tolist()):
+            if symbol != previous and symbol != BLANK_ID:
+                kept.append(position)
+            previous = symbol
+        kept = kept[: int(limit)]
+        weights = None
+        if attention is not None:
+            weights = attention[row, kept, :, :, : source_lengths[row]].float()
+        tokens = symbols[row, kept].tolist()
+        found.append([NATCandidate(tokens, None, scores[row], weights)])
     return found
 
 

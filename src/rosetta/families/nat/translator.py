@@ -19,6 +19,7 @@ from rosetta.errors import RosettaError
 from rosetta.families.nat.model import NonAutoregressiveTransformer
 from rosetta.families.nat.search import (
     NATCandidate,
+    ctc_candidates,
     nat_candidates,
     teacher_log_probabilities,
 )
@@ -86,6 +87,11 @@ class NATTranslator(TextTranslator):
             raise RosettaError("the teacher must be a Rosetta (PyTorch) model")
         if teacher is not None:
             check_same_languages(config, teacher.config)
+        if npd and config.model.length_model == "ctc":  # type: ignore[union-attr]
+            raise RosettaError(
+                "noisy parallel decoding samples fertilities; a model with "
+                "length_model ctc has none: translate without --npd"
+            )
         self.trained = trained
         self.model: NonAutoregressiveTransformer = trained.model.to(device).eval()  # type: ignore[assignment]
         self.tokenizers, self.config = trained.tokenizers, config
@@ -132,17 +138,27 @@ class NATTranslator(TextTranslator):
             src = pad([[*sources[i], EOS_ID] for i in chunk]).to(self.device)
             with autocast(self.device, self.precision):
                 src_mask = src != PAD_ID
-                candidates = nat_candidates(
-                    self.model,
-                    src,
-                    src_mask,
-                    samples,
-                    max_lengths=max_lengths(
-                        src_mask.sum(1), options.max_len_a, options.max_len_b
-                    ),
-                    generator=generator,
-                    need_attention=options.need_attention,
+                limits = max_lengths(
+                    src_mask.sum(1), options.max_len_a, options.max_len_b
                 )
+                if self.model.uses_ctc:
+                    candidates = ctc_candidates(
+                        self.model,
+                        src,
+                        src_mask,
+                        max_lengths=limits,
+                        need_attention=options.need_attention,
+                    )
+                else:
+                    candidates = nat_candidates(
+                        self.model,
+                        src,
+                        src_mask,
+                        samples,
+                        max_lengths=limits,
+                        generator=generator,
+                        need_attention=options.need_attention,
+                    )
                 chosen = self._choose([sources[i] for i in chunk], candidates, options)
             for i, (candidate, rank_score) in zip(chunk, chosen, strict=True):
                 results[i] = [self._nat_translation(sources[i], candidate, rank_score)]
