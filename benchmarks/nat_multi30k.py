@@ -1,9 +1,13 @@
-"""Non-autoregressive translation against its autoregressive teacher:
-quality and speed on Multi30k test_2016 (or any parallel test set), in one run.
+"""Non-autoregressive translation against autoregressive baselines: quality
+and speed on Multi30k test_2016 (or any parallel test set), in one run.
 
-Systems: the teacher with greedy and beam search, the NAT with argmax
-fertilities, and the NAT with noisy parallel decoding (NPD) at each ``--npd``
-sample count, rescored by the teacher. For each: BLEU (sacreBLEU, and the
+Systems: the teacher with greedy and beam search; with ``--shallow``, an
+autoregressive model with a deep encoder and a one-layer decoder trained on
+the same distilled corpus (greedy and beam), the baseline that decodes
+nearly as fast as a one-pass model; with ``--nat``, the fertility NAT with
+argmax fertilities and with noisy parallel decoding (NPD) at each ``--npd``
+sample count, rescored by the teacher; with ``--ctc``, a NAT with the CTC
+length model (one pass). For each: BLEU (sacreBLEU, and the
 tokenized lower-cased BLEU that published Multi30k results use); latency per
 sentence at batch 1 (every sentence decoded by every system in turn, so
 that the machine's noise falls on all of them alike; median and 90th
@@ -22,7 +26,8 @@ and the argmax NAT: the autoregressive decoder's cost grows with every token
 it produces, the NAT's barely.
 
     python benchmarks/nat_multi30k.py --teacher runs/multi30k-de-en-transformer \
-        --nat runs/multi30k-de-en-nat
+        --nat runs/multi30k-de-en-nat --ctc runs/multi30k-de-en-nat-ctc \
+        --shallow runs/multi30k-de-en-transformer-deep-shallow
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from rosetta import Translator
 from rosetta.data.corpus import read_parallel
 from rosetta.evaluate import sacrebleu_score, tokenized_lowercase_bleu
 from rosetta.families.nat.translator import NATTranslator
+from rosetta.inference.text_translator import TextTranslator
 from rosetta.loading import load_translator
 from rosetta.search.options import SearchOptions
 from train_speed import matmul_ceiling
@@ -47,25 +53,42 @@ from train_speed import matmul_ceiling
 GREEDY = SearchOptions()
 
 
-def systems(teacher: Translator, nat: NATTranslator, npd: list[int], beam: int):
+def one_pass(translator: NATTranslator, samples: int = 0):
+    """translate(sentences, batch_size) of a NAT with ``samples`` NPD draws."""
+
+    def run(sentences, size):
+        translator.npd = samples
+        return translator.translate(sentences, batch_size=size)
+
+    return run
+
+
+def systems(
+    teacher: Translator,
+    beam: int,
+    shallow: TextTranslator | None = None,
+    nat: NATTranslator | None = None,
+    npd: tuple[int, ...] = (),
+    ctc: NATTranslator | None = None,
+):
     """(name, translate(sentences, batch_size) -> outputs) of every system."""
 
-    def autoregressive(options):
-        return lambda sentences, size: teacher.translate(
+    def autoregressive(translator, options):
+        return lambda sentences, size: translator.translate(
             sentences, options, batch_size=size, workers=1
         )
 
-    def parallel(samples):
-        def run(sentences, size):
-            nat.npd = samples
-            return nat.translate(sentences, batch_size=size)
-
-        return run
-
-    rows = [("teacher greedy", autoregressive(GREEDY))]
-    rows.append((f"teacher beam {beam}", autoregressive(SearchOptions(beam_size=beam))))
-    rows.append(("NAT argmax", parallel(0)))
-    rows += [(f"NAT + NPD s={s}", parallel(s)) for s in npd]
+    searches = [("greedy", GREEDY), (f"beam {beam}", SearchOptions(beam_size=beam))]
+    rows = [(f"teacher {name}", autoregressive(teacher, o)) for name, o in searches]
+    if shallow is not None:
+        rows += [
+            (f"deep-shallow {name}", autoregressive(shallow, o)) for name, o in searches
+        ]
+    if nat is not None:
+        rows.append(("NAT argmax", one_pass(nat)))
+        rows += [(f"NAT + NPD s={s}", one_pass(nat, s)) for s in npd]
+    if ctc is not None:
+        rows.append(("CTC NAT", one_pass(ctc)))
     return rows
 
 
@@ -87,7 +110,11 @@ def synchronise(device: torch.device) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--teacher", required=True, help="autoregressive run folder")
-    parser.add_argument("--nat", required=True, help="NAT run folder")
+    parser.add_argument("--nat", help="fertility NAT run folder")
+    parser.add_argument("--ctc", help="CTC NAT run folder")
+    parser.add_argument(
+        "--shallow", help="deep-encoder, one-layer-decoder autoregressive run folder"
+    )
     parser.add_argument("--src", default="data/multi30k/test_2016_flickr.de.gz")
     parser.add_argument("--ref", default="data/multi30k/test_2016_flickr.en.gz")
     parser.add_argument("--npd", type=int, nargs="*", default=[10, 100])
@@ -104,8 +131,8 @@ def main() -> None:
         default=50,
         help="sentences whose operations are counted (the first timed ones)",
     )
-    parser.add_argument("--batch", type=int, default=32)
-    parser.add_argument("--rounds", type=int, default=3, help="batch-32 repeats")
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--rounds", type=int, default=3, help="whole-set repeats")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--json", default="benchmarks/results/nat_multi30k.json")
@@ -119,10 +146,25 @@ def main() -> None:
     sources = [s for s, _ in pairs]
     references = [t for _, t in pairs]
     teacher = load_translator(args.teacher, device=device)
-    nat = load_translator(args.nat, device=device)
-    assert isinstance(nat, NATTranslator), f"{args.nat} is not a NAT run"
-    nat.teacher = teacher
-    rows = systems(teacher, nat, args.npd, args.beam)
+    one_pass_runs = {}
+    for flag in ("nat", "ctc"):
+        folder = getattr(args, flag)
+        if folder is not None:
+            loaded = load_translator(folder, device=device)
+            assert isinstance(loaded, NATTranslator), f"{folder} is not a NAT run"
+            loaded.teacher = teacher
+            one_pass_runs[flag] = loaded
+    shallow = None
+    if args.shallow is not None:
+        shallow = load_translator(args.shallow, device=device)
+    rows = systems(
+        teacher,
+        args.beam,
+        shallow,
+        one_pass_runs.get("nat"),
+        tuple(args.npd),
+        one_pass_runs.get("ctc"),
+    )
 
     results: dict[str, dict] = {name: {} for name, _ in rows}
     print(f"quality: {len(sources)} sentences", flush=True)
@@ -232,7 +274,8 @@ def main() -> None:
     Path(args.json).write_text(
         json.dumps({"settings": settings, "results": results}, indent=1) + "\n"
     )
-    plot(latencies, lengths, [base, "NAT argmax"], Path(args.plot))
+    shown = [base] + [n for n in ("NAT argmax", "CTC NAT") if n in latencies]
+    plot(latencies, lengths, shown, Path(args.plot))
 
 
 def plot(

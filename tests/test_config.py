@@ -23,6 +23,15 @@ def test_bundled_config_loads_and_paths_are_resolved():
     assert config.data.train.src.is_file()
 
 
+@pytest.mark.parametrize(
+    "path", sorted(CONFIG.parent.glob("*.yaml")), ids=lambda path: path.stem
+)
+def test_every_bundled_config_loads(path):
+    """Files a config names may not exist yet (a teacher's translations)."""
+    config = load_config(path)
+    assert config.data.src_lang and config.model.arch
+
+
 def test_override_changes_a_value():
     config = load_config(CONFIG, ["train.lr=3e-4", "model.dropout=0.3"])
     assert config.train.lr == 3e-4 and config.model.dropout == 0.3
