@@ -71,9 +71,10 @@ def consistent_share(ratio, seed, updates=100):
 
 def test_glancing_teaches_the_decoder_to_agree_with_itself_sooner():
     """Plain training learns each position's two words at 50% and picks per
-    position (2-31% of sentences in one style after 100-400 updates, one
-    seed briefly 100%); glancing reveals words of the sentence's style, so
-    the decoder learns to follow the others (100% at 100 updates, 3 seeds)."""
+    position: 7% and 14% of sentences in one style after 100 updates (seeds
+    0, 1; 2-31% up to 400 updates over three seeds, once 100%). Glancing
+    reveals words of the sentence's style, so the decoder learns to follow
+    the others: 100% at 100 updates (three seeds)."""
     plain = [consistent_share(0.0, seed) for seed in (0, 1)]
     glancing = [consistent_share(0.5, seed) for seed in (0, 1)]
     assert sum(glancing) / 2 >= 0.9
