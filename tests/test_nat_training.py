@@ -47,7 +47,9 @@ def test_training_reports_the_bleu_a_fresh_load_gets(toy_run, kind):
     records = [json.loads(line) for line in (run / "metrics.jsonl").open()]
     last = [r for r in records if r["kind"] == "valid"][-1]
     assert {"loss", "ppl", "bleu"} <= set(last)
-    assert ("fertility_nll" in last) == (kind == "nat")
+    assert (
+        ("fertility_nll" in last) == ("fertility_accuracy" in last) == (kind == "nat")
+    )
     translator = load_translator(run, which="latest", device="cpu")
     assert isinstance(translator, NATTranslator)
     folder = run.parent

@@ -22,7 +22,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import torch
@@ -143,6 +143,18 @@ def prepare_nat(
     return NATData(kept, train_fertilities, valid_fertilities)
 
 
+class Losses(NamedTuple):
+    """One batch's sums: the target loss and its plain NLL (equal for CTC),
+    the fertility NLL, and how many of its source tokens got the reference
+    fertility as their most likely one."""
+
+    target: torch.Tensor
+    nll: torch.Tensor
+    fertility: torch.Tensor | float = 0.0
+    fertility_hits: int = 0
+    source_tokens: int = 0
+
+
 class NATTask(TranslationTask):
     """Parallel sentences with reference fertilities, for a NAT: the
     translation task's epochs, batching and checkpoint selection, with its
@@ -213,9 +225,9 @@ class NATTask(TranslationTask):
         batch: NATBatch,
         projected: bool,
         ratio: float = 0.0,
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(target loss sum, its plain NLL sum, fertility NLL sum), glancing at
-        ``ratio`` (module docstring)."""
+    ) -> Losses:
+        """The batch's losses (``Losses``), glancing at ``ratio`` (module
+        docstring)."""
         src_mask = batch.src != PAD_ID
         seen = self.glance(batch, src_mask, ratio) if ratio > 0 else None
         features, tgt_mask, fertility_logits = forward(
@@ -224,7 +236,7 @@ class NATTask(TranslationTask):
         if self.model.uses_ctc:
             log_probs = self.model.output_proj(features).float().log_softmax(-1)
             nll = ctc_negative_log_likelihood(log_probs, tgt_mask, batch.tgt)
-            return nll, nll, torch.zeros((), device=nll.device)
+            return Losses(nll, nll)
         assert fertility_logits is not None and batch.fertilities is not None
         targets = batch.tgt  # the revealed tokens are not predicted
         if seen is not None:
@@ -249,32 +261,37 @@ class NATTask(TranslationTask):
                 self.cfg.label_smoothing,
                 PAD_ID,
             )
-        fertility = F.cross_entropy(
-            fertility_logits[src_mask],
-            batch.fertilities[src_mask].clamp(max=self.model_cfg.max_fertility),
-            reduction="sum",
-        )
-        return loss, nll, fertility
+        reference = batch.fertilities[src_mask].clamp(max=self.model_cfg.max_fertility)
+        fertility_logits = fertility_logits[src_mask]
+        fertility = F.cross_entropy(fertility_logits, reference, reduction="sum")
+        hits = int((fertility_logits.argmax(-1) == reference).sum())
+        return Losses(loss, nll, fertility, hits, len(reference))
 
     def loss_sum(self, forward: torch.nn.Module, batch: NATBatch) -> torch.Tensor:
         batch = batch.to(self.device)
-        loss, _, fertility = self.losses(forward, batch, True, self.ratio)
-        return loss + self.model_cfg.fertility_weight * fertility
+        losses = self.losses(forward, batch, True, self.ratio)
+        return losses.target + self.model_cfg.fertility_weight * losses.fertility
 
     @torch.no_grad()
     def validate(self) -> dict[str, float]:
+        """The losses per target token, and with fertilities the share of
+        source tokens whose most likely fertility is the reference one
+        (``fertility_accuracy``: it tells a fertility predictor that grows
+        too sure of itself, whose NLL rises, from one that grows wrong)."""
         self.model.eval()
         loss_sum = nll_sum = fertility_sum = 0.0
-        tokens = 0
+        tokens = hits = sources = 0
         with autocast(self.device, self.cfg.precision):
             valid = self.valid_examples
             lengths = valid.src_lengths, valid.tgt_lengths
             for indices in make_batches(*lengths, self.cfg.batch_tokens):
                 batch = self.batch(indices, train=False).to(self.device)
-                loss, nll, fertility = self.losses(self.model, batch, False)
-                loss_sum += float(loss)
-                nll_sum += float(nll)
-                fertility_sum += float(fertility)
+                losses = self.losses(self.model, batch, False)
+                loss_sum += float(losses.target)
+                nll_sum += float(losses.nll)
+                fertility_sum += float(losses.fertility)
+                hits += losses.fertility_hits
+                sources += losses.source_tokens
                 tokens += batch.num_tgt_tokens
         weight = self.model_cfg.fertility_weight
         result = {
@@ -283,6 +300,7 @@ class NATTask(TranslationTask):
         }
         if not self.model.uses_ctc:
             result["fertility_nll"] = fertility_sum / tokens
+            result["fertility_accuracy"] = hits / sources
         return result | self.decoded_scores()
 
 
