@@ -17,6 +17,7 @@ from rosetta.data.synthetic import (
     parse_band,
     write_task,
 )
+from rosetta.data.task_formats import FORMATS
 from rosetta.runtime.limits import Count, Seed, Size, number_flag
 from rosetta.runtime.outputs import atomic_folder, claim_folder
 
@@ -31,6 +32,9 @@ def cmd_task(args: argparse.Namespace) -> None:
         bands=tuple(parse_band(band) for band in args.bands),
         alphabet=list(args.alphabet),
         seed=args.seed,
+        operands=args.operands,
+        format=args.format,
+        hint_range=args.hint_range,
     )
     output = claim_folder(
         args.output,
@@ -68,8 +72,11 @@ def ready_config(spec: TaskSpec) -> str:
     ``TASK_MODEL``, symbols as words, and validation scored by exact-sequence
     accuracy, which also picks the best checkpoint."""
     longest = max(high for _, high in (spec.lengths, *spec.bands))
-    # an addition's source holds two numbers and a sign; duplicate doubles
+    # an addition's source holds two numbers and a sign; duplicate doubles;
+    # index hints double every side
     symbols = 2 * longest + 1 if spec.task in ARITHMETIC else 2 * longest
+    if spec.format == "hints":
+        symbols = 2 * symbols + 2
     config = {
         "data": {
             split: {"src": f"{split}.src", "tgt": f"{split}.tgt"}
@@ -126,5 +133,28 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
         help="the symbols, one character each (addition uses digits)",
     )
     number_flag(task, "--seed", Seed, "seed of the draws", default=1)
+    task.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="plain",
+        help="plain (default); padded: an addition's numbers with leading zeros "
+        "to one length, the sum one digit longer; hints: every symbol after an "
+        "index hint #k (its place, or a digit's significance)",
+    )
+    task.add_argument(
+        "--operands",
+        choices=("equal", "independent"),
+        default="equal",
+        help="an addition's two numbers: of one length (default), or each of "
+        "its own length in the range",
+    )
+    number_flag(
+        task,
+        "--hint-range",
+        Count,
+        "hints #0 .. #N-1 that training pairs are written with, from a random "
+        "offset, so that longer test pairs meet none new",
+        default=256,
+    )
     add_overwrite_flag(task, "a task written before")
     task.set_defaults(run=cmd_task)

@@ -18,7 +18,10 @@ occurs in the training set. The length of an addition is the digits of
 each number. Written least significant digit first, each digit of a sum
 depends only on digits already read and a carry, which is what sequence
 models find easiest to learn; most significant first, the carry must be
-worked out before the digits it comes from are read back.
+worked out before the digits it comes from are read back. With
+``operands="independent"`` the two numbers of an addition take their
+lengths from the range each on its own. ``rosetta.data.task_formats``
+writes the pairs padded or with index hints.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from rosetta.data.task_formats import check_format, formatter
 from rosetta.errors import RosettaError
 
 Symbols = list[str]
@@ -90,19 +94,24 @@ def target_of(task: str, source: Symbols, alphabet: Symbols) -> Symbols:
 
 
 def draw_source(
-    task: str, length: int, alphabet: Symbols, rng: random.Random
+    task: str,
+    length: int,
+    alphabet: Symbols,
+    rng: random.Random,
+    other_length: int | None = None,
 ) -> Symbols:
     """A random source of ``length`` (for addition: two numbers of ``length``
-    digits, without leading zeros)."""
+    digits, or ``length`` and ``other_length``, without leading zeros)."""
     if task not in ARITHMETIC:
         return [rng.choice(alphabet) for _ in range(length)]
 
-    def number() -> Symbols:
-        first = rng.choice(DIGITS[1:] if length > 1 else DIGITS)
-        digits = [first, *(rng.choice(DIGITS) for _ in range(length - 1))]
+    def number(size: int) -> Symbols:
+        first = rng.choice(DIGITS[1:] if size > 1 else DIGITS)
+        digits = [first, *(rng.choice(DIGITS) for _ in range(size - 1))]
         return digits if task == "addition" else digits[::-1]
 
-    return [*number(), "+", *number()]
+    right = length if other_length is None else other_length
+    return [*number(length), "+", *number(right)]
 
 
 def parse_band(text: str) -> tuple[int, int]:
@@ -131,6 +140,9 @@ class TaskSpec:
     bands: tuple[tuple[int, int], ...] = ((41, 80), (81, 120), (121, 200))
     alphabet: list[str] = field(default_factory=lambda: list("abcdefghij"))
     seed: int = 1
+    operands: str = "equal"  # an addition's two lengths: "equal" or "independent"
+    format: str = "plain"  # rosetta.data.task_formats.FORMATS
+    hint_range: int = 256  # hints #0 .. #hint_range-1 (format "hints")
 
 
 def _draw(
@@ -154,7 +166,8 @@ def _draw(
                 f"{band[0]}-{band[1]} apart from the other splits; use more "
                 "symbols, longer lengths or fewer pairs"
             )
-        source = draw_source(spec.task, rng.randint(*band), alphabet, rng)
+        other = rng.randint(*band) if spec.operands == "independent" else None
+        source = draw_source(spec.task, rng.randint(*band), alphabet, rng, other)
         key = tuple(source)
         if key not in excluded:
             excluded.add(key)
@@ -163,7 +176,11 @@ def _draw(
 
 
 def _length(spec: TaskSpec, source: Symbols) -> int:
-    return source.index("+") if spec.task in ARITHMETIC else len(source)
+    """A source's length: its longer number's digits in an addition."""
+    if spec.task not in ARITHMETIC:
+        return len(source)
+    plus = source.index("+")
+    return max(plus, len(source) - plus - 1)
 
 
 def _possible_sources(spec: TaskSpec, length: int) -> int:
@@ -192,12 +209,21 @@ def _warn_unseen_lengths(spec: TaskSpec, held_out: list[Symbols]) -> None:
 
 
 def write_split(
-    folder: Path, name: str, sources: list[Symbols], spec: TaskSpec
+    folder: Path,
+    name: str,
+    sources: list[Symbols],
+    spec: TaskSpec,
+    rng: random.Random | None = None,
 ) -> None:
+    """``name.src``/``name.tgt`` in ``spec.format``; ``rng`` draws the index
+    hints' offsets (training pairs only)."""
     alphabet = DIGITS if spec.task in ARITHMETIC else spec.alphabet
-    targets = [target_of(spec.task, source, alphabet) for source in sources]
-    (folder / f"{name}.src").write_text("".join(" ".join(s) + "\n" for s in sources))
-    (folder / f"{name}.tgt").write_text("".join(" ".join(t) + "\n" for t in targets))
+    write = formatter(spec.task, spec.format, spec.hint_range)
+    pairs = [
+        write(source, target_of(spec.task, source, alphabet), rng) for source in sources
+    ]
+    (folder / f"{name}.src").write_text("".join(" ".join(s) + "\n" for s, _ in pairs))
+    (folder / f"{name}.tgt").write_text("".join(" ".join(t) + "\n" for _, t in pairs))
 
 
 def write_task(spec: TaskSpec, folder: Path) -> dict[str, int]:
@@ -217,6 +243,13 @@ def write_task(spec: TaskSpec, folder: Path) -> dict[str, int]:
         raise RosettaError(
             "the alphabet's symbols must be non-empty and without spaces"
         )
+    if spec.operands not in ("equal", "independent"):
+        raise RosettaError(f"operands: 'equal' or 'independent', not {spec.operands!r}")
+    if spec.operands == "independent" and spec.task not in ARITHMETIC:
+        raise RosettaError("independent operand lengths are for additions")
+    if spec.format == "hints" and any(s.startswith("#") for s in spec.alphabet):
+        raise RosettaError("index hints start with '#': the alphabet cannot")
+    check_format(spec.task, spec.format, spec.hint_range, longest_places(spec))
     rng = random.Random(spec.seed)
     folder.mkdir(parents=True, exist_ok=True)
     seen: set[tuple[str, ...]] = set()
@@ -229,13 +262,22 @@ def write_task(spec: TaskSpec, folder: Path) -> dict[str, int]:
         splits[name] = _draw(spec, band, spec.test, rng, seen, name)
     splits["train"] = _draw(spec, spec.lengths, spec.count, rng, seen, "train")
     _warn_unseen_lengths(spec, [*splits["test"], *splits["valid"]])
+    hint_offsets = random.Random(f"{spec.seed}-hints")
     for name, sources in splits.items():
-        write_split(folder, name, sources, spec)
+        write_split(
+            folder, name, sources, spec, hint_offsets if name == "train" else None
+        )
     counts = {name: len(sources) for name, sources in splits.items()}
     (folder / TASK_FILE).write_text(
         json.dumps({**asdict(spec), "pairs": counts}, indent=1)
     )
     return counts
+
+
+def longest_places(spec: TaskSpec) -> int:
+    """The most places a pair of the task can have: index hints to name."""
+    longest = max(high for _, high in (spec.lengths, *spec.bands))
+    return longest + 1 if spec.task in ARITHMETIC else longest  # a sum's carry
 
 
 @dataclass(frozen=True)
