@@ -1,18 +1,26 @@
 """Copying, reversing and lengths never seen in training, measured.
 
 Writes every synthetic task (``rosetta.data.synthetic``) with sources of lengths 1-40
-for training, and test sets at 1-40, 41-80, 81-120 and 121-200; trains every
-model on every task with the same budget (updates of the same token batch),
-through the ordinary training run; decodes every test set greedily and
-scores exact-sequence and per-token accuracy. Prints a table, writes the
-results as JSON and plots exact accuracy against source length, one panel
-per task, one line per model. Run folders are kept: a second call reuses the
-finished runs and evaluations (``--fresh`` starts over); ``--finished-only``
-reports the pairs finished so far without training any.
+for training (``--train-lengths``), and test sets at those lengths and at
+41-80, 81-120 and 121-200 (``--bands``), written as ``--format`` says
+(plain, padded additions, index hints; ``--operands`` for an addition's
+lengths); trains every model on every task with the same budget (``--steps``
+updates of the same token batch, or ``--minutes`` of training, whichever
+ends first), once per ``--seeds`` seed, through the ordinary training run;
+decodes every test set greedily and scores exact-sequence and per-token
+accuracy, and per-token accuracy by output position. Prints a table (with
+several seeds: the mean and the range over them), writes the results as JSON
+and plots exact accuracy against source length, one panel per task, one
+line per model. Run folders are kept: a second call reuses the finished runs
+and evaluations (``--fresh`` starts over); ``--finished-only`` reports the
+pairs finished so far without training any.
 
     python benchmarks/length_generalisation.py
     python benchmarks/length_generalisation.py --tasks copy reverse \\
         --models transformer transformer-randomized gru-attention
+    python benchmarks/length_generalisation.py --tasks addition-lsb \\
+        --train-lengths 1-20 --bands 21-40 41-60 61-100 --format hints \\
+        --operands independent --minutes 60 --seeds 1 2 3
 """
 
 from __future__ import annotations
@@ -26,18 +34,27 @@ from pathlib import Path
 
 import yaml
 
+from length_report import band_label, plot, print_positions, print_table, split_names
 from rosetta.cli.task import TASK_MODEL
 from rosetta.config.reading import load_config
 from rosetta.config.sections import CorpusFiles
 from rosetta.data.corpus import read_corpus
-from rosetta.data.synthetic import ARITHMETIC, TASKS, TaskSpec, accuracy, write_task
+from rosetta.data.synthetic import (
+    ARITHMETIC,
+    TASKS,
+    TaskSpec,
+    accuracy,
+    parse_band,
+    write_task,
+)
+from rosetta.data.task_formats import FORMATS
 from rosetta.loading import load_translator
 from rosetta.runs.checkpoint import read_index, read_meta, resolve_checkpoint
 from rosetta.search.options import SearchOptions
 from rosetta.train.run import run_training
 
-TRAIN_LENGTHS = (1, 40)
-BANDS = ((41, 80), (81, 120), (121, 200))
+TRAIN_LENGTHS = "1-40"
+BANDS = ("41-80", "81-120", "121-200")
 
 TRANSFORMER = {  # what rosetta task's config trains, with each scheme below
     **TASK_MODEL,
@@ -75,24 +92,40 @@ MODELS = {
 }
 
 
-def split_names() -> list[str]:
-    return ["test", *(f"test-{low}-{high}" for low, high in BANDS)]
+def data_name(task: str, args: argparse.Namespace) -> str:
+    """The data folder's name: the task and how it is written."""
+    bands = "_".join((args.train_lengths, *args.bands))
+    return f"{task}-{args.format}-{args.operands}-{bands}"
 
 
-def band_label(name: str) -> str:
-    return "1-40" if name == "test" else name.removeprefix("test-")
+def run_name(task: str, model: str, seed: int, args: argparse.Namespace) -> str:
+    """``TASK-MODEL`` for the plain 1-40 study's first seed, as before."""
+    name = f"{task}-{model}"
+    if data_name(task, args) != data_name(task, DEFAULTS):
+        name += "-" + data_name(task, args).removeprefix(task + "-")
+    return name if seed == 1 else f"{name}-seed{seed}"
 
 
-def write_data(task: str, folder: Path, count: int, test: int) -> None:
+def write_data(task: str, folder: Path, args: argparse.Namespace) -> None:
     if (folder / "task.json").exists():
         return
     spec = TaskSpec(
-        task, lengths=TRAIN_LENGTHS, count=count, valid=200, test=test, bands=BANDS
+        task,
+        lengths=parse_band(args.train_lengths),
+        count=args.count,
+        valid=200,
+        test=args.test,
+        bands=tuple(parse_band(band) for band in args.bands),
+        operands=args.operands,
+        format=args.format,
+        hint_range=args.hint_range,
     )
     write_task(spec, folder)
 
 
-def write_config(path: Path, data: Path, model: dict, args: argparse.Namespace) -> None:
+def write_config(
+    path: Path, data: Path, model: dict, seed: int, args: argparse.Namespace
+) -> None:
     def pair(name: str) -> dict[str, str]:
         return {"src": str(data / f"{name}.src"), "tgt": str(data / f"{name}.tgt")}
 
@@ -101,41 +134,65 @@ def write_config(path: Path, data: Path, model: dict, args: argparse.Namespace) 
         "tokenizer": {"kind": "word", "joint": True},
         "model": model,
         "train": {
-            "seed": args.seed,
+            "seed": seed,
             "batch_tokens": args.batch_tokens,
             "lr": args.lr,
             "warmup_steps": args.steps // 10,
             "label_smoothing": 0.0,
             "max_epochs": None,
             "max_steps": args.steps,
+            "max_minutes": args.minutes,
             "validate_every": args.steps // 4,
             "log_every": max(args.steps // 20, 1),
             "threads": args.threads,
         },
         "decode": {"max_len_a": 2.2, "max_len_b": 10, "batch_size": 100},
     }
+    if model.get("max_positions"):  # index hints double every side
+        longest = max(parse_band(band)[1] for band in (args.train_lengths, *args.bands))
+        needed = 2 * (2 * longest + 2) + 2 if args.format == "hints" else 0
+        config["model"]["max_positions"] = max(model["max_positions"], needed)
     path.write_text(yaml.safe_dump(config, sort_keys=False))
 
 
 def source_length(task: str, source: str) -> int:
-    """Symbols of a source; for addition, the digits of each number."""
-    symbols = len(source.split())
-    return (symbols - 1) // 2 if task in ARITHMETIC else symbols
+    """Symbols of a source, index hints left out; for addition, the digits
+    of its longer number."""
+    symbols = [s for s in source.split() if not s.startswith("#")]
+    if task not in ARITHMETIC:
+        return len(symbols)
+    plus = symbols.index("+")
+    return max(plus, len(symbols) - plus - 1)
 
 
-def evaluate(run_dir: Path, data: Path, task: str) -> dict:
+def position_accuracy(outputs: list[str], references: list[str]) -> list[list[int]]:
+    """For every place of the references: [outputs right there, references
+    that long]: where in a long output the mistakes start."""
+    counts: list[list[int]] = []
+    for output, reference in zip(outputs, references, strict=True):
+        got, wanted = output.split(), reference.split()
+        for place, symbol in enumerate(wanted):
+            if place == len(counts):
+                counts.append([0, 0])
+            counts[place][0] += place < len(got) and got[place] == symbol
+            counts[place][1] += 1
+    return counts
+
+
+def evaluate(run_dir: Path, data: Path, task: str, args: argparse.Namespace) -> dict:
     translator = load_translator(run_dir, device="cpu")
     bands, per_length = {}, {}
     started = time.perf_counter()
-    for name in split_names():
+    for name in split_names(args):
         pairs = read_corpus_pairs(data, name)
         sources, references = [s for s, _ in pairs], [t for _, t in pairs]
         outputs = translator.translate(sources, SearchOptions())
         score = accuracy(outputs, references)
-        bands[band_label(name)] = {
+        bands[band_label(name, args)] = {
             "exact": round(score.exact, 4),
             "per_token": round(score.per_token, 4),
             "sentences": score.sentences,
+            "by_position": position_accuracy(outputs, references),
         }
         for source, output, reference in zip(sources, outputs, references, strict=True):
             length = source_length(task, source)
@@ -160,112 +217,63 @@ def read_corpus_pairs(data: Path, name: str) -> list[tuple[str, str]]:
     return read_corpus(CorpusFiles(src=data / f"{name}.src", tgt=data / f"{name}.tgt"))
 
 
-def finished(task: str, model: str, args: argparse.Namespace) -> bool:
-    return (Path(args.out) / f"{task}-{model}" / "length-results.json").exists()
+def finished(task: str, model: str, seed: int, args: argparse.Namespace) -> bool:
+    run_dir = Path(args.out) / run_name(task, model, seed, args)
+    return (run_dir / "length-results.json").exists()
 
 
-def run_one(task: str, model: str, args: argparse.Namespace) -> dict:
+def run_one(task: str, model: str, seed: int, args: argparse.Namespace) -> dict:
     out = Path(args.out)
-    data = out / "data" / task
-    run_dir = out / f"{task}-{model}"
+    data = out / "data" / data_name(task, args)
+    if data_name(task, args) == data_name(task, DEFAULTS):
+        data = out / "data" / task  # the plain study's folder, as before
+    run_dir = out / run_name(task, model, seed, args)
     results = run_dir / "length-results.json"
     if results.exists():
         return json.loads(results.read_text())
-    write_data(task, data, args.count, args.test)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    config_path = run_dir / "config.yaml"
-    write_config(config_path, data.resolve(), MODELS[model], args)
+    write_data(task, data, args)
+    # beside the run folder: training refuses a new run's folder holding files
+    config_path = out / f"{run_dir.name}.yaml"
+    write_config(config_path, data.resolve(), MODELS[model], seed, args)
     config = load_config(config_path)
-    print(f"== {task} × {model}: training {args.steps} updates", flush=True)
+    budget = f"{args.steps} updates" + (
+        f" or {args.minutes} minutes" if args.minutes else ""
+    )
+    print(f"== {task} × {model}, seed {seed}: training {budget}", flush=True)
     run_training(config, run_dir, resume=read_index(run_dir).get("latest") is not None)
-    result = {"task": task, "model": model, **evaluate(run_dir, data, task)}
+    result = {
+        "task": task,
+        "model": model,
+        "seed": seed,
+        **evaluate(run_dir, data, task, args),
+    }
     results.write_text(json.dumps(result, indent=1) + "\n")
     return result
 
 
-def print_table(results: list[dict]) -> None:
-    labels = [band_label(name) for name in split_names()]
-    print(
-        "\nExact-sequence accuracy % (per-token % in brackets); training lengths 1-40"
-    )
-    print(f"\n| task | model | {' | '.join(labels)} | train min |")
-    print("|---|---|" + "---|" * (len(labels) + 1))
-    for row in results:
-        cells = [
-            "{:.1f} ({:.1f})".format(
-                100 * row["bands"][b]["exact"], 100 * row["bands"][b]["per_token"]
-            )
-            for b in labels
-        ]
-        print(
-            f"| {row['task']} | {row['model']} | {' | '.join(cells)} "
-            f"| {row['train_minutes']:.1f} |"
-        )
-
-
-def plot(results: list[dict], path: Path, bin_width: int = 10) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    tasks = list(dict.fromkeys(row["task"] for row in results))
-    # one colour per model in every panel, whichever models a panel has
-    colours = {m: plt.get_cmap("tab10")(i) for i, m in enumerate(MODELS)}
-    columns = min(3, len(tasks))
-    rows = -(-len(tasks) // columns)
-    figure, axes = plt.subplots(
-        rows,
-        columns,
-        figsize=(4 * columns + 1.6, 3.2 * rows),
-        sharey=True,
-        squeeze=False,
-        layout="constrained",
-    )
-    for axis in axes.flat[len(tasks) :]:
-        axis.set_visible(False)
-    for axis, task in zip(axes.flat, tasks, strict=False):
-        for row in (r for r in results if r["task"] == task):
-            bins: dict[int, list[int]] = {}
-            for length, (right, count) in row["per_length"].items():
-                start = (int(length) - 1) // bin_width * bin_width + 1
-                total = bins.setdefault(start, [0, 0])
-                total[0] += right
-                total[1] += count
-            starts = sorted(bins)
-            axis.plot(
-                [s + bin_width / 2 for s in starts],
-                [100 * bins[s][0] / bins[s][1] for s in starts],
-                marker=".",
-                color=colours[row["model"]],
-                label=row["model"],
-            )
-        axis.axvline(TRAIN_LENGTHS[1], color="grey", linestyle="--", linewidth=1)
-        axis.set_title(task)
-        axis.set_xlabel("source length" + (" (digits)" if task in ARITHMETIC else ""))
-        axis.set_ylim(-3, 103)
-    for row_axes in axes:
-        row_axes[0].set_ylabel("exact-sequence accuracy %")
-    shown = list(dict.fromkeys(row["model"] for row in results))
-    handles = [plt.Line2D([], [], color=colours[m], marker=".", label=m) for m in shown]
-    figure.legend(handles=handles, fontsize="small", loc="outside right center")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
-    print(f"plot: {path}")
-
-
-def main() -> None:
+def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", nargs="+", choices=TASKS, default=list(TASKS))
     parser.add_argument(
         "--models", nargs="+", choices=list(MODELS), default=list(MODELS)
     )
     parser.add_argument("--steps", type=int, default=2000, help="updates per run")
+    parser.add_argument(
+        "--minutes",
+        type=float,
+        default=None,
+        help="training minutes per run (and --steps)",
+    )
+    parser.add_argument("--train-lengths", default=TRAIN_LENGTHS)
+    parser.add_argument("--bands", nargs="+", default=list(BANDS))
+    parser.add_argument("--format", choices=FORMATS, default="plain")
+    parser.add_argument("--operands", choices=("equal", "independent"), default="equal")
+    parser.add_argument("--hint-range", type=int, default=256)
     parser.add_argument("--batch-tokens", type=int, default=2048)
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--count", type=int, default=20000, help="training pairs")
     parser.add_argument("--test", type=int, default=200, help="pairs per test set")
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1])
     parser.add_argument("--threads", type=int, default=min(os.cpu_count() or 1, 4))
     parser.add_argument("--out", default="runs/length-generalisation")
     parser.add_argument(
@@ -280,19 +288,32 @@ def main() -> None:
         action="store_true",
         help="table, JSON and plot of the pairs finished so far; trains nothing",
     )
-    args = parser.parse_args()
+    return parser
+
+
+DEFAULTS = parser().parse_args([])
+
+
+def main() -> None:
+    args = parser().parse_args()
     if args.fresh and Path(args.out).exists():
         shutil.rmtree(args.out)
-    pairs = [(task, model) for task in args.tasks for model in args.models]
+    runs = [
+        (task, model, seed)
+        for task in args.tasks
+        for model in args.models
+        for seed in args.seeds
+    ]
     if args.finished_only:
-        pairs = [(t, m) for t, m in pairs if finished(t, m, args)]
-    results = [run_one(task, model, args) for task, model in pairs]
-    print_table(results)
+        runs = [run for run in runs if finished(*run, args)]
+    results = [run_one(*run, args) for run in runs]
+    print_table(results, args)
+    print_positions(results, args)
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(
         json.dumps({"settings": vars(args), "results": results}, indent=1) + "\n"
     )
-    plot(results, Path(args.plot))
+    plot(results, args, Path(args.plot), list(MODELS))
 
 
 if __name__ == "__main__":
