@@ -137,13 +137,15 @@ def write_config(
             "seed": seed,
             "batch_tokens": args.batch_tokens,
             "lr": args.lr,
-            "warmup_steps": args.steps // 10,
+            # the 2,000-update study's warm-up and intervals, also under a
+            # minutes budget with --steps far beyond what it reaches
+            "warmup_steps": min(args.steps // 10, 200),
             "label_smoothing": 0.0,
             "max_epochs": None,
             "max_steps": args.steps,
             "max_minutes": args.minutes,
-            "validate_every": args.steps // 4,
-            "log_every": max(args.steps // 20, 1),
+            "validate_every": min(args.steps // 4, 500),
+            "log_every": max(min(args.steps // 20, 100), 1),
             "threads": args.threads,
         },
         "decode": {"max_len_a": 2.2, "max_len_b": 10, "batch_size": 100},
