@@ -163,8 +163,9 @@ def _time_updates(
     config: Config, data: PreparedData, device: torch.device
 ) -> tuple[float, int]:
     family = family_of(config.model)
+    tokenizers = data.tokenizers
     model = family.build(
-        config.model, len(data.tokenizers.src), len(data.tokenizers.tgt)
+        config.model, len(tokenizers.src), len(tokenizers.tgt), tokenizers
     )
     with tempfile.TemporaryDirectory() as scratch:
         no_pairs = EncodedPairs.from_examples([])

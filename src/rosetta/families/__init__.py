@@ -7,6 +7,8 @@ is the default: a ``model`` section without ``arch`` is a Transformer.
 
 from __future__ import annotations
 
+from typing import Any
+
 from torch import nn
 
 from rosetta.config.sections import ModelSection
@@ -29,6 +31,9 @@ def family_of(section: ModelSection) -> Family:
     raise ValueError(f"no model family is called {section.arch!r}")
 
 
-def build_model(section: ModelSection, src_vocab: int, tgt_vocab: int) -> nn.Module:
-    """A freshly initialised model of ``section``'s family."""
-    return family_of(section).build(section, src_vocab, tgt_vocab)
+def build_model(
+    section: ModelSection, src_vocab: int, tgt_vocab: int, tokenizers: Any = None
+) -> nn.Module:
+    """A freshly initialised model of ``section``'s family (``tokenizers``:
+    the run's, for a family that reads its tokens)."""
+    return family_of(section).build(section, src_vocab, tgt_vocab, tokenizers)

@@ -52,7 +52,9 @@ class Family:
         summary: what it is, in a few words (the configuration reference).
         config: its ``model`` section, a ``ModelSection``.
         build: ``(model section, source vocabulary size, target vocabulary
-            size) -> model``, freshly initialised.
+            size, tokenizers=None) -> model``, freshly initialised; a family
+            that needs to know its tokens (which are digits) reads them from
+            ``tokenizers``, given wherever a run builds its model.
         prepare: ``(config, run folder, log, PrepareOptions) -> data``:
             tokenizers trained or loaded, the corpus encoded.
         training: ``(TrainingSetup, inference) -> task``, what the trainer
@@ -65,7 +67,7 @@ class Family:
 
     summary: str
     config: type[ModelSection]
-    build: Callable[[Any, int, int], nn.Module]
+    build: Callable[..., nn.Module]
     prepare: Callable[..., Any]
     training: Callable[[TrainingSetup, Callable[..., Any]], Any]
     inference: Callable[[Trained, str, bool], Any]

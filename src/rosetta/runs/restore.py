@@ -43,6 +43,8 @@ def restore(path: str | Path, device: torch.device, which: str = "best") -> Rest
     config = config_from_dict(meta["config"], str(folder / ckpt.META_FILE))
     tokenizers = TokenizerPair.from_dict(meta["tokenizers"])
     family = family_of(config.model)
-    model = family.build(config.model, len(tokenizers.src), len(tokenizers.tgt))
+    model = family.build(
+        config.model, len(tokenizers.src), len(tokenizers.tgt), tokenizers
+    )
     ckpt.load_weights(folder, model, device)
     return Restored(folder, config, tokenizers, model, device, family)

@@ -166,7 +166,9 @@ def make_task(
     if not group.is_main:
         data = family.prepare(config, run_dir, quiet)
     tokenizers = data.tokenizers
-    model = family.build(config.model, len(tokenizers.src), len(tokenizers.tgt))
+    model = family.build(
+        config.model, len(tokenizers.src), len(tokenizers.tgt), tokenizers
+    )
     log = print if group.is_main else quiet
     setup = TrainingSetup(
         config, model, data, device, run_dir, group.rank, group.world_size, log

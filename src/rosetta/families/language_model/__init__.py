@@ -26,9 +26,13 @@ SAME_NAMES = {
 
 
 def build(
-    config: LanguageModelConfig, src_vocab: int, tgt_vocab: int
+    config: LanguageModelConfig,
+    src_vocab: int,
+    tgt_vocab: int,
+    tokenizers: object = None,
 ) -> MemoryTransformerLM:
-    """A language model reads and writes one vocabulary, the target's."""
+    """A language model reads and writes one vocabulary, the target's;
+    ``tokenizers`` change nothing."""
     sizes = config.model_dump(include=SAME_NAMES)
     return MemoryTransformerLM(tgt_vocab, **sizes, norm_first=config.norm == "pre")
 

@@ -274,9 +274,10 @@ class NonAutoregressiveTransformer(nn.Module):
 
 
 def build_nat(
-    config: NATConfig, src_vocab: int, tgt_vocab: int
+    config: NATConfig, src_vocab: int, tgt_vocab: int, tokenizers: object = None
 ) -> NonAutoregressiveTransformer:
-    """Assemble a NAT of ``config``'s sizes. With ``share_embeddings`` and
+    """Assemble a NAT of ``config``'s sizes (``tokenizers`` change nothing).
+    With ``share_embeddings`` and
     ``tie_output`` (one vocabulary), the output projection is the source
     embedding, which is also the decoder input."""
     d_model, dropout = config.d_model, config.dropout

@@ -26,7 +26,10 @@ SAME_NAMES = {
 }
 
 
-def build(config: RNNConfig, src_vocab: int, tgt_vocab: int) -> EncoderDecoder:
+def build(
+    config: RNNConfig, src_vocab: int, tgt_vocab: int, tokenizers: object = None
+) -> EncoderDecoder:
+    """Sizes only; ``tokenizers`` change nothing."""
     return build_rnn_seq2seq(
         src_vocab,
         tgt_vocab,

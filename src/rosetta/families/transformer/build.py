@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import torch
 from torch import nn
 
 from rosetta.families.transformer.layers import (
@@ -10,10 +11,13 @@ from rosetta.families.transformer.layers import (
     TransformerEncoderLayer,
 )
 from rosetta.families.transformer.model import TransformerDecoder, TransformerEncoder
+from rosetta.families.transformer.number_positions import NumberPositions
 from rosetta.families.transformer.positions import (
     POSITIONS,
     SCHEMES,
     RandomPositionsTransformer,
+    drawn_places,
+    number_places,
 )
 from rosetta.models.interface import EncoderDecoder
 from rosetta.nn import LayerSizes
@@ -37,6 +41,8 @@ def build_transformer(
     tie_output: bool = True,
     max_positions: int = 1024,
     positions: str = "sinusoidal",
+    number_offset: int = 100,
+    digits: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> EncoderDecoder:
     """Assemble a Transformer; the sizes are those of ``ModelConfig``.
 
@@ -44,13 +50,22 @@ def build_transformer(
     (self-attention scores distances), ``randomized`` / ``shifted``
     (sinusoids at random sorted / consecutive positions in training; see
     ``RandomPositionsTransformer``), ``nope`` (sinusoids in the encoder,
-    none in the decoder) or ``alibi`` (no sinusoids; every attention
-    penalises distance, ``rosetta.nn.linear_bias``)."""
+    none in the decoder), ``alibi`` (no sinusoids; every attention
+    penalises distance, ``rosetta.nn.linear_bias``), ``abacus`` or
+    ``coupled`` (sinusoids of a digit's place in its number, shifted by up
+    to ``number_offset`` in training; ``digits``: which source and which
+    target tokens are digits, ``number_positions.digit_mask``)."""
     if share_embeddings and src_vocab != tgt_vocab:
         raise ValueError("shared embeddings need one vocabulary for source and target")
     if positions not in POSITIONS:
         raise ValueError(f"positions {positions!r}: use one of {', '.join(POSITIONS)}")
     scheme = SCHEMES[positions]
+    numbers: tuple[NumberPositions | None, NumberPositions | None] = (None, None)
+    if scheme.numbers is not None:
+        if digits is None:
+            raise ValueError(f"{positions} positions need the vocabularies' digits")
+        coupled = scheme.numbers == "coupled"
+        numbers = NumberPositions(digits[0], coupled), NumberPositions(digits[1])
 
     def embedding(vocab: int) -> TransformerEmbedding:
         return TransformerEmbedding(
@@ -79,7 +94,11 @@ def build_transformer(
         TransformerEncoderLayer(sizes, scheme.relative) for _ in range(encoder_layers)
     ]
     encoder = TransformerEncoder(
-        src_embedding, encoder_stack, sizes.final_norm(), biases(encoder_layers)
+        src_embedding,
+        encoder_stack,
+        sizes.final_norm(),
+        biases(encoder_layers),
+        numbers[0],
     )
     decoder_stack = [
         TransformerDecoderLayer(sizes, scheme.relative) for _ in range(decoder_layers)
@@ -90,6 +109,7 @@ def build_transformer(
         sizes.final_norm(),
         biases(decoder_layers),
         biases(decoder_layers, both_ends=True),
+        numbers[1],
     )
     xavier_linear_layers(encoder.layers, decoder.layers)
     if tie_output:
@@ -97,5 +117,9 @@ def build_transformer(
     else:
         nn.init.normal_(output_proj.weight, std=d_model**-0.5)
     if scheme.draw is not None:
-        return RandomPositionsTransformer(encoder, decoder, output_proj, scheme.draw)
+        place = drawn_places(scheme.draw)
+        return RandomPositionsTransformer(encoder, decoder, output_proj, place)
+    if scheme.numbers is not None:
+        place = number_places(number_offset)
+        return RandomPositionsTransformer(encoder, decoder, output_proj, place)
     return EncoderDecoder(encoder, decoder, output_proj)

@@ -47,7 +47,14 @@ class TransformerConfig(AttentionSection):
         description="the model family",
     )
     positions: Literal[
-        "sinusoidal", "relative", "randomized", "shifted", "nope", "alibi"
+        "sinusoidal",
+        "relative",
+        "randomized",
+        "shifted",
+        "nope",
+        "alibi",
+        "abacus",
+        "coupled",
     ] = Field(
         "sinusoidal",
         description="sinusoidal: absolute positions added to the embeddings; "
@@ -56,5 +63,15 @@ class TransformerConfig(AttentionSection):
         "to max_positions; shifted: in training, at consecutive positions "
         "from a random start; nope: sinusoids in the encoder, none in the "
         "decoder; alibi: no sinusoids, every attention subtracts a learned "
-        "slope times the distance (cross-attention from both ends of the source)",
+        "slope times the distance (cross-attention from both ends of the source); "
+        "abacus: a digit's place in its number as written, other tokens 0; "
+        "coupled: in the source, a digit's significance (from its number's "
+        "end), in the output its place as written",
+    )
+    number_offset: int = Field(
+        100,
+        ge=0,
+        description="abacus, coupled: in training, digit positions move by an "
+        "offset drawn per pair from 0 to this, so that longer numbers meet "
+        "trained positions (max_positions must hold it plus the longest number)",
     )

@@ -60,8 +60,20 @@ class TransformerEmbedding(nn.Module):
             if positions is None:
                 x = x + self.positions[offset : offset + length]
             else:
+                self._check_table_holds(positions)
                 x = x + self.positions[positions]
         return self.dropout(x)
+
+    def _check_table_holds(self, positions: torch.Tensor) -> None:
+        """A position past the table (a number longer than it holds) is a
+        clear error, not an index error."""
+        span = self.positions.size(0)
+        if positions.numel() and int(positions.max()) >= span:
+            raise ValueError(
+                f"position {int(positions.max())} exceeds max_positions ({span}): "
+                "raise model.max_positions (with abacus or coupled positions, "
+                "above number_offset plus the longest number)"
+            )
 
 
 class TransformerEncoderLayer(nn.Module):

@@ -13,6 +13,7 @@ from rosetta.families.transformer.layers import (
     TransformerEmbedding,
     TransformerEncoderLayer,
 )
+from rosetta.families.transformer.number_positions import NumberPositions
 from rosetta.families.transformer.state import TransformerState
 from rosetta.models.interface import Decoder, Encoder
 from rosetta.nn.linear_bias import LinearBiases, cross_distances, self_distances
@@ -20,7 +21,8 @@ from rosetta.nn.linear_bias import LinearBiases, cross_distances, self_distances
 
 class TransformerEncoder(Encoder):
     """``biases``: distance penalties of the self-attention (``alibi``
-    positions, ``rosetta.nn.linear_bias``), or None."""
+    positions, ``rosetta.nn.linear_bias``), or None; ``numbers``: positions
+    inside numbers (``abacus``, ``coupled``), or None."""
 
     def __init__(
         self,
@@ -28,12 +30,14 @@ class TransformerEncoder(Encoder):
         layers: list[TransformerEncoderLayer],
         final_norm: nn.Module,
         biases: LinearBiases | None = None,
+        numbers: NumberPositions | None = None,
     ):
         super().__init__()
         self.embedding = embedding
         self.layers = nn.ModuleList(layers)
         self.final_norm = final_norm  # LayerNorm in pre-norm, Identity in post-norm
         self.biases = biases
+        self.numbers = numbers
 
     def forward(
         self,
@@ -41,7 +45,10 @@ class TransformerEncoder(Encoder):
         src_mask: torch.Tensor,
         positions: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """``positions`` (n, S): the tokens' positions, if not 0, 1, 2, ..."""
+        """``positions`` (n, S): the tokens' positions, if not 0, 1, 2, ...
+        (or those inside numbers, with ``numbers``)."""
+        if positions is None and self.numbers is not None:
+            positions = self.numbers(src, real=src_mask)
         x = self.embedding(src, positions=positions)  # (n, S, d)
         mask = src_mask[:, None, None, :]  # (n, 1, 1, S): every query sees real keys
         if self.biases is not None:
@@ -63,7 +70,9 @@ def causal_mask(new: int, total: int, device: torch.device) -> torch.Tensor:
 
 class TransformerDecoder(Decoder):
     """``self_biases`` / ``cross_biases``: distance penalties of the self- and
-    cross-attention (``alibi`` positions, ``rosetta.nn.linear_bias``), or None."""
+    cross-attention (``alibi`` positions, ``rosetta.nn.linear_bias``), or
+    None; ``numbers``: positions inside numbers, each token's from the one
+    before it (``state.number_position``), or None."""
 
     def __init__(
         self,
@@ -72,6 +81,7 @@ class TransformerDecoder(Decoder):
         final_norm: nn.Module,
         self_biases: LinearBiases | None = None,
         cross_biases: LinearBiases | None = None,
+        numbers: NumberPositions | None = None,
     ):
         super().__init__()
         self.embedding = embedding
@@ -79,6 +89,7 @@ class TransformerDecoder(Decoder):
         self.final_norm = final_norm
         self.self_biases = self_biases
         self.cross_biases = cross_biases
+        self.numbers = numbers
 
     def init_state(
         self, memory: torch.Tensor, src_mask: torch.Tensor
@@ -106,6 +117,11 @@ class TransformerDecoder(Decoder):
             if tgt_mask is not None:  # AND the padding mask over target keys
                 assert state.length == 0, "padding masks are for teacher forcing"
                 self_mask = self_mask & tgt_mask[:, None, None, :]
+        number_position = None
+        if self.numbers is not None:
+            if positions is None:
+                positions = self.numbers(tgt_in, state.number_position)
+            number_position = positions[:, -1]
         x = self.embedding(tgt_in, offset=state.length, positions=positions)
         self_masks, cross_masks = self.layer_masks(state, new, self_mask)
         cache = None if state.self_kv is None else state.self_kv.extend(new)
@@ -129,7 +145,13 @@ class TransformerDecoder(Decoder):
         attention = None
         if need_attention:  # per layer (n, heads, t, S) -> (n, t, layers, heads, S)
             attention = torch.stack(weights, dim=1).permute(0, 3, 1, 2, 4)
-        return x, replace(state, self_kv=cache, length=total, attention=attention)
+        return x, replace(
+            state,
+            self_kv=cache,
+            length=total,
+            attention=attention,
+            number_position=number_position,
+        )
 
     def layer_masks(
         self, state: TransformerState, new: int, self_mask: torch.Tensor | None

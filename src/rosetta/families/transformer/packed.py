@@ -140,12 +140,14 @@ class PackedOutputProjection(Snapshot):
 def can_pack(model: EncoderDecoder) -> bool:
     """A Transformer decoder with fused attention and plain ``nn.Linear`` layers
     (not int8-quantized ones, which have their own fast path), without
-    distance penalties (the packed step adds none)."""
+    distance penalties or positions inside numbers (the packed step counts
+    positions 0, 1, 2, ... and adds no penalties)."""
     decoder = model.decoder
     return (
         isinstance(decoder, TransformerDecoder)
         and decoder.self_biases is None
         and decoder.cross_biases is None
+        and decoder.numbers is None
         and all(is_packable(layer) for layer in decoder.layers)
     )
 
@@ -166,8 +168,8 @@ def pack_for_inference(
     Returns:
         The snapshot (see the module docstring), or ``model`` itself where
         there is nothing to pack: a recurrent model, an int8-quantized one,
-        or one with the reference attention, relative positions or distance
-        penalties (``alibi``).
+        or one with the reference attention, relative positions, distance
+        penalties (``alibi``) or positions inside numbers.
     """
     if not can_pack(model):
         return model

@@ -7,7 +7,10 @@ instead (``rosetta.nn.relative_attention``); ``randomized`` and ``shifted``
 add sinusoids at positions drawn afresh for every sentence pair in training
 (``RandomPositionsTransformer``); ``nope`` adds them in the encoder only;
 ``alibi`` adds none and subtracts a learned slope times the distance from
-every attention score (``rosetta.nn.linear_bias``).
+every attention score (``rosetta.nn.linear_bias``); ``abacus`` and
+``coupled`` add sinusoids of a digit's place in its number, shifted by one
+offset drawn per pair in training (``rosetta.families.transformer.
+number_positions``, ``number_places``).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from rosetta.families.transformer.number_positions import shifted
 from rosetta.models.interface import Decoder, Encoder, EncoderDecoder
 
 # (rows, length, table size, device) -> (rows, length) positions
@@ -49,30 +53,74 @@ def draw_offsets(
     return start + torch.arange(length, device=device)
 
 
-class RandomPositionsTransformer(EncoderDecoder):
-    """A Transformer that, in training, places every sentence pair at random
-    positions of its table, ``0 .. max_positions-1``, so that every position
-    is trained and a sentence longer than any seen in training finds none
-    new. For a pair of ``S`` source and ``T`` target tokens, ``max(S, T)``
-    positions are drawn; the source takes the first ``S`` and the target the
-    first ``T``, so that source token ``i`` and target token ``i`` keep one
-    position, as they do with ``0, 1, 2, ...``.
+# (model, src, src_mask, tgt_in) -> the source's and the target's positions
+# in training, (n, S) and (n, T)
+Place = Callable[
+    [EncoderDecoder, torch.Tensor, torch.Tensor, torch.Tensor],
+    tuple[torch.Tensor, torch.Tensor],
+]
 
-    ``draw``: the scheme's draw: ``randomized`` draws distinct positions
-    anywhere in the table and sorts them (``draw_positions``); ``shifted``
-    draws one start and keeps the positions consecutive (``draw_offsets``).
-    Outside training (validation, search) positions are ``0, 1, 2, ...``:
-    decoding is that of the sinusoidal Transformer."""
+
+def drawn_places(draw: Draw) -> Place:
+    """Positions from a draw of the table (``randomized``, ``shifted``): for
+    a pair of ``S`` source and ``T`` target tokens, ``max(S, T)`` positions
+    are drawn; the source takes the first ``S`` and the target the first
+    ``T``, so that source token ``i`` and target token ``i`` keep one
+    position, as they do with ``0, 1, 2, ...``."""
+
+    def place(
+        model: EncoderDecoder,
+        src: torch.Tensor,
+        src_mask: torch.Tensor,
+        tgt_in: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        span = model.encoder.embedding.positions.size(0)
+        longest = max(src.size(1), tgt_in.size(1))
+        positions = draw(src.size(0), longest, span, src.device)
+        return positions[:, : src.size(1)], positions[:, : tgt_in.size(1)]
+
+    return place
+
+
+def number_places(max_offset: int) -> Place:
+    """Positions inside numbers (``abacus``, ``coupled``), every digit of a
+    pair, source and target, moved by one offset drawn from ``0 ..
+    max_offset``."""
+
+    def place(
+        model: EncoderDecoder,
+        src: torch.Tensor,
+        src_mask: torch.Tensor,
+        tgt_in: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        rows = (src.size(0), 1)
+        offset = torch.randint(0, max_offset + 1, rows, device=src.device)
+        source = model.encoder.numbers(src, real=src_mask)
+        return shifted(source, offset), shifted(model.decoder.numbers(tgt_in), offset)
+
+    return place
+
+
+class RandomPositionsTransformer(EncoderDecoder):
+    """A Transformer that, in training, places every sentence pair at
+    positions drawn afresh (``place``), so that every position of its table
+    is trained and a sentence, or a number, longer than any seen in training
+    finds none new: ``drawn_places`` for ``randomized`` (distinct positions
+    anywhere in the table, sorted: ``draw_positions``) and ``shifted`` (one
+    start, consecutive: ``draw_offsets``), ``number_places`` for ``abacus``
+    and ``coupled``. Outside training (validation, search) the encoder and
+    decoder place their tokens themselves: ``0, 1, 2, ...``, as the
+    sinusoidal Transformer decodes, or inside numbers without an offset."""
 
     def __init__(
         self,
         encoder: Encoder,
         decoder: Decoder,
         output_proj: nn.Module,
-        draw: Draw,
+        place: Place,
     ):
         super().__init__(encoder, decoder, output_proj)
-        self.draw = draw
+        self.place = place
 
     def forward(
         self,
@@ -83,14 +131,10 @@ class RandomPositionsTransformer(EncoderDecoder):
     ) -> torch.Tensor:
         if not self.training:
             return super().forward(src, src_mask, tgt_in, tgt_mask)
-        span = self.encoder.embedding.positions.size(0)
-        longest = max(src.size(1), tgt_in.size(1))
-        positions = self.draw(src.size(0), longest, span, src.device)
-        memory = self.encoder(src, src_mask, positions[:, : src.size(1)])
+        source, target = self.place(self, src, src_mask, tgt_in)
+        memory = self.encoder(src, src_mask, source)
         state = self.init_state(memory, src_mask)
-        features, _ = self.decoder(
-            tgt_in, state, tgt_mask, positions=positions[:, : tgt_in.size(1)]
-        )
+        features, _ = self.decoder(tgt_in, state, tgt_mask, positions=target)
         return features
 
 
@@ -98,8 +142,9 @@ class RandomPositionsTransformer(EncoderDecoder):
 class PositionScheme:
     """What one ``model.positions`` value changes in a Transformer: which
     embeddings get sinusoids, whether self-attention scores relative
-    distances, whether every attention subtracts distance penalties, and
-    which positions training draws (none: ``0, 1, 2, ...``)."""
+    distances, whether every attention subtracts distance penalties, which
+    positions training draws (none: ``0, 1, 2, ...``), and whether digits
+    are placed inside their numbers (``abacus``, ``coupled``)."""
 
     name: str
     encoder_sinusoids: bool
@@ -107,6 +152,7 @@ class PositionScheme:
     relative: bool = False
     distance_penalties: bool = False
     draw: Draw | None = None
+    numbers: str | None = None
 
 
 SCHEMES = {
@@ -118,6 +164,8 @@ SCHEMES = {
         PositionScheme("shifted", True, True, draw=draw_offsets),
         PositionScheme("nope", True, False),
         PositionScheme("alibi", False, False, distance_penalties=True),
+        PositionScheme("abacus", True, True, numbers="abacus"),
+        PositionScheme("coupled", True, True, numbers="coupled"),
     )
 }
 POSITIONS = tuple(SCHEMES)

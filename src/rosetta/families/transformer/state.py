@@ -27,6 +27,8 @@ class TransformerState:
     length: int = 0
     attention: torch.Tensor | None = None  # (n, t, layers, heads, S) if asked
     group: int = 1  # decoding rows per memory row
+    # positions inside numbers: the last token's (n,), which the next continues
+    number_position: torch.Tensor | None = None
 
     def reorder(self, index: torch.Tensor) -> TransformerState:
         """Row i of the result continues row ``index[i]``."""
@@ -55,4 +57,7 @@ class TransformerState:
             if self.attention is None
             else self.attention.index_select(0, index),
             group=group,
+            number_position=None
+            if self.number_position is None
+            else self.number_position.index_select(0, index),
         )

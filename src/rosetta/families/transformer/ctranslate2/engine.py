@@ -279,5 +279,7 @@ def _parameter_count(config: Any, tokenizers: TokenizerPair) -> int:
     from rosetta.families import build_model
 
     with torch.device("meta"):
-        model = build_model(config.model, len(tokenizers.src), len(tokenizers.tgt))
+        model = build_model(
+            config.model, len(tokenizers.src), len(tokenizers.tgt), tokenizers
+        )
     return sum(p.numel() for p in model.parameters())

@@ -90,6 +90,11 @@ def export_ctranslate2(
             f"{folder}: alibi positions; CTranslate2's encoder-decoder has no "
             "distance penalties, only absolute sinusoidal positions"
         )
+    if scheme.numbers is not None:
+        raise RosettaError(
+            f"{folder}: {scheme.name} positions; CTranslate2 counts positions "
+            "from the start of the sequence, not inside numbers"
+        )
     if not scheme.decoder_sinusoids:
         raise RosettaError(
             f"{folder}: no positions in the decoder; CTranslate2 adds "

@@ -1,0 +1,97 @@
+"""Positions inside numbers: ``abacus`` and ``coupled`` (``model.positions``).
+
+Sinusoidal positions count tokens from the start of the sequence, so the
+tens digit of a number sits at a different position in every addition, and
+a model that learnt to pair digits by position fails on longer numbers.
+These schemes give a digit the sinusoid of its place in its *number*
+instead, and every other token position 0:
+
+- ``abacus``: a digit's place counted from its number's first digit as
+  written, ``1, 2, 3, …``. With numbers written least significant digit
+  first (``addition-lsb``) that is the significance plus one, the same in
+  both operands and in the sum, so a sum digit's query meets the keys of
+  the two digits it adds at its own position.
+- ``coupled``: in the source, the digit's significance plus one, counted
+  from its number's last digit (``4 7 + 8 5`` → ``2 1 0 2 1``), whatever
+  the order numbers are written in; the output is numbered as written, so
+  it is coupled to the source when written least significant first.
+
+In training one offset ``k``, drawn per sentence pair from ``0 …
+number_offset``, is added to every digit's position on both sides, so the
+table's positions up to ``k`` + the longest training number are all
+trained: a test number longer than any seen in training then meets
+positions the model knows. Decoding adds none. The positions of a
+sequence, and of each decoded token from the one before it, follow the same
+rule (``number_positions``), so decoding step by step gives what teacher
+forcing gives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+DIGITS = frozenset("0123456789")
+
+
+def digit_mask(pieces: Sequence[str]) -> torch.Tensor:
+    """(V,) bool: which of a vocabulary's tokens are the digits 0-9."""
+    return torch.tensor([piece in DIGITS for piece in pieces], dtype=torch.bool)
+
+
+def number_positions(
+    is_digit: torch.Tensor,
+    start: torch.Tensor | None = None,
+    from_end: bool = False,
+) -> torch.Tensor:
+    """(n, L) bool digits -> (n, L) positions: a digit's place in its run of
+    digits (1, 2, …), 0 for any other token.
+
+    Args:
+        start: (n,) the position of the token before the first, whose run a
+            leading digit continues (decoding step by step).
+        from_end: count each run from its last digit (``coupled``).
+    """
+    if from_end:
+        return number_positions(is_digit.flip(1)).flip(1)
+    digits = is_digit.long()
+    count = digits.cumsum(1)
+    # the count at the latest non-digit so far: where the current run began
+    began = (count * (1 - digits)).cummax(1).values
+    positions = (count - began) * digits
+    if start is not None:
+        first_run = (1 - digits).cumsum(1) == 0
+        positions = positions + start[:, None] * (first_run & is_digit)
+    return positions
+
+
+class NumberPositions(nn.Module):
+    """The positions of one side's tokens (module docstring); ``is_digit``
+    (V,) marks the vocabulary's digits, derived from it at every build
+    (not a weight: it is not saved)."""
+
+    def __init__(self, is_digit: torch.Tensor, from_end: bool = False):
+        super().__init__()
+        self.register_buffer("is_digit", is_digit, persistent=False)
+        self.from_end = from_end
+
+    def forward(
+        self,
+        tokens: torch.Tensor,
+        start: torch.Tensor | None = None,
+        real: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """(n, L) ids -> positions; ``real`` (n, L) marks the tokens that
+        are not padding (padding is never a digit)."""
+        is_digit = self.is_digit[tokens]
+        if real is not None:
+            is_digit = is_digit & real
+        return number_positions(is_digit, start, self.from_end)
+
+
+def shifted(positions: torch.Tensor, offset: torch.Tensor) -> torch.Tensor:
+    """Digit positions (n, L) moved by each row's ``offset`` (n, 1); the
+    other tokens stay at 0."""
+    return positions + offset * (positions > 0)

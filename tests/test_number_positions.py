@@ -1,0 +1,132 @@
+"""Positions inside numbers (abacus, coupled): the rule by hand, one training
+offset per pair on both sides, and a run that trains, reloads and decodes
+with them. Decoding step by step as teacher forcing is checked for every
+scheme in ``test_transformer``."""
+
+import json
+
+import pytest
+import torch
+
+from rosetta.families.transformer.build import build_transformer
+from rosetta.families.transformer.number_positions import (
+    digit_mask,
+    number_positions,
+    shifted,
+)
+from rosetta.families.transformer.packed import can_pack
+from tests.test_transformer import tiny_model
+
+# "4 7 + 8 5 <eos>" and "1 2 3 <eos> <pad>"
+DIGITS = torch.tensor([[1, 1, 0, 1, 1, 0], [1, 1, 1, 0, 0, 0]], dtype=torch.bool)
+
+
+def test_abacus_counts_each_number_from_its_first_digit():
+    assert number_positions(DIGITS).tolist() == [[1, 2, 0, 1, 2, 0], [1, 2, 3, 0, 0, 0]]
+
+
+def test_coupled_counts_each_number_from_its_last_digit():
+    assert number_positions(DIGITS, from_end=True).tolist() == [
+        [2, 1, 0, 2, 1, 0],
+        [3, 2, 1, 0, 0, 0],
+    ]
+
+
+def test_a_decoded_digit_continues_the_number_before_it():
+    start = torch.tensor([2, 0])  # the last token: a second digit, a non-digit
+    found = number_positions(DIGITS[:, :2], start)
+    assert found.tolist() == [[3, 4], [1, 2]]
+    assert shifted(number_positions(DIGITS), torch.tensor([[10], [0]])).tolist() == [
+        [11, 12, 0, 11, 12, 0],
+        [1, 2, 3, 0, 0, 0],
+    ]
+
+
+def test_the_digits_are_the_vocabularys_single_digit_tokens():
+    pieces = ["<pad>", "<unk>", "<s>", "</s>", "7", "+", "12", "0", "#3"]
+    assert digit_mask(pieces).tolist() == [0, 0, 0, 0, 1, 0, 0, 1, 0]
+
+
+def abacus_model(positions="abacus", number_offset=5):
+    """The small Transformer of ``test_transformer``: tokens 4-8 are digits."""
+    return tiny_model(positions=positions, number_offset=number_offset)
+
+
+@pytest.mark.parametrize("positions", ["abacus", "coupled"])
+def test_training_moves_both_sides_digits_by_one_offset_per_pair(positions):
+    model = abacus_model(positions).train()
+    seen = {}
+
+    def spy(name, embedding):
+        original = embedding.forward
+
+        def forward(tokens, offset=0, positions=None):
+            seen[name] = positions
+            return original(tokens, offset, positions)
+
+        embedding.forward = forward
+
+    spy("source", model.encoder.embedding)
+    spy("target", model.decoder.embedding)
+    src = torch.tensor([[4, 5, 10, 6, 7, 3]] * 64)
+    tgt = torch.tensor([[2, 4, 5, 6]] * 64)
+    model(src, src != 0, tgt)
+    plain_source = model.encoder.numbers(src)
+    plain_target = model.decoder.numbers(tgt)
+    offsets = seen["source"][:, 0] - plain_source[:, 0]
+    assert set(offsets.tolist()) == set(range(6))  # 0 .. number_offset
+    assert torch.equal(seen["source"], shifted(plain_source, offsets[:, None]))
+    assert torch.equal(seen["target"], shifted(plain_target, offsets[:, None]))
+    assert seen["source"][:, 2].eq(0).all() and seen["target"][:, 0].eq(0).all()
+    model.eval()
+    model(src, src != 0, tgt)
+    assert torch.equal(seen["source"], plain_source)  # no offset outside training
+    assert torch.equal(seen["target"], plain_target)
+
+
+def test_number_positions_decode_through_the_layers_and_need_the_digits():
+    assert not can_pack(abacus_model())
+    with pytest.raises(ValueError, match="need the vocabularies' digits"):
+        build_transformer(12, 12, d_model=16, heads=2, positions="abacus")
+    model = abacus_model(number_offset=100).train()  # past the table of 64
+    number = torch.tensor([[4] * 10 + [3]] * 64)
+    with pytest.raises(ValueError, match=r"raise model\.max_positions"):
+        model(number, number != 0, number)
+
+
+@pytest.mark.slow
+def test_an_abacus_run_reports_the_exactness_a_fresh_load_gets(tmp_path):
+    from rosetta.cli import main
+    from rosetta.config.reading import load_config
+    from rosetta.data.synthetic import accuracy
+    from rosetta.loading import load_translator
+    from rosetta.train.run import run_training
+
+    task = tmp_path / "task"
+    flags = ["--lengths", "1-4", "--bands", "5-6", "--count", "300", "--valid", "20"]
+    assert main(["task", "addition-lsb", "-o", str(task), *flags, "--test", "20"]) == 0
+    config = load_config(
+        task / "config.yaml",
+        [
+            "model.positions=abacus",
+            "model.number_offset=8",
+            "model.d_model=32",
+            "model.d_ff=64",
+            "train.max_steps=30",
+            "train.validate_every=30",
+            "train.threads=1",
+        ],
+    )
+    run_training(config, tmp_path / "run")
+    translator = load_translator(tmp_path / "run", which="latest", device="cpu")
+    digits = translator.model.encoder.numbers.is_digit
+    pieces = translator.tokenizers.src.id_pieces(range(len(digits)))
+    assert [p for p, d in zip(pieces, digits.tolist(), strict=True) if d] == sorted(
+        "0123456789", key=pieces.index
+    )
+    sources = (task / "valid.src").read_text().splitlines()
+    references = (task / "valid.tgt").read_text().splitlines()
+    exact = 100 * accuracy(translator.translate(sources), references).exact
+    lines = (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
+    last = [json.loads(x) for x in lines if '"valid"' in x][-1]
+    assert exact == pytest.approx(last["exact"], abs=1e-9)
