@@ -68,6 +68,8 @@ MODELS = {
     "transformer-shifted": {**TRANSFORMER, "positions": "shifted"},
     "transformer-nope": {**TRANSFORMER, "positions": "nope"},
     "transformer-alibi": {**TRANSFORMER, "positions": "alibi"},
+    "transformer-abacus": {**TRANSFORMER, "positions": "abacus"},
+    "transformer-coupled": {**TRANSFORMER, "positions": "coupled"},
     "gru-attention": {
         "arch": "rnn",
         "cell": "gru",
@@ -257,7 +259,13 @@ def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", nargs="+", choices=TASKS, default=list(TASKS))
     parser.add_argument(
-        "--models", nargs="+", choices=list(MODELS), default=list(MODELS)
+        "--models",
+        nargs="+",
+        choices=list(MODELS),
+        # positions inside numbers place letters all at 0: asked for by name
+        default=[
+            m for m in MODELS if m not in ("transformer-abacus", "transformer-coupled")
+        ],
     )
     parser.add_argument("--steps", type=int, default=2000, help="updates per run")
     parser.add_argument(
