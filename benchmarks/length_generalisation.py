@@ -68,6 +68,7 @@ MODELS = {
     "transformer-shifted": {**TRANSFORMER, "positions": "shifted"},
     "transformer-nope": {**TRANSFORMER, "positions": "nope"},
     "transformer-alibi": {**TRANSFORMER, "positions": "alibi"},
+    "transformer-alibi-randomized": {**TRANSFORMER, "positions": "alibi-randomized"},
     "transformer-abacus": {**TRANSFORMER, "positions": "abacus"},
     "transformer-coupled": {**TRANSFORMER, "positions": "coupled"},
     "gru-attention": {
@@ -92,6 +93,12 @@ MODELS = {
         "dropout": 0.0,
     },
 }
+
+
+# the first study's models run by default; the newer ones by name (positions
+# inside numbers place every letter at 0)
+NEWER = ("transformer-alibi-randomized", "transformer-abacus", "transformer-coupled")
+STUDIED = tuple(m for m in MODELS if m not in NEWER)
 
 
 def data_name(task: str, args: argparse.Namespace) -> str:
@@ -262,10 +269,7 @@ def parser() -> argparse.ArgumentParser:
         "--models",
         nargs="+",
         choices=list(MODELS),
-        # positions inside numbers place letters all at 0: asked for by name
-        default=[
-            m for m in MODELS if m not in ("transformer-abacus", "transformer-coupled")
-        ],
+        default=list(STUDIED),
     )
     parser.add_argument("--steps", type=int, default=2000, help="updates per run")
     parser.add_argument(

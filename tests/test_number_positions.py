@@ -130,3 +130,64 @@ def test_an_abacus_run_reports_the_exactness_a_fresh_load_gets(tmp_path):
     lines = (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
     last = [json.loads(x) for x in lines if '"valid"' in x][-1]
     assert exact == pytest.approx(last["exact"], abs=1e-9)
+
+
+def test_drawn_distances_at_positions_0_1_2_are_alibis_own():
+    from rosetta.nn.linear_bias import (
+        cross_distances,
+        placed_cross_distances,
+        placed_self_distances,
+        self_distances,
+    )
+
+    src_mask = torch.tensor([[True] * 5, [True, True, True, False, False]])
+    source = torch.arange(5).expand(2, -1)
+    target = torch.arange(3).expand(2, -1)
+    assert torch.equal(
+        placed_cross_distances(target, source, src_mask, heads=4),
+        cross_distances(0, 3, src_mask, heads=4),
+    )
+    assert torch.equal(
+        placed_self_distances(target)[0, 0], self_distances(3, 3, torch.device("cpu"))
+    )
+    # spread out, every distance is that of the positions
+    spread = torch.tensor([[0, 7, 9, 20, 31]])
+    found = placed_cross_distances(spread[:, :2], spread, src_mask[:1], heads=2)
+    assert found[0, 0].tolist() == [[0, -7, -9, -20, -31], [7, 0, -2, -13, -24]]
+    # from the end: word j sits where word S−2−j does ("31" is <eos>)
+    assert found[0, 1].tolist() == [[-20, -9, -7, 0, 1], [-13, -2, 0, 7, 8]]
+
+
+@pytest.mark.reference
+def test_alibi_randomized_trains_on_the_drawn_distances_and_decodes_as_alibi():
+    """Outside training it is ALiBi itself; trained at positions 0, 1, 2, ...
+    it is ALiBi too; at 0, 2, 4, ... every encoder distance doubles, the same
+    as ALiBi with every slope doubled."""
+    import math
+
+    from rosetta.nn.linear_bias import LinearBiases
+    from tests.test_transformer import random_batch
+
+    drawn = tiny_model(positions="alibi-randomized")
+    plain = tiny_model(positions="alibi")
+    plain.load_state_dict(drawn.state_dict())
+    src, src_mask, tgt = random_batch()
+
+    def at(step):
+        return lambda model, s, m, t: (
+            step * torch.arange(s.size(1)).expand(s.size(0), -1),
+            step * torch.arange(t.size(1)).expand(t.size(0), -1),
+        )
+
+    with torch.no_grad():
+        expected = plain.eval()(src, src_mask, tgt)
+        assert torch.equal(drawn.eval()(src, src_mask, tgt), expected)
+        drawn.place = at(1)
+        assert (drawn.train()(src, src_mask, tgt) - expected).abs().max() <= 1e-5
+        positions = at(2)(drawn, src, src_mask, tgt)[0]
+        spread = drawn.encoder(src, src_mask, positions)
+        for module in plain.modules():
+            if isinstance(module, LinearBiases):
+                module.log_slopes += math.log(2)
+        doubled = plain.encoder(src, src_mask)
+    assert (spread - doubled).abs().max() <= 1e-5

@@ -28,6 +28,13 @@ The distance depends on the attention:
   past the last word). Target word ``i`` can so be placed at source word
   ``i`` from either end: the alignment of copying a sentence and that of
   reversing it are both at distance 0.
+
+With positions drawn in training (``alibi-randomized``), token ``i`` sits at
+``p_i`` instead of ``i`` and every distance is that of the positions:
+``p_i − p_j`` (``placed_self_distances``); the cross-attention's second half
+counts the source from its last word by giving word ``j`` the position of
+word ``S − 2 − j`` (``placed_cross_distances``). With ``p_i = i`` both are
+the distances above.
 """
 
 from __future__ import annotations
@@ -89,6 +96,33 @@ def cross_distances(
     lengths = src_mask.sum(-1)[:, None, None]  # (m, 1, 1), <eos> included
     from_start = (rows - columns).expand(src_mask.size(0), -1, -1)
     from_end = rows - (lengths - 2 - columns)
+    backward = heads // 2
+    return torch.cat(
+        [
+            from_start[:, None].expand(-1, heads - backward, -1, -1),
+            from_end[:, None].expand(-1, backward, -1, -1),
+        ],
+        dim=1,
+    )
+
+
+def placed_self_distances(positions: torch.Tensor) -> torch.Tensor:
+    """(n, L) positions -> (n, 1, L, L): ``p_i − p_j`` (module docstring)."""
+    return (positions[:, :, None] - positions[:, None, :])[:, None]
+
+
+def placed_cross_distances(
+    target: torch.Tensor, source: torch.Tensor, src_mask: torch.Tensor, heads: int
+) -> torch.Tensor:
+    """(n, heads, T, S): target positions (n, T) against source positions
+    (n, S) of ``src_mask`` (n, S), the first ``heads − heads//2`` heads from
+    the first word, the rest from the last (word ``j`` at the position of
+    word ``S − 2 − j``; past the first word, one apart)."""
+    lengths = src_mask.sum(-1, keepdim=True)  # (n, 1), <eos> included
+    mirror = lengths - 2 - torch.arange(source.size(1), device=source.device)
+    mirrored = source.gather(1, mirror.clamp(min=0)) + mirror.clamp(max=0)
+    from_start = target[:, :, None] - source[:, None, :]
+    from_end = target[:, :, None] - mirrored[:, None, :]
     backward = heads // 2
     return torch.cat(
         [

@@ -53,6 +53,7 @@ class TransformerConfig(AttentionSection):
         "shifted",
         "nope",
         "alibi",
+        "alibi-randomized",
         "abacus",
         "coupled",
     ] = Field(
@@ -64,6 +65,8 @@ class TransformerConfig(AttentionSection):
         "from a random start; nope: sinusoids in the encoder, none in the "
         "decoder; alibi: no sinusoids, every attention subtracts a learned "
         "slope times the distance (cross-attention from both ends of the source); "
+        "alibi-randomized: alibi at random sorted positions up to max_positions "
+        "in training, so that distances beyond the training lengths are learnt; "
         "abacus: a digit's place in its number as written, other tokens 0; "
         "coupled: in the source, a digit's significance (from its number's "
         "end), in the output its place as written",

@@ -16,7 +16,13 @@ from rosetta.families.transformer.layers import (
 from rosetta.families.transformer.number_positions import NumberPositions
 from rosetta.families.transformer.state import TransformerState
 from rosetta.models.interface import Decoder, Encoder
-from rosetta.nn.linear_bias import LinearBiases, cross_distances, self_distances
+from rosetta.nn.linear_bias import (
+    LinearBiases,
+    cross_distances,
+    placed_cross_distances,
+    placed_self_distances,
+    self_distances,
+)
 
 
 class TransformerEncoder(Encoder):
@@ -54,6 +60,8 @@ class TransformerEncoder(Encoder):
         if self.biases is not None:
             length = src.size(1)
             distance = self_distances(length, length, src.device)
+            if positions is not None:  # drawn in training
+                distance = placed_self_distances(positions)
         for index, layer in enumerate(self.layers):
             if self.biases is not None:
                 x = layer(x, self.biases.bias(index, distance, mask))
@@ -123,7 +131,7 @@ class TransformerDecoder(Decoder):
                 positions = self.numbers(tgt_in, state.number_position)
             number_position = positions[:, -1]
         x = self.embedding(tgt_in, offset=state.length, positions=positions)
-        self_masks, cross_masks = self.layer_masks(state, new, self_mask)
+        self_masks, cross_masks = self.layer_masks(state, new, self_mask, positions)
         cache = None if state.self_kv is None else state.self_kv.extend(new)
         first_keys_values, weights = [], []
         for i, layer in enumerate(self.layers):
@@ -154,11 +162,16 @@ class TransformerDecoder(Decoder):
         )
 
     def layer_masks(
-        self, state: TransformerState, new: int, self_mask: torch.Tensor | None
+        self,
+        state: TransformerState,
+        new: int,
+        self_mask: torch.Tensor | None,
+        positions: torch.Tensor | None = None,
     ) -> tuple[list[torch.Tensor | None], list[torch.Tensor]]:
         """Every layer's self- and cross-attention masks for ``new`` positions
         after ``state.length``: the shared boolean ones, or with distance
-        penalties, each layer's own bias."""
+        penalties, each layer's own bias; from the target's ``positions`` and
+        ``state.source_positions`` where training drew them."""
         layers = len(self.layers)
         if self.self_biases is None or self.cross_biases is None:
             return [self_mask] * layers, [state.src_mask] * layers
@@ -169,7 +182,12 @@ class TransformerDecoder(Decoder):
             allowed = self_mask
         back = self_distances(new, total, device)
         heads = self.layers[0].cross_attn.heads
-        across = cross_distances(state.length, new, state.src_mask[:, 0, 0], heads)
+        src_mask = state.src_mask[:, 0, 0]
+        across = cross_distances(state.length, new, src_mask, heads)
+        if positions is not None and state.source_positions is not None:
+            back = placed_self_distances(positions)
+            source = state.source_positions
+            across = placed_cross_distances(positions, source, src_mask, heads)
         if state.group > 1 and new > 1:  # queries of a sentence's beams, one run each
             across = across.repeat(1, 1, state.group, 1)
         return (

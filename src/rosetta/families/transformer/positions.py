@@ -16,7 +16,7 @@ number_positions``, ``number_places``).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 from torch import nn
@@ -133,7 +133,7 @@ class RandomPositionsTransformer(EncoderDecoder):
             return super().forward(src, src_mask, tgt_in, tgt_mask)
         source, target = self.place(self, src, src_mask, tgt_in)
         memory = self.encoder(src, src_mask, source)
-        state = self.init_state(memory, src_mask)
+        state = replace(self.init_state(memory, src_mask), source_positions=source)
         features, _ = self.decoder(tgt_in, state, tgt_mask, positions=target)
         return features
 
@@ -164,6 +164,13 @@ SCHEMES = {
         PositionScheme("shifted", True, True, draw=draw_offsets),
         PositionScheme("nope", True, False),
         PositionScheme("alibi", False, False, distance_penalties=True),
+        PositionScheme(
+            "alibi-randomized",
+            False,
+            False,
+            distance_penalties=True,
+            draw=draw_positions,
+        ),
         PositionScheme("abacus", True, True, numbers="abacus"),
         PositionScheme("coupled", True, True, numbers="coupled"),
     )

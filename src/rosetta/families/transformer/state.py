@@ -29,6 +29,8 @@ class TransformerState:
     group: int = 1  # decoding rows per memory row
     # positions inside numbers: the last token's (n,), which the next continues
     number_position: torch.Tensor | None = None
+    # the source's positions where training drew them (n, S): distance penalties
+    source_positions: torch.Tensor | None = None
 
     def reorder(self, index: torch.Tensor) -> TransformerState:
         """Row i of the result continues row ``index[i]``."""
