@@ -113,3 +113,14 @@ def test_a_tiny_nat_learns_to_copy():
         features, _, _ = model.decode(src, src > 0, memory, predicted)
     assert torch.equal(predicted, fertilities)
     assert (model.output_proj(features).argmax(-1) == words).float().mean() >= 0.99
+
+
+def test_a_decoder_without_positional_attention_has_none_of_its_weights():
+    plain = tiny_nat(length_model="ctc", upsample=2)
+    lean = tiny_nat(length_model="ctc", upsample=2, positional_attention=False)
+    names = {name for name, _ in lean.named_parameters()}
+    assert not any("positional" in name for name in names)
+    assert names < {name for name, _ in plain.named_parameters()}
+    src = torch.tensor([[5, 6, 3]])
+    features, mask, _ = lean(src, src > 0, None)
+    assert features.shape == (1, 6, 16) and bool(mask.all())

@@ -27,6 +27,12 @@ class NATConfig(AttentionSection):
     fertility_weight: float = Field(
         1.0, ge=0.0, description="weight of the fertility loss beside the target's"
     )
+    positional_attention: bool = Field(
+        True,
+        description="a positional attention in every decoder layer (queries and "
+        "keys the positions' sinusoids); false leaves it out, a quarter of the "
+        "decoder's work",
+    )
     length_model: Literal["fertility", "ctc"] = Field(
         "fertility",
         description="how the target's length is decided: fertilities predicted "

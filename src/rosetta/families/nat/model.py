@@ -108,17 +108,19 @@ class Glance(NamedTuple):
 
 
 class NATDecoderLayer(nn.Module):
-    """Self-attention (no causal mask), positional attention, cross-attention
-    over the encoder states, then the feed-forward layer; each sub-layer in
-    a residual connection with LayerNorm."""
+    """Self-attention (no causal mask), positional attention (unless
+    ``positional`` is False), cross-attention over the encoder states, then
+    the feed-forward layer; each sub-layer in a residual connection with
+    LayerNorm."""
 
-    def __init__(self, sizes: LayerSizes):
+    def __init__(self, sizes: LayerSizes, positional: bool = True):
         super().__init__()
         self.self_attn = sizes.attention()
-        self.positional_attn = sizes.attention()
+        self.positional_attn = sizes.attention() if positional else None
         self.cross_attn = sizes.attention()
         self.ffn = sizes.feed_forward()
-        self.self_res, self.positional_res = sizes.residual(), sizes.residual()
+        self.self_res = sizes.residual()
+        self.positional_res = sizes.residual() if positional else None
         self.cross_res, self.ffn_res = sizes.residual(), sizes.residual()
 
     def forward(
@@ -135,11 +137,12 @@ class NATDecoderLayer(nn.Module):
         ``need_weights``, the cross-attention weights (n, heads, T, S)."""
         h = self.self_res.before(x)
         x = self.self_res.after(x, self.self_attn(h, h, h, tgt_mask)[0])
-        h = self.positional_res.before(x)
-        where = positions.expand(x.size(0), -1, -1)
-        x = self.positional_res.after(
-            x, self.positional_attn(where, where, h, tgt_mask)[0]
-        )
+        if self.positional_attn is not None and self.positional_res is not None:
+            h = self.positional_res.before(x)
+            where = positions.expand(x.size(0), -1, -1)
+            x = self.positional_res.after(
+                x, self.positional_attn(where, where, h, tgt_mask)[0]
+            )
         h = self.cross_res.before(x)
         cross, weights = self.cross_attn(h, memory, memory, src_mask, need_weights)
         x = self.cross_res.after(x, cross)
@@ -299,7 +302,10 @@ def build_nat(
         [TransformerEncoderLayer(sizes) for _ in range(config.encoder_layers)],
         sizes.final_norm(),
     )
-    layers = [NATDecoderLayer(sizes) for _ in range(config.decoder_layers)]
+    layers = [
+        NATDecoderLayer(sizes, config.positional_attention)
+        for _ in range(config.decoder_layers)
+    ]
     output_proj = nn.Linear(d_model, tgt_vocab, bias=False)
     model = NonAutoregressiveTransformer(
         encoder,
