@@ -174,7 +174,7 @@ def test_alibi_randomized_trains_on_the_drawn_distances_and_decodes_as_alibi():
     src, src_mask, tgt = random_batch()
 
     def at(step):
-        return lambda model, s, m, t: (
+        return lambda s, m, t: (
             step * torch.arange(s.size(1)).expand(s.size(0), -1),
             step * torch.arange(t.size(1)).expand(t.size(0), -1),
         )
@@ -182,9 +182,9 @@ def test_alibi_randomized_trains_on_the_drawn_distances_and_decodes_as_alibi():
     with torch.no_grad():
         expected = plain.eval()(src, src_mask, tgt)
         assert torch.equal(drawn.eval()(src, src_mask, tgt), expected)
-        drawn.place = at(1)
+        drawn.training_positions = at(1)
         assert (drawn.train()(src, src_mask, tgt) - expected).abs().max() <= 1e-5
-        positions = at(2)(drawn, src, src_mask, tgt)[0]
+        positions = at(2)(src, src_mask, tgt)[0]
         spread = drawn.encoder(src, src_mask, positions)
         for module in plain.modules():
             if isinstance(module, LinearBiases):

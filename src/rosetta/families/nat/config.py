@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
 from rosetta.families.transformer.config import AttentionSection
+
+
+def share(default: float | None, description: str) -> Any:
+    """A field for a share from 0 to 1."""
+    return Field(default, ge=0.0, le=1.0, description=description)
 
 
 class NATConfig(AttentionSection):
@@ -42,20 +47,15 @@ class NATConfig(AttentionSection):
     upsample: int = Field(
         3, ge=1, le=16, description="ctc: decoder positions per source token"
     )
-    glance_ratio: float = Field(
+    glance_ratio: float = share(
         0.0,
-        ge=0.0,
-        le=1.0,
-        description="glancing training: the share of a first pass's mistakes "
-        "revealed as reference tokens in the decoder input of the second; 0 "
-        "trains in one pass",
+        "glancing training: the share of a first pass's mistakes revealed as "
+        "reference tokens in the decoder input of the second; 0 trains in one pass",
     )
-    glance_ratio_end: float | None = Field(
+    glance_ratio_end: float | None = share(
         None,
-        ge=0.0,
-        le=1.0,
-        description="the ratio reached after glance_anneal_updates, linearly "
-        "from glance_ratio (null: constant)",
+        "the ratio reached after glance_anneal_updates, linearly from "
+        "glance_ratio (null: constant)",
     )
     glance_anneal_updates: int = Field(
         4000, gt=0, description="updates over which the glancing ratio anneals"

@@ -16,8 +16,6 @@ from rosetta.families.transformer.positions import (
     POSITIONS,
     SCHEMES,
     RandomPositionsTransformer,
-    drawn_places,
-    number_places,
 )
 from rosetta.models.interface import EncoderDecoder
 from rosetta.nn import LayerSizes
@@ -93,33 +91,24 @@ def build_transformer(
     encoder_stack = [
         TransformerEncoderLayer(sizes, scheme.relative) for _ in range(encoder_layers)
     ]
+    encoder_biases = biases(encoder_layers)
     encoder = TransformerEncoder(
-        src_embedding,
-        encoder_stack,
-        sizes.final_norm(),
-        biases(encoder_layers),
-        numbers[0],
+        src_embedding, encoder_stack, sizes.final_norm(), encoder_biases, numbers[0]
     )
     decoder_stack = [
         TransformerDecoderLayer(sizes, scheme.relative) for _ in range(decoder_layers)
     ]
+    decoder_biases = biases(decoder_layers), biases(decoder_layers, both_ends=True)
     decoder = TransformerDecoder(
-        tgt_embedding,
-        decoder_stack,
-        sizes.final_norm(),
-        biases(decoder_layers),
-        biases(decoder_layers, both_ends=True),
-        numbers[1],
+        tgt_embedding, decoder_stack, sizes.final_norm(), *decoder_biases, numbers[1]
     )
     xavier_linear_layers(encoder.layers, decoder.layers)
     if tie_output:
         output_proj.weight = tgt_embedding.token.weight
     else:
         nn.init.normal_(output_proj.weight, std=d_model**-0.5)
-    if scheme.draw is not None:
-        place = drawn_places(scheme.draw)
-        return RandomPositionsTransformer(encoder, decoder, output_proj, place)
-    if scheme.numbers is not None:
-        place = number_places(number_offset)
-        return RandomPositionsTransformer(encoder, decoder, output_proj, place)
+    if scheme.draw is not None or scheme.numbers is not None:
+        return RandomPositionsTransformer(
+            encoder, decoder, output_proj, scheme.draw, number_offset
+        )
     return EncoderDecoder(encoder, decoder, output_proj)

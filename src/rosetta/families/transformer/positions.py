@@ -10,7 +10,7 @@ add sinusoids at positions drawn afresh for every sentence pair in training
 every attention score (``rosetta.nn.linear_bias``); ``abacus`` and
 ``coupled`` add sinusoids of a digit's place in its number, shifted by one
 offset drawn per pair in training (``rosetta.families.transformer.
-number_positions``, ``number_places``).
+number_positions``, ``RandomPositionsTransformer``).
 """
 
 from __future__ import annotations
@@ -53,74 +53,51 @@ def draw_offsets(
     return start + torch.arange(length, device=device)
 
 
-# (model, src, src_mask, tgt_in) -> the source's and the target's positions
-# in training, (n, S) and (n, T)
-Place = Callable[
-    [EncoderDecoder, torch.Tensor, torch.Tensor, torch.Tensor],
-    tuple[torch.Tensor, torch.Tensor],
-]
-
-
-def drawn_places(draw: Draw) -> Place:
-    """Positions from a draw of the table (``randomized``, ``shifted``): for
-    a pair of ``S`` source and ``T`` target tokens, ``max(S, T)`` positions
-    are drawn; the source takes the first ``S`` and the target the first
-    ``T``, so that source token ``i`` and target token ``i`` keep one
-    position, as they do with ``0, 1, 2, ...``."""
-
-    def place(
-        model: EncoderDecoder,
-        src: torch.Tensor,
-        src_mask: torch.Tensor,
-        tgt_in: torch.Tensor,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        span = model.encoder.embedding.positions.size(0)
-        longest = max(src.size(1), tgt_in.size(1))
-        positions = draw(src.size(0), longest, span, src.device)
-        return positions[:, : src.size(1)], positions[:, : tgt_in.size(1)]
-
-    return place
-
-
-def number_places(max_offset: int) -> Place:
-    """Positions inside numbers (``abacus``, ``coupled``), every digit of a
-    pair, source and target, moved by one offset drawn from ``0 ..
-    max_offset``."""
-
-    def place(
-        model: EncoderDecoder,
-        src: torch.Tensor,
-        src_mask: torch.Tensor,
-        tgt_in: torch.Tensor,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        rows = (src.size(0), 1)
-        offset = torch.randint(0, max_offset + 1, rows, device=src.device)
-        source = model.encoder.numbers(src, real=src_mask)
-        return shifted(source, offset), shifted(model.decoder.numbers(tgt_in), offset)
-
-    return place
-
-
 class RandomPositionsTransformer(EncoderDecoder):
     """A Transformer that, in training, places every sentence pair at
-    positions drawn afresh (``place``), so that every position of its table
-    is trained and a sentence, or a number, longer than any seen in training
-    finds none new: ``drawn_places`` for ``randomized`` (distinct positions
-    anywhere in the table, sorted: ``draw_positions``) and ``shifted`` (one
-    start, consecutive: ``draw_offsets``), ``number_places`` for ``abacus``
-    and ``coupled``. Outside training (validation, search) the encoder and
-    decoder place their tokens themselves: ``0, 1, 2, ...``, as the
-    sinusoidal Transformer decodes, or inside numbers without an offset."""
+    positions drawn afresh, so that every position of its table is trained
+    and a sentence, or a number, longer than any seen in training finds none
+    new (``training_positions``). Outside training (validation, search) the
+    encoder and decoder place their tokens themselves: ``0, 1, 2, ...``, as
+    the sinusoidal Transformer decodes, or inside numbers without an offset.
+
+    ``draw``: the draw of ``randomized`` (distinct positions anywhere in the
+    table, sorted: ``draw_positions``), ``alibi-randomized`` (the same) or
+    ``shifted`` (one start, consecutive: ``draw_offsets``); without one,
+    ``number_offset`` is the largest offset of ``abacus`` and ``coupled``.
+    """
 
     def __init__(
         self,
         encoder: Encoder,
         decoder: Decoder,
         output_proj: nn.Module,
-        place: Place,
+        draw: Draw | None = None,
+        number_offset: int = 0,
     ):
         super().__init__(encoder, decoder, output_proj)
-        self.place = place
+        self.draw = draw
+        self.number_offset = number_offset
+
+    def training_positions(
+        self, src: torch.Tensor, src_mask: torch.Tensor, tgt_in: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The source's (n, S) and the target's (n, T) positions in training.
+
+        A draw: ``max(S, T)`` positions, the source taking the first ``S`` and
+        the target the first ``T``, so that source token ``i`` and target
+        token ``i`` keep one position, as they do with ``0, 1, 2, ...``.
+        Inside numbers: every digit of a pair, source and target, moved by
+        one offset drawn from ``0 .. number_offset``."""
+        if self.draw is not None:
+            span = self.encoder.embedding.positions.size(0)
+            longest = max(src.size(1), tgt_in.size(1))
+            drawn = self.draw(src.size(0), longest, span, src.device)
+            return drawn[:, : src.size(1)], drawn[:, : tgt_in.size(1)]
+        rows = (src.size(0), 1)
+        offset = torch.randint(0, self.number_offset + 1, rows, device=src.device)
+        source = self.encoder.numbers(src, real=src_mask)
+        return shifted(source, offset), shifted(self.decoder.numbers(tgt_in), offset)
 
     def forward(
         self,
@@ -131,7 +108,7 @@ class RandomPositionsTransformer(EncoderDecoder):
     ) -> torch.Tensor:
         if not self.training:
             return super().forward(src, src_mask, tgt_in, tgt_mask)
-        source, target = self.place(self, src, src_mask, tgt_in)
+        source, target = self.training_positions(src, src_mask, tgt_in)
         memory = self.encoder(src, src_mask, source)
         state = replace(self.init_state(memory, src_mask), source_positions=source)
         features, _ = self.decoder(tgt_in, state, tgt_mask, positions=target)
