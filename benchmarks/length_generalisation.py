@@ -47,7 +47,7 @@ from rosetta.data.synthetic import (
     parse_band,
     write_task,
 )
-from rosetta.data.task_formats import FORMATS
+from rosetta.data.task_formats import FORMATS, is_hint
 from rosetta.loading import load_translator
 from rosetta.runs.checkpoint import read_index, read_meta, resolve_checkpoint
 from rosetta.search.options import SearchOptions
@@ -169,7 +169,7 @@ def write_config(
 def source_length(task: str, source: str) -> int:
     """Symbols of a source, index hints left out; for addition, the digits
     of its longer number."""
-    symbols = [s for s in source.split() if not s.startswith("#")]
+    symbols = [s for s in source.split() if not is_hint(s)]
     if task not in ARITHMETIC:
         return len(symbols)
     plus = symbols.index("+")

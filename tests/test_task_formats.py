@@ -32,12 +32,12 @@ def test_padding_puts_every_significance_in_one_place(task, source, written):
 @pytest.mark.parametrize(
     ("task", "source", "written"),
     [
-        ("copy", "c a b", ("#0 c #1 a #2 b", "#0 c #1 a #2 b")),
-        ("reverse", "c a b", ("#0 c #1 a #2 b", "#2 b #1 a #0 c")),
-        ("sort", "c a b a", ("#0 c #1 a #2 b #3 a", "#1 a #3 a #2 b #0 c")),
-        ("duplicate", "c a", ("#0 c #1 a", "#0 c #1 a #0 c #1 a")),
-        ("addition", "4 7 + 8 5", ("#1 4 #0 7 + #1 8 #0 5", "#2 1 #1 3 #0 2")),
-        ("addition-lsb", "7 4 + 5", ("#0 7 #1 4 + #0 5", "#0 2 #1 5")),
+        ("copy", "c a b", ("h0 c h1 a h2 b", "h0 c h1 a h2 b")),
+        ("reverse", "c a b", ("h0 c h1 a h2 b", "h2 b h1 a h0 c")),
+        ("sort", "c a b a", ("h0 c h1 a h2 b h3 a", "h1 a h3 a h2 b h0 c")),
+        ("duplicate", "c a", ("h0 c h1 a", "h0 c h1 a h0 c h1 a")),
+        ("addition", "4 7 + 8 5", ("h1 4 h0 7 + h1 8 h0 5", "h2 1 h1 3 h0 2")),
+        ("addition-lsb", "7 4 + 5", ("h0 7 h1 4 + h0 5", "h0 2 h1 5")),
     ],
 )
 def test_index_hints_name_each_symbols_place_or_significance(task, source, written):
@@ -104,7 +104,7 @@ def test_formats_a_task_cannot_take_are_clear_errors(tmp_path):
         (TaskSpec("copy", format="padded"), "padded is for additions"),
         (TaskSpec("copy", operands="independent"), "for additions"),
         (TaskSpec("copy", format="hints", hint_range=100), "at least 200"),
-        (TaskSpec("copy", format="hints", alphabet=["#a", "b"]), "start with '#'"),
+        (TaskSpec("copy", format="hints", alphabet=["h2", "b"]), "cannot hold one"),
         (TaskSpec("copy", format="fancy"), "unknown format"),
     ]
     for spec, message in cases:
@@ -145,10 +145,10 @@ def test_the_command_writes_a_hinted_task_whose_config_fits_it(tmp_path, capsys)
     )
     config = load_config(out / "config.yaml")
     assert config.model.max_positions >= longest + 1  # with <eos>
-    assert "#" in (out / "train.tgt").read_text()
+    assert "h0" in (out / "train.tgt").read_text().split()
 
 
 def test_a_pair_is_written_the_same_whoever_draws_it():
     write = formatter("copy", "hints", 10)
-    assert write(["a"], ["a"], None) == (["#0", "a"], ["#0", "a"])
+    assert write(["a"], ["a"], None) == (["h0", "a"], ["h0", "a"])
     assert formatter("copy", "plain", 10)(["a"], ["a"], None) == (["a"], ["a"])

@@ -139,7 +139,7 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
         default="plain",
         help="plain (default); padded: an addition's numbers with leading zeros "
         "to one length, the sum one digit longer; hints: every symbol after an "
-        "index hint #k (its place, or a digit's significance)",
+        "index hint hK (its place K, or a digit's significance)",
     )
     task.add_argument(
         "--operands",
@@ -152,7 +152,7 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
         task,
         "--hint-range",
         Count,
-        "hints #0 .. #N-1 that training pairs are written with, from a random "
+        "hints h0 .. hN-1 that training pairs are written with, from a random "
         "offset, so that longer test pairs meet none new",
         default=256,
     )

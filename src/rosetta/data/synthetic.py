@@ -35,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from rosetta.data.task_formats import check_format, formatter
+from rosetta.data.task_formats import check_format, formatter, is_hint
 from rosetta.errors import RosettaError
 
 Symbols = list[str]
@@ -142,7 +142,7 @@ class TaskSpec:
     seed: int = 1
     operands: str = "equal"  # an addition's two lengths: "equal" or "independent"
     format: str = "plain"  # rosetta.data.task_formats.FORMATS
-    hint_range: int = 256  # hints #0 .. #hint_range-1 (format "hints")
+    hint_range: int = 256  # hints h0 .. h{hint_range-1} (format "hints")
 
 
 def _draw(
@@ -247,8 +247,10 @@ def write_task(spec: TaskSpec, folder: Path) -> dict[str, int]:
         raise RosettaError(f"operands: 'equal' or 'independent', not {spec.operands!r}")
     if spec.operands == "independent" and spec.task not in ARITHMETIC:
         raise RosettaError("independent operand lengths are for additions")
-    if spec.format == "hints" and any(s.startswith("#") for s in spec.alphabet):
-        raise RosettaError("index hints start with '#': the alphabet cannot")
+    if spec.format == "hints" and any(is_hint(s) for s in spec.alphabet):
+        raise RosettaError(
+            "index hints are h and a number (h0, h1, ...): the alphabet cannot hold one"
+        )
     check_format(spec.task, spec.format, spec.hint_range, longest_places(spec))
     rng = random.Random(spec.seed)
     folder.mkdir(parents=True, exist_ok=True)

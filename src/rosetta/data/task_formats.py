@@ -6,17 +6,18 @@
   one significance stand at the same place in every number:
   ``0 4 7 + 1 8 5 -> 0 2 3 2`` (``addition``; ``addition-lsb`` pads at the
   end: ``7 4 0 + 5 8 1 -> 2 3 2 0``).
-- ``hints``: every symbol follows an *index hint*, a token ``#k`` that names
+- ``hints``: every symbol follows an *index hint*, a token ``hk`` (the
+  letter h and a number: one word to every tokenizer) that names
   its place, so that a model can find the symbol an output needs by
   matching hints rather than by counting. In a copy, reversal, sort or
   duplicate, ``k`` is the place of the source symbol (the output symbol's
   hint is that of the source symbol it repeats); in an addition, ``k`` is
-  the digit's significance (units ``#0``, tens ``#1``, ...) in both numbers
-  and the sum: ``#1 4 #0 7 + #1 8 #0 5 -> #2 1 #1 3 #0 2``. Training pairs
+  the digit's significance (units ``h0``, tens ``h1``, ...) in both numbers
+  and the sum: ``h1 4 h0 7 + h1 8 h0 5 -> h2 1 h1 3 h0 2``. Training pairs
   add one offset, drawn per pair from ``0 .. hint_range − n``, to every hint
   (``n`` the hints the pair needs), so that every hint up to ``hint_range``
-  is trained and a longer test pair, written from ``#0``, meets none new;
-  validation and test pairs are written from ``#0``.
+  is trained and a longer test pair, written from ``h0``, meets none new;
+  validation and test pairs are written from ``h0``.
 """
 
 from __future__ import annotations
@@ -28,6 +29,11 @@ from rosetta.errors import RosettaError
 
 Symbols = list[str]
 FORMATS = ("plain", "padded", "hints")
+
+
+def is_hint(symbol: str) -> bool:
+    """``h0``, ``h1``, ...: an index hint."""
+    return symbol[:1] == "h" and symbol[1:].isdigit()
 
 
 def split_addition(source: Symbols) -> tuple[Symbols, Symbols]:
@@ -73,7 +79,7 @@ def interleave(hints: list[int], symbols: Symbols, offset: int) -> Symbols:
     return [
         token
         for k, s in zip(hints, symbols, strict=True)
-        for token in (f"#{k + offset}", s)
+        for token in (f"h{k + offset}", s)
     ]
 
 
@@ -99,7 +105,7 @@ def hinted(
 
 
 def hints_needed(task: str, source: Symbols, target: Symbols) -> int:
-    """How many hints (``#0 .. #n−1``) the pair uses before any offset."""
+    """How many hints (``h0 .. hn−1``) the pair uses before any offset."""
     return len(target) if task.startswith("addition") else len(source)
 
 
@@ -120,7 +126,7 @@ def formatter(
     task: str, name: str, hint_range: int
 ) -> Callable[[Symbols, Symbols, random.Random | None], tuple[Symbols, Symbols]]:
     """``(source, target, rng) -> written pair``; ``rng`` draws the hints'
-    offset (training pairs), None writes them from ``#0``."""
+    offset (training pairs), None writes them from ``h0``."""
 
     def write(
         source: Symbols, target: Symbols, rng: random.Random | None
