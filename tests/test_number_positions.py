@@ -191,3 +191,22 @@ def test_alibi_randomized_trains_on_the_drawn_distances_and_decodes_as_alibi():
                 module.log_slopes += math.log(2)
         doubled = plain.encoder(src, src_mask)
     assert (spread - doubled).abs().max() <= 1e-5
+
+
+def test_coupled_positions_pair_every_significance_of_a_reversed_sum():
+    """``addition-reversed``: operands most significant first, the sum least
+    significant first. Coupled positions give a digit of significance s the
+    position s + 1 in both operands and in the sum."""
+    from rosetta.data.synthetic import target_of
+
+    source = ["4", "7", "1", "+", "8", "5"]
+    target = target_of("addition-reversed", source, list("0123456789"))
+    assert target == ["6", "5", "5"]  # 471 + 85 = 556, units first
+
+    def digits(symbols):
+        return torch.tensor([[s.isdigit() for s in symbols]])
+
+    significance_plus_one = [3, 2, 1, 0, 2, 1]
+    found = number_positions(digits(source), from_end=True)[0].tolist()
+    assert found == significance_plus_one
+    assert number_positions(digits(target))[0].tolist() == [1, 2, 3]

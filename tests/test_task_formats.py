@@ -21,6 +21,7 @@ def words(text):
         ("addition", "4 7 + 1 8 5", ("0 4 7 + 1 8 5", "0 2 3 2")),
         ("addition", "9 + 9 9 9", ("0 0 9 + 9 9 9", "1 0 0 8")),
         ("addition-lsb", "7 4 + 5 8 1", ("7 4 0 + 5 8 1", "2 3 2 0")),
+        ("addition-reversed", "4 7 + 1 8 5", ("0 4 7 + 1 8 5", "2 3 2 0")),
     ],
 )
 def test_padding_puts_every_significance_in_one_place(task, source, written):
@@ -38,6 +39,7 @@ def test_padding_puts_every_significance_in_one_place(task, source, written):
         ("duplicate", "c a", ("h0 c h1 a", "h0 c h1 a h0 c h1 a")),
         ("addition", "4 7 + 8 5", ("h1 4 h0 7 + h1 8 h0 5", "h2 1 h1 3 h0 2")),
         ("addition-lsb", "7 4 + 5", ("h0 7 h1 4 + h0 5", "h0 2 h1 5")),
+        ("addition-reversed", "4 7 + 5", ("h1 4 h0 7 + h0 5", "h0 2 h1 5")),
     ],
 )
 def test_index_hints_name_each_symbols_place_or_significance(task, source, written):

@@ -34,6 +34,8 @@ ALPHABET = list("abcdefghij")
         ("addition", "9 9 9 + 1 0 0", "1 0 9 9"),
         ("addition-lsb", "7 4 + 5 8", "2 3 1"),
         ("addition-lsb", "9 9 9 + 0 0 1", "9 9 0 1"),
+        ("addition-reversed", "4 7 + 8 5", "2 3 1"),
+        ("addition-reversed", "9 9 9 + 1 0 0", "9 9 0 1"),
     ],
 )
 def test_each_task_maps_a_hand_checked_example(task, source, target):
@@ -44,10 +46,10 @@ def test_sort_follows_the_alphabets_order_not_the_characters():
     assert target_of("sort", list("xay"), list("yxa")) == list("yxa")
 
 
-@pytest.mark.parametrize("task", ["addition", "addition-lsb"])
+@pytest.mark.parametrize("task", ["addition", "addition-lsb", "addition-reversed"])
 def test_additions_have_two_numbers_of_the_length_without_leading_zeros(task):
     rng = random.Random(0)
-    most_significant = 0 if task == "addition" else -1
+    most_significant = -1 if task == "addition-lsb" else 0
     for length in (1, 2, 5):
         for _ in range(50):
             source = draw_source(task, length, ALPHABET, rng)

@@ -111,7 +111,7 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
     task = verbs.add_parser(
         "task",
         help="write a synthetic task (copy, reverse, sort, duplicate, addition, "
-        "addition-lsb) as train/valid/test parallel files",
+        "addition-lsb, addition-reversed) as train/valid/test parallel files",
     )
     task.add_argument("name", choices=TASKS, help="the task")
     task.add_argument("-o", "--output", required=True, help="folder to write")

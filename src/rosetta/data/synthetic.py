@@ -8,6 +8,7 @@ Each task maps a sequence of symbols to another:
     duplicate  a b c      -> a b c a b c
     addition   4 7 + 8 5  -> 1 3 2          (two n-digit numbers, their sum)
     addition-lsb 7 4 + 5 8 -> 2 3 1         (the same, least significant digit first)
+    addition-reversed 4 7 + 8 5 -> 2 3 1    (the numbers as written, the sum reversed)
 
 ``write_task`` draws training, validation and test pairs with source lengths
 in one range, and further test sets at longer length bands, never seen in
@@ -81,9 +82,10 @@ TARGETS: dict[str, Callable[[Symbols, Symbols], Symbols]] = {
     "duplicate": lambda source, alphabet: source + source,
     "addition": _add,
     "addition-lsb": _add_lsb_first,
+    "addition-reversed": lambda source, alphabet: _add(source, alphabet)[::-1],
 }
 TASKS = tuple(TARGETS)
-ARITHMETIC = ("addition", "addition-lsb")
+ARITHMETIC = ("addition", "addition-lsb", "addition-reversed")
 
 
 def target_of(task: str, source: Symbols, alphabet: Symbols) -> Symbols:
@@ -108,7 +110,7 @@ def draw_source(
     def number(size: int) -> Symbols:
         first = rng.choice(DIGITS[1:] if size > 1 else DIGITS)
         digits = [first, *(rng.choice(DIGITS) for _ in range(size - 1))]
-        return digits if task == "addition" else digits[::-1]
+        return digits[::-1] if task == "addition-lsb" else digits
 
     right = length if other_length is None else other_length
     return [*number(length), "+", *number(right)]

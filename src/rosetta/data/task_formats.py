@@ -4,7 +4,8 @@
 - ``padded`` (additions): both numbers written with zeros in front to the
   longer one's length, and the sum to one digit more, so that the digits of
   one significance stand at the same place in every number:
-  ``0 4 7 + 1 8 5 -> 0 2 3 2`` (``addition``; ``addition-lsb`` pads at the
+  ``0 4 7 + 1 8 5 -> 0 2 3 2`` (``addition``; a number written least
+  significant digit first, as in ``addition-lsb``, pads at the
   end: ``7 4 0 + 5 8 1 -> 2 3 2 0``).
 - ``hints``: every symbol follows an *index hint*, a token ``hk`` (the
   letter h and a number: one word to every tokenizer) that names
@@ -41,22 +42,31 @@ def split_addition(source: Symbols) -> tuple[Symbols, Symbols]:
     return source[:plus], source[plus + 1 :]
 
 
+def least_first(task: str, side: str) -> bool:
+    """Whether an addition's ``source`` or ``target`` numbers are written
+    least significant digit first."""
+    if side == "source":
+        return task == "addition-lsb"
+    return task in ("addition-lsb", "addition-reversed")
+
+
 def padded(task: str, source: Symbols, target: Symbols) -> tuple[Symbols, Symbols]:
     """Both numbers to the longer's length, the sum to one digit more."""
     left, right = split_addition(source)
     width = max(len(left), len(right))
 
-    def pad(number: Symbols, size: int) -> Symbols:
+    def pad(number: Symbols, size: int, side: str) -> Symbols:
         zeros = ["0"] * (size - len(number))
-        return [*number, *zeros] if task == "addition-lsb" else [*zeros, *number]
+        return [*number, *zeros] if least_first(task, side) else [*zeros, *number]
 
-    return [*pad(left, width), "+", *pad(right, width)], pad(target, width + 1)
+    source = [*pad(left, width, "source"), "+", *pad(right, width, "source")]
+    return source, pad(target, width + 1, "target")
 
 
-def significance(number: Symbols, task: str) -> list[int]:
+def significance(number: Symbols, task: str, side: str) -> list[int]:
     """Each digit's significance: units 0, tens 1, ..."""
-    count = len(number)
-    return list(range(count)) if task == "addition-lsb" else list(range(count))[::-1]
+    places = list(range(len(number)))
+    return places if least_first(task, side) else places[::-1]
 
 
 def source_places(task: str, source: Symbols, target: Symbols) -> list[int]:
@@ -91,11 +101,11 @@ def hinted(
         left, right = split_addition(source)
         return (
             [
-                *interleave(significance(left, task), left, offset),
+                *interleave(significance(left, task, "source"), left, offset),
                 "+",
-                *interleave(significance(right, task), right, offset),
+                *interleave(significance(right, task, "source"), right, offset),
             ],
-            interleave(significance(target, task), target, offset),
+            interleave(significance(target, task, "target"), target, offset),
         )
     places = source_places(task, source, target)
     return (

@@ -68,8 +68,9 @@ class TransformerConfig(AttentionSection):
         "alibi-randomized: alibi at random sorted positions up to max_positions "
         "in training, so that distances beyond the training lengths are learnt; "
         "abacus: a digit's place in its number as written, other tokens 0; "
-        "coupled: in the source, a digit's significance (from its number's "
-        "end), in the output its place as written",
+        "coupled: in the source, a digit's place from its number's end (its "
+        "significance when written most significant first), in the output "
+        "its place as written",
     )
     number_offset: int = Field(
         100,

@@ -11,10 +11,12 @@ instead, and every other token position 0:
   first (``addition-lsb``) that is the significance plus one, the same in
   both operands and in the sum, so a sum digit's query meets the keys of
   the two digits it adds at its own position.
-- ``coupled``: in the source, the digit's significance plus one, counted
-  from its number's last digit (``4 7 + 8 5`` → ``2 1 0 2 1``), whatever
-  the order numbers are written in; the output is numbered as written, so
-  it is coupled to the source when written least significant first.
+- ``coupled``: in the source, a digit's place counted from its number's
+  last digit (``4 7 + 8 5`` → ``2 1 0 2 1``): the significance plus one
+  when numbers are written most significant first. The output is numbered
+  as written, so with the sum written least significant first
+  (``addition-reversed``) every digit of one significance, in both
+  operands and the sum, shares one position.
 
 In training one offset ``k``, drawn per sentence pair from ``0 …
 number_offset``, is added to every digit's position on both sides, so the
