@@ -41,12 +41,18 @@ BLANK_ID = BOS_ID
 
 def collapse(symbols: list[int], blank: int = BLANK_ID) -> list[int]:
     """The output of an alignment: runs merged, blanks dropped."""
-    output, previous = [], None
-    for symbol in symbols:
+    return [symbols[position] for position in run_starts(symbols, blank)]
+
+
+def run_starts(symbols: list[int], blank: int = BLANK_ID) -> list[int]:
+    """Where the tokens ``collapse`` keeps start: the first position of
+    every run that is not of blanks."""
+    starts, previous = [], None
+    for position, symbol in enumerate(symbols):
         if symbol != previous and symbol != blank:
-            output.append(symbol)
+            starts.append(position)
         previous = symbol
-    return output
+    return starts
 
 
 def ctc_negative_log_likelihood(

@@ -25,7 +25,7 @@ import torch
 
 from rosetta.data.batching import pad
 from rosetta.data.vocab import BOS_ID, EOS_ID, PAD_ID
-from rosetta.families.nat.ctc import BLANK_ID
+from rosetta.families.nat.ctc import run_starts
 from rosetta.families.nat.model import NonAutoregressiveTransformer
 from rosetta.models.interface import EncoderDecoder
 
@@ -162,12 +162,7 @@ def ctc_candidates(
     for row, (real, limit) in enumerate(
         zip(positions.sum(1).tolist(), limits.tolist(), strict=True)
     ):
-        kept, previous = [], None  # positions that start a token's run
-        for position, symbol in enumerate(symbols[row, :real].tolist()):
-            if symbol != previous and symbol != BLANK_ID:
-                kept.append(position)
-            previous = symbol
-        kept = kept[: int(limit)]
+        kept = run_starts(symbols[row, :real].tolist())[: int(limit)]
         weights = None
         if attention is not None:
             weights = attention[row, kept, :, :, : source_lengths[row]].float()

@@ -151,7 +151,7 @@ class Losses(NamedTuple):
     target: torch.Tensor
     nll: torch.Tensor
     fertility: torch.Tensor | float = 0.0
-    fertility_hits: int = 0
+    fertility_hits: torch.Tensor | int = 0
     source_tokens: int = 0
 
 
@@ -264,7 +264,7 @@ class NATTask(TranslationTask):
         reference = batch.fertilities[src_mask].clamp(max=self.model_cfg.max_fertility)
         fertility_logits = fertility_logits[src_mask]
         fertility = F.cross_entropy(fertility_logits, reference, reduction="sum")
-        hits = int((fertility_logits.argmax(-1) == reference).sum())
+        hits = (fertility_logits.argmax(-1) == reference).sum()  # no sync here
         return Losses(loss, nll, fertility, hits, len(reference))
 
     def loss_sum(self, forward: torch.nn.Module, batch: NATBatch) -> torch.Tensor:
@@ -290,7 +290,7 @@ class NATTask(TranslationTask):
                 loss_sum += float(losses.target)
                 nll_sum += float(losses.nll)
                 fertility_sum += float(losses.fertility)
-                hits += losses.fertility_hits
+                hits += int(losses.fertility_hits)
                 sources += losses.source_tokens
                 tokens += batch.num_tgt_tokens
         weight = self.model_cfg.fertility_weight
