@@ -64,6 +64,10 @@ TRANSFORMER = {  # what rosetta task's config trains, with each scheme below
 MODELS = {
     "transformer": TRANSFORMER,
     "transformer-relative": {**TRANSFORMER, "positions": "relative"},
+    "transformer-relative-randomized": {
+        **TRANSFORMER,
+        "positions": "relative-randomized",
+    },
     "transformer-randomized": {**TRANSFORMER, "positions": "randomized"},
     "transformer-shifted": {**TRANSFORMER, "positions": "shifted"},
     "transformer-nope": {**TRANSFORMER, "positions": "nope"},
@@ -97,7 +101,12 @@ MODELS = {
 
 # the first study's models run by default; the newer ones by name (positions
 # inside numbers place every letter at 0)
-NEWER = ("transformer-alibi-randomized", "transformer-abacus", "transformer-coupled")
+NEWER = (
+    "transformer-relative-randomized",
+    "transformer-alibi-randomized",
+    "transformer-abacus",
+    "transformer-coupled",
+)
 STUDIED = tuple(m for m in MODELS if m not in NEWER)
 
 

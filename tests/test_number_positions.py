@@ -193,6 +193,36 @@ def test_alibi_randomized_trains_on_the_drawn_distances_and_decodes_as_alibi():
     assert (spread - doubled).abs().max() <= 1e-5
 
 
+@pytest.mark.reference
+def test_relative_randomized_scores_drawn_distances_and_decodes_as_relative():
+    """Outside training it is ``relative`` itself; trained at ``0, 1, 2, ...``
+    or at ``k, k+1, ...`` for any ``k`` it is ``relative`` too (distances
+    alone count); spread out, the encoder's output changes."""
+    from tests.test_transformer import random_batch
+
+    drawn = tiny_model(positions="relative-randomized")
+    plain = tiny_model(positions="relative")
+    plain.load_state_dict(drawn.state_dict())
+    src, src_mask, tgt = random_batch()
+
+    def at(start, step=1):
+        return lambda s, m, t: (
+            start + step * torch.arange(s.size(1)).expand(s.size(0), -1),
+            start + step * torch.arange(t.size(1)).expand(t.size(0), -1),
+        )
+
+    with torch.no_grad():
+        expected = plain.eval()(src, src_mask, tgt)
+        assert torch.equal(drawn.eval()(src, src_mask, tgt), expected)
+        drawn.train()
+        for start in (0, 17):
+            drawn.training_positions = at(start)
+            assert (drawn(src, src_mask, tgt) - expected).abs().max() <= 1e-4
+        positions = at(0, step=3)(src, src_mask, tgt)[0]
+        spread = drawn.encoder(src, src_mask, positions)
+    assert (spread - plain.encoder(src, src_mask)).abs().max() > 1e-3
+
+
 def test_coupled_positions_pair_every_significance_of_a_reversed_sum():
     """``addition-reversed``: operands most significant first, the sum least
     significant first. Coupled positions give a digit of significance s the

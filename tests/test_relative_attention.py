@@ -1,6 +1,7 @@
 """Relative multi-head attention against the formula written as a double
-loop over (query, key), the shift trick against direct indexing, and cached
-memory against one pass over the whole sequence."""
+loop over (query, key), the shift trick against direct indexing, cached
+memory against one pass over the whole sequence, and positions placed
+anywhere (``relative-randomized``) against the same loop."""
 
 import math
 
@@ -11,6 +12,7 @@ from rosetta.nn.positional import sinusoids
 from rosetta.nn.relative_attention import (
     RelativeMultiHeadAttention,
     distances,
+    placed_position_scores,
     relative_shift,
 )
 
@@ -32,8 +34,9 @@ def causal(length, remembered):
     return keys[None, :] <= remembered + torch.arange(length)[:, None]
 
 
-def double_loop(module, x, memory, mask):
-    """score(i, j) = (q_i + u)·k_j + (q_i + v)·W_R R_{M+i−j}, one pair at a time."""
+def double_loop(module, x, memory, mask, positions=None):
+    """score(i, j) = (q_i + u)·k_j + (q_i + v)·W_R R_{M+i−j}, one pair at a
+    time; with ``positions`` (n, K), R_{p_{M+i} − p_j}."""
     keys_in = x if memory is None else torch.cat([memory, x], dim=1)
     n, length, _ = x.shape
     remembered = keys_in.size(1) - length
@@ -48,6 +51,8 @@ def double_loop(module, x, memory, mask):
                 scores = []
                 for j in range(keys_in.size(1)):
                     d = remembered + i - j
+                    if positions is not None:
+                        d = int(positions[b, remembered + i] - positions[b, j])
                     if module.max_distance is not None:
                         d = max(-module.max_distance, min(module.max_distance, d))
                     r = module.r_proj(sinusoids(torch.tensor([d]), D).double())
@@ -126,3 +131,50 @@ def test_weights_are_returned_and_sum_to_one_over_allowed_keys():
     assert weights.shape == (1, HEADS, 3, 5)
     torch.testing.assert_close(weights.sum(-1), torch.ones(1, HEADS, 3).double())
     assert (weights[..., 0, 3:] == 0).all()  # the first query sees keys 0..2
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("remembered", [0, 3])
+def test_attention_at_placed_positions_is_the_double_loop(remembered):
+    module = attention(seed=4)
+    torch.manual_seed(5)
+    x = torch.randn(2, 4, D, dtype=torch.float64)
+    keys = torch.cat([torch.randn(2, remembered, D).double(), x], 1)
+    positions = torch.tensor([[0, 3, 4, 9, 20, 21, 40], [2, 5, 6, 7, 30, 31, 33]])
+    positions = positions[:, : remembered + 4]
+    mask = causal(4, remembered)
+    with torch.no_grad():
+        q = module.project_query(x)
+        k, v = module.project_key_value(keys, keys)
+        found, _ = module.attend(q, k, v, mask, positions=positions)
+        memory = keys[:, :remembered] if remembered else None
+        expected = double_loop(module, x, memory, mask, positions)
+    # the loop's sinusoids are the float32 table's; the identity's, float64
+    torch.testing.assert_close(found, expected, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("width", [8, 7])
+def test_placed_scores_at_0_1_2_are_the_shifted_ones_and_only_distances_count(width):
+    """At positions 0 .. K−1 the identity gives what the shift trick gives;
+    moved by any constant, nothing changes (an odd width has one cosine
+    fewer than sines)."""
+    torch.manual_seed(6)
+    module = RelativeMultiHeadAttention(width, 1).double()
+    queries = torch.randn(2, 1, 3, width, dtype=torch.float64)
+    at = torch.arange(5).expand(2, -1)
+    shifted = module.position_scores(queries, 5)
+    placed = placed_position_scores(queries, module.r_proj.weight, at[:, 2:], at)
+    # the shift trick's sinusoids are the float32 table's; the identity's, float64
+    torch.testing.assert_close(placed, shifted, rtol=1e-6, atol=1e-6)
+    moved = placed_position_scores(
+        queries, module.r_proj.weight, at[:, 2:] + 700, at + 700
+    )
+    torch.testing.assert_close(moved, placed, rtol=1e-9, atol=1e-9)
+
+
+def test_clamped_distances_refuse_placed_positions():
+    module = attention(max_distance=2)
+    q = k = v = torch.zeros(1, HEADS, 3, D // HEADS, dtype=torch.float64)
+    with pytest.raises(ValueError, match="max_distance"):
+        module.attend(q, k, v, positions=torch.arange(3)[None])

@@ -31,6 +31,20 @@ distance ``M + i − j`` in column ``j`` (``relative_shift``).
 **Distances beyond training.** ``max_distance`` clamps ``|d|`` to that value:
 keys further away than any distance seen in training are encoded as the
 furthest seen.
+
+**Positions placed anywhere.** Where training places tokens at drawn
+positions ``p_0 < p_1 < …`` (``relative-randomized``), the distance of query
+``i`` to key ``j`` is ``p_i − p_j`` and no shift realigns a row. The position
+term is then computed from the positions themselves: ``R_d`` holds
+``sin(d·ω_k)`` and ``cos(d·ω_k)``, and with ``g_i = W_Rᵀ (q_i + v)``
+
+    g_i · R_{p_i−p_j} = Σ_k g_i^sin,k sin(ω_k(p_i−p_j)) + g_i^cos,k cos(ω_k(p_i−p_j))
+                      = a_i · [cos(ω p_j)] + b_i · [sin(ω p_j)]
+
+with ``a_i = g^sin sin(ω p_i) + g^cos cos(ω p_i)`` and
+``b_i = g^cos sin(ω p_i) − g^sin cos(ω p_i)`` (the angle-difference
+identities): one product of (L, d) by (d, K), exact for any positions
+(``placed_position_scores``).
 """
 
 from __future__ import annotations
@@ -42,7 +56,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from rosetta.nn.attention import HeadAttention
-from rosetta.nn.positional import sinusoids
+from rosetta.nn.positional import scales, sinusoids
 
 
 def relative_shift(scores: torch.Tensor) -> torch.Tensor:
@@ -65,6 +79,43 @@ def distances(queries: int, memory: int, max_distance: int | None) -> torch.Tens
     if max_distance is not None:
         found = found.clamp(-max_distance, max_distance)
     return found
+
+
+def placed_position_scores(
+    queries: torch.Tensor,
+    r_weight: torch.Tensor,
+    query_positions: torch.Tensor,
+    key_positions: torch.Tensor,
+) -> torch.Tensor:
+    """``(q_i + v) · W_R R_{p_i − p_j}`` for every query and key (module
+    docstring, "Positions placed anywhere").
+
+    Args:
+        queries: (n, h, L, d_k), the queries plus the position bias ``v``.
+        r_weight: ``W_R``, (d, d), as ``nn.Linear`` stores it.
+        query_positions: (n, L); key_positions: (n, K).
+
+    Returns:
+        (n, h, L, K) position scores.
+    """
+    heads, d_k = queries.shape[1], queries.shape[3]
+    d_model = r_weight.size(1)
+    g = torch.einsum(
+        "nhld,hde->nhle", queries, r_weight.view(heads, d_k, d_model).to(queries)
+    )
+    g = F.pad(g, (0, d_model % 2))  # an odd width has one cosine fewer
+    g_sin, g_cos = g[..., 0::2], g[..., 1::2]
+    divisors = scales(d_model).to(query_positions.device)
+
+    def sin_cos(positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        angle = positions.to(torch.float64)[:, None, :, None] / divisors
+        return angle.sin().to(queries.dtype), angle.cos().to(queries.dtype)
+
+    sin_q, cos_q = sin_cos(query_positions)  # (n, 1, L, ⌈d/2⌉)
+    sin_k, cos_k = sin_cos(key_positions)  # (n, 1, K, ⌈d/2⌉)
+    left = torch.cat([g_sin * sin_q + g_cos * cos_q, g_cos * sin_q - g_sin * cos_q], -1)
+    right = torch.cat([cos_k, sin_k], -1)
+    return left @ right.transpose(-2, -1)
 
 
 class RelativeMultiHeadAttention(HeadAttention):
@@ -105,16 +156,25 @@ class RelativeMultiHeadAttention(HeadAttention):
         v: torch.Tensor,
         mask: torch.Tensor | None = None,
         need_weights: bool = False,
+        positions: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Attention of projected queries (n, h, L, d_k), the last L of the
-        projected keys and values (n, h, K, d_k), then concat and ``W^O``."""
+        projected keys and values (n, h, K, d_k), then concat and ``W^O``;
+        ``positions`` (n, K): the keys' positions where they are not
+        ``0 .. K−1`` (the queries hold the last L)."""
         n, _, length, _ = q.shape
-        remembered = k.size(2) - length
-        found = distances(length, remembered, self.max_distance).to(q.device)
-        encoded = sinusoids(found, self.d_model).to(q.device, q.dtype)
-        r = self.r_proj(encoded).view(-1, self.heads, self.d_k).transpose(0, 1)
         content = (q + self.u[:, None, :]) @ k.transpose(-2, -1)  # (n, h, L, K)
-        position = relative_shift((q + self.v[:, None, :]) @ r.transpose(-2, -1))
+        if positions is None:
+            position = self.position_scores(q + self.v[:, None, :], k.size(2))
+        elif self.max_distance is not None:
+            raise ValueError("max_distance clamps distances of positions 0, 1, 2, ...")
+        else:
+            position = placed_position_scores(
+                q + self.v[:, None, :],
+                self.r_proj.weight,
+                positions[:, -length:],
+                positions,
+            )
         scores = (content + position) / math.sqrt(self.d_k)
         if mask is not None:
             scores = scores.masked_fill(~mask, float("-inf"))
@@ -123,3 +183,12 @@ class RelativeMultiHeadAttention(HeadAttention):
             weights = F.dropout(weights, p=self.dropout)
         out = (weights.to(v.dtype) @ v).transpose(1, 2).reshape(n, length, self.d_model)
         return self.out_proj(out), weights if need_weights else None
+
+    def position_scores(self, queries: torch.Tensor, keys: int) -> torch.Tensor:
+        """(n, h, L, K) position terms of queries (plus ``v``) that are the last
+        L of ``keys`` positions ``0 .. K−1``: by distance, then shifted."""
+        length = queries.size(2)
+        found = distances(length, keys - length, self.max_distance)
+        encoded = sinusoids(found, self.d_model).to(queries.device, queries.dtype)
+        r = self.r_proj(encoded).view(-1, self.heads, self.d_k).transpose(0, 1)
+        return relative_shift(queries @ r.transpose(-2, -1))

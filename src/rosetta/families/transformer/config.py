@@ -49,6 +49,7 @@ class TransformerConfig(AttentionSection):
     positions: Literal[
         "sinusoidal",
         "relative",
+        "relative-randomized",
         "randomized",
         "shifted",
         "nope",
@@ -60,6 +61,8 @@ class TransformerConfig(AttentionSection):
         "sinusoidal",
         description="sinusoidal: absolute positions added to the embeddings; "
         "relative: self-attention scores distances (Transformer-XL); "
+        "relative-randomized: the distances of random sorted positions up to "
+        "max_positions in training; "
         "randomized: in training, sinusoids at random sorted positions up "
         "to max_positions; shifted: in training, at consecutive positions "
         "from a random start; nope: sinusoids in the encoder, none in the "

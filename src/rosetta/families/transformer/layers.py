@@ -83,13 +83,23 @@ class TransformerEncoderLayer(nn.Module):
     def __init__(self, sizes: LayerSizes, relative: bool = False):
         super().__init__()
         self.self_attn = sizes.self_attention(relative)
+        self.relative = relative
         self.ffn = sizes.feed_forward()
         self.attn_res, self.ffn_res = sizes.residual(), sizes.residual()
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """x (n, S, d), mask (n, 1, 1, S) -> (n, S, d)."""
+    def forward(
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor,
+        positions: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """x (n, S, d), mask (n, 1, 1, S) -> (n, S, d); relative attention
+        scores the distances of ``positions`` (n, S) where given."""
         h = self.attn_res.before(x)
-        x = self.attn_res.after(x, self.self_attn(h, h, h, mask)[0])
+        q = self.self_attn.project_query(h)
+        k, v = self.self_attn.project_key_value(h, h)
+        attn, _ = self.self_attn.attend(q, k, v, mask, **placed(self, positions))
+        x = self.attn_res.after(x, attn)
         return self.ffn_res.after(x, self.ffn(self.ffn_res.before(x)))
 
 
@@ -100,6 +110,7 @@ class TransformerDecoderLayer(nn.Module):
     def __init__(self, sizes: LayerSizes, relative: bool = False):
         super().__init__()
         self.self_attn = sizes.self_attention(relative)
+        self.relative = relative
         self.cross_attn = sizes.attention()
         self.ffn = sizes.feed_forward()
         self.self_res, self.cross_res = sizes.residual(), sizes.residual()
@@ -115,9 +126,12 @@ class TransformerDecoderLayer(nn.Module):
         index: int = 0,
         need_weights: bool = False,
         group: int = 1,
+        positions: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, KeyValue, torch.Tensor | None]:
         """x (n, t, d) new positions; ``cache`` holds keys/values of earlier
-        ones, this layer's at ``index``, with room for the new ones.
+        ones, this layer's at ``index``, with room for the new ones;
+        relative attention scores the distances of ``positions`` (n, t) where
+        given (teacher forcing at drawn positions).
 
         ``memory_kv`` and ``src_mask`` have n / ``group`` rows: each run of
         ``group`` consecutive rows of x (the beams of one sentence) shares one.
@@ -131,7 +145,7 @@ class TransformerDecoderLayer(nn.Module):
             # strided views sum in another order (scores differ in the last bits)
             k, v = (t.contiguous() for t in cache.store(index, k, v))
         attn, _ = self.self_attn.attend(
-            self.self_attn.project_query(h), k, v, self_mask
+            self.self_attn.project_query(h), k, v, self_mask, **placed(self, positions)
         )
         x = self.self_res.after(x, attn)
 
@@ -150,3 +164,15 @@ class TransformerDecoderLayer(nn.Module):
         x = self.cross_res.after(x, cross)
         x = self.ffn_res.after(x, self.ffn(self.ffn_res.before(x)))
         return x, (k, v), weights
+
+
+def placed(
+    layer: TransformerEncoderLayer | TransformerDecoderLayer,
+    positions: torch.Tensor | None,
+) -> dict[str, torch.Tensor]:
+    """The keyword that gives a relative self-attention its keys' positions;
+    none where there are none, or the attention adds positions to the
+    embeddings instead (they are then in the layer's input already)."""
+    if positions is None or not layer.relative:
+        return {}
+    return {"positions": positions}

@@ -66,7 +66,7 @@ class TransformerEncoder(Encoder):
             if self.biases is not None:
                 x = layer(x, self.biases.bias(index, distance, mask))
             else:
-                x = layer(x, mask)
+                x = layer(x, mask, positions)
         return self.final_norm(x)
 
 
@@ -144,6 +144,7 @@ class TransformerDecoder(Decoder):
                 i,
                 need_attention,
                 state.group,
+                positions,
             )
             first_keys_values.append(kv)
             weights.append(w)

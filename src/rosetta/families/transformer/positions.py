@@ -5,7 +5,8 @@ names, and the training-time draws of ``randomized`` and ``shifted``.
 (``TransformerEmbedding``); ``relative`` scores distances in self-attention
 instead (``rosetta.nn.relative_attention``); ``randomized`` and ``shifted``
 add sinusoids at positions drawn afresh for every sentence pair in training
-(``RandomPositionsTransformer``); ``nope`` adds them in the encoder only;
+(``RandomPositionsTransformer``), and ``relative-randomized`` scores the
+distances of such positions; ``nope`` adds them in the encoder only;
 ``alibi`` adds none and subtracts a learned slope times the distance from
 every attention score (``rosetta.nn.linear_bias``); ``abacus`` and
 ``coupled`` add sinusoids of a digit's place in its number, shifted by one
@@ -62,7 +63,8 @@ class RandomPositionsTransformer(EncoderDecoder):
     the sinusoidal Transformer decodes, or inside numbers without an offset.
 
     ``draw``: the draw of ``randomized`` (distinct positions anywhere in the
-    table, sorted: ``draw_positions``), ``alibi-randomized`` (the same) or
+    table, sorted: ``draw_positions``), ``alibi-randomized`` and
+    ``relative-randomized`` (the same) or
     ``shifted`` (one start, consecutive: ``draw_offsets``); without one,
     ``number_offset`` is the largest offset of ``abacus`` and ``coupled``.
     """
@@ -137,6 +139,9 @@ SCHEMES = {
     for scheme in (
         PositionScheme("sinusoidal", True, True),
         PositionScheme("relative", False, False, relative=True),
+        PositionScheme(
+            "relative-randomized", False, False, relative=True, draw=draw_positions
+        ),
         PositionScheme("randomized", True, True, draw=draw_positions),
         PositionScheme("shifted", True, True, draw=draw_offsets),
         PositionScheme("nope", True, False),
