@@ -178,3 +178,14 @@ def test_clamped_distances_refuse_placed_positions():
     q = k = v = torch.zeros(1, HEADS, 3, D // HEADS, dtype=torch.float64)
     with pytest.raises(ValueError, match="max_distance"):
         module.attend(q, k, v, positions=torch.arange(3)[None])
+
+
+@pytest.mark.parametrize("placed", [False, True])
+def test_every_tensor_is_made_on_the_inputs_device(placed):
+    """The meta device stands in for a GPU: a tensor made on the CPU and
+    mixed with the inputs fails here as it would on CUDA."""
+    module = attention().to("meta")
+    q = k = v = torch.zeros(1, HEADS, 3, D // HEADS, dtype=torch.float64, device="meta")
+    positions = torch.arange(3, device="meta")[None] if placed else None
+    out, _ = module.attend(q, k, v, positions=positions)
+    assert out.device.type == "meta" and out.shape == (1, 3, D)
