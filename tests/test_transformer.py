@@ -363,3 +363,20 @@ def test_the_configuration_offers_every_position_scheme():
 
     offered = get_args(TransformerConfig.model_fields["positions"].annotation)
     assert offered == POSITIONS
+
+
+# abacus and coupled check their positions against the table: a value the
+# meta device does not have (a GPU has it)
+@pytest.mark.parametrize(
+    "positions", [p for p in POSITIONS if p not in ("abacus", "coupled")]
+)
+def test_teacher_forcing_and_a_step_make_every_tensor_on_the_inputs_device(positions):
+    """The meta device stands in for a GPU: a tensor made on the CPU and
+    mixed with the inputs fails here as it would on CUDA."""
+    model = tiny_model(positions=positions).to("meta").eval()
+    src, src_mask, tgt = (t.to("meta") for t in random_batch())
+    with torch.no_grad():
+        features = model(src, src_mask, tgt)
+        state = model.init_state(model.encode(src, src_mask), src_mask)
+        log_probs, _ = model.step(tgt[:, 0], state)
+    assert features.device.type == log_probs.device.type == "meta"
