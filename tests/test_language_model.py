@@ -119,3 +119,14 @@ def test_without_warming_up_the_rows_would_score_otherwise(monkeypatch):
     monkeypatch.setattr(scoring, "warm_up_segments", lambda *_: 1)  # too few
     cold = scoring.score_text(model, ids, 8, 8, cpu, streams=4)
     assert cold.nll_sum != pytest.approx(in_order.nll_sum, rel=1e-5)
+
+
+def test_reading_with_memory_makes_every_tensor_on_the_inputs_device():
+    """The meta device stands in for a GPU: a tensor made on the CPU and
+    mixed with the inputs fails here as it would on CUDA."""
+    model = tiny().to("meta")
+    tokens = text(9).to("meta")
+    with torch.no_grad():
+        _, memory = model(tokens[:, :5])
+        features, _ = model(tokens[:, 5:], memory)
+    assert features.device.type == "meta"
