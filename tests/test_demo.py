@@ -37,3 +37,12 @@ def test_the_demo_estimates_trains_scores_and_keeps_earlier_runs(tmp_path, capsy
     index = json.loads((output / "checkpoints.json").read_text())
     meta = json.loads((output / index["latest"] / "checkpoint.json").read_text())
     assert meta["config"]["model"]["positions"] == "relative"
+
+
+def test_the_bundled_default_trains_relative_positions_at_a_budget_of_updates():
+    default = demo.DEFAULT_CONFIG
+    assert demo.short_budget_settings(default, 600, []) == ["model.positions=relative"]
+    assert demo.short_budget_settings(default, None, []) == []  # the whole schedule
+    chosen = ["model.positions=sinusoidal"]
+    assert demo.short_budget_settings(default, 600, chosen) == []
+    assert demo.short_budget_settings("configs/multi30k-de-en-gru.yaml", 600, []) == []
