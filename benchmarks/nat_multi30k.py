@@ -6,8 +6,10 @@ autoregressive model with a deep encoder and a one-layer decoder trained on
 the same distilled corpus (greedy and beam), the baseline that decodes
 nearly as fast as a one-pass model; with ``--nat``, the fertility NAT with
 argmax fertilities and with noisy parallel decoding (NPD) at each ``--npd``
-sample count, rescored by the teacher; with ``--ctc``, a NAT with the CTC
-length model (one pass). For each: BLEU (sacreBLEU, and the
+sample count, rescored by the teacher; with ``--uniform``, a fertility NAT
+whose decoder input spreads the source evenly over the target; with
+``--ctc``, a NAT with the CTC length model (one pass). For each: chrF and
+BLEU (sacreBLEU, and the
 tokenized lower-cased BLEU that published Multi30k results use); latency per
 sentence at batch 1 (every sentence decoded by every system in turn, so
 that the machine's noise falls on all of them alike; median and 90th
@@ -43,7 +45,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from rosetta import Translator
 from rosetta.data.corpus import read_parallel
-from rosetta.evaluate import sacrebleu_score, tokenized_lowercase_bleu
+from rosetta.evaluate import chrf_score, sacrebleu_score, tokenized_lowercase_bleu
 from rosetta.families.nat.translator import NATTranslator
 from rosetta.inference.text_translator import TextTranslator
 from rosetta.loading import load_translator
@@ -70,6 +72,7 @@ def systems(
     nat: NATTranslator | None = None,
     npd: tuple[int, ...] = (),
     ctc: NATTranslator | None = None,
+    uniform: NATTranslator | None = None,
 ):
     """(name, translate(sentences, batch_size) -> outputs) of every system."""
 
@@ -87,6 +90,8 @@ def systems(
     if nat is not None:
         rows.append(("NAT argmax", one_pass(nat)))
         rows += [(f"NAT + NPD s={s}", one_pass(nat, s)) for s in npd]
+    if uniform is not None:
+        rows.append(("NAT uniform copy, argmax", one_pass(uniform)))
     if ctc is not None:
         rows.append(("CTC NAT", one_pass(ctc)))
     return rows
@@ -112,6 +117,9 @@ def main() -> None:
     parser.add_argument("--teacher", required=True, help="autoregressive run folder")
     parser.add_argument("--nat", help="fertility NAT run folder")
     parser.add_argument("--ctc", help="CTC NAT run folder")
+    parser.add_argument(
+        "--uniform", help="fertility NAT run folder with decoder_input: uniform"
+    )
     parser.add_argument(
         "--shallow", help="deep-encoder, one-layer-decoder autoregressive run folder"
     )
@@ -147,7 +155,7 @@ def main() -> None:
     references = [t for _, t in pairs]
     teacher = load_translator(args.teacher, device=device)
     one_pass_runs = {}
-    for flag in ("nat", "ctc"):
+    for flag in ("nat", "ctc", "uniform"):
         folder = getattr(args, flag)
         if folder is not None:
             loaded = load_translator(folder, device=device)
@@ -164,6 +172,7 @@ def main() -> None:
         one_pass_runs.get("nat"),
         tuple(args.npd),
         one_pass_runs.get("ctc"),
+        one_pass_runs.get("uniform"),
     )
 
     results: dict[str, dict] = {name: {} for name, _ in rows}
@@ -176,6 +185,7 @@ def main() -> None:
         results[name]["bleu_tok_lc"] = round(
             tokenized_lowercase_bleu(outputs, references).value, 2
         )
+        results[name]["chrf"] = round(chrf_score(outputs, references).value, 2)
         results[name]["mean_length"] = round(
             statistics.mean(len(o.split()) for o in outputs), 2
         )
@@ -239,14 +249,15 @@ def main() -> None:
     threads = torch.get_num_threads()
     print(f"\n{device.type}, {threads} threads; ratios against {base}\n")
     print(
-        "| system | sacreBLEU | BLEU (tok, lc) | batch-1 ms (median / p90) "
+        "| system | sacreBLEU | BLEU (tok, lc) | chrF | batch-1 ms (median / p90) "
         f"| × | batch-{args.batch} sent/s | × |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     for name, _ in rows:
         r = results[name]
         print(
             f"| {name} | {r['sacrebleu']:.2f} | {r['bleu_tok_lc']:.2f} "
+            f"| {r['chrf']:.2f} "
             f"| {r['latency_ms_median']:.1f} / {r['latency_ms_p90']:.1f} "
             f"| {r['latency_speedup']:.2f} | {r['sentences_per_s']:.0f} "
             f"| {r['throughput_speedup']:.2f} |"
