@@ -14,7 +14,9 @@ An update is the whole step: forward, the summed cross-entropy, backward,
 gradient clipping at 1.0 and fused Adam. The models take turns in blocks of
 ``--updates`` updates, ``--rounds`` times; the table gives the median
 milliseconds per update with the range and the XL's time as a multiple of
-the plain model's (the goal: at most 1.1).
+the plain model's (the goal: at most 1.1). A second table counts each
+update's arithmetic (forward and backward, ``torch.utils.flop_counter``):
+the time ratio no implementation of these models can go below.
 
     python benchmarks/xl_speed.py --threads 1 2
     python benchmarks/xl_speed.py --threads 1 --busy 2
@@ -30,6 +32,7 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.utils.flop_counter import FlopCounterMode
 
 from busy import competing_load
 from rosetta.families.language_model.model import MemoryTransformerLM
@@ -106,6 +109,20 @@ def models() -> dict[str, nn.Module]:
     }
 
 
+def gflop_per_update(model: nn.Module) -> float:
+    """Forward and backward of one update with the memory full, counted."""
+    generator = torch.Generator().manual_seed(0)
+    memory = None
+    for _ in range(2):  # the second update reads the first one's memory
+        tokens = torch.randint(VOCAB, (ROWS, LENGTH + 1), generator=generator)
+        with FlopCounterMode(display=False) as counter:
+            features, memory = model(tokens[:, :-1], memory)
+            logits = model.output_proj(features)
+            targets = tokens[:, 1:].reshape(-1)
+            F.cross_entropy(logits.reshape(-1, VOCAB), targets).backward()
+    return counter.get_total_flops() / 1e9
+
+
 def measure(threads: int, updates: int, rounds: int) -> dict[str, list[float]]:
     torch.set_num_threads(threads)
     torch.manual_seed(0)
@@ -142,6 +159,12 @@ def main() -> None:
                 print(f"| {threads} | {name} | {median:.1f} "
                       f"({min(values):.1f}–{max(values):.1f}) | "
                       f"{median / plain:.2f} |")  # fmt: skip
+    counted = {name: gflop_per_update(model) for name, model in models().items()}
+    print("\n| model | GFLOP per update | × plain |")
+    print("|---|---|---|")
+    for name, gflop in counted.items():
+        ratio = gflop / counted["plain causal (SDPA)"]
+        print(f"| {name} | {gflop:.2f} | {ratio:.2f} |")
 
 
 if __name__ == "__main__":
