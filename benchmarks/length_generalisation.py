@@ -148,7 +148,13 @@ def write_config(
         return {"src": str(data / f"{name}.src"), "tgt": str(data / f"{name}.tgt")}
 
     config = {
-        "data": {"train": pair("train"), "valid": pair("valid"), "test": pair("test")},
+        "data": {
+            "train": pair("train"),
+            "valid": pair("valid"),
+            "test": pair("test"),
+            # keep every pair: index hints and duplicate outgrow the default
+            "max_len": longest_line(data) + 1,
+        },
         "tokenizer": {"kind": "word", "joint": True},
         "model": model,
         "train": {
@@ -173,6 +179,16 @@ def write_config(
         needed = 2 * (2 * longest + 2) + 2 if args.format == "hints" else 0
         config["model"]["max_positions"] = max(model["max_positions"], needed)
     path.write_text(yaml.safe_dump(config, sort_keys=False))
+
+
+def longest_line(data: Path) -> int:
+    """Symbols in the longest line of the splits training reads."""
+    return max(
+        len(line.split())
+        for name in ("train", "valid", "test")
+        for side in ("src", "tgt")
+        for line in (data / f"{name}.{side}").read_text().splitlines()
+    )
 
 
 def source_length(task: str, source: str) -> int:
