@@ -150,6 +150,26 @@ def test_the_command_writes_a_hinted_task_whose_config_fits_it(tmp_path, capsys)
     assert "h0" in (out / "train.tgt").read_text().split()
 
 
+def test_the_written_config_keeps_every_training_pair(tmp_path):
+    """Duplicate with index hints writes targets four times the source
+    length; the config's ``data.max_len`` must keep the longest of them
+    (the default of 128 tokens dropped a quarter of the 1-40 pairs)."""
+    from rosetta.config.reading import load_config
+
+    out = tmp_path / "task"
+    flags = ["--lengths", "1-40", "--bands", "--count", "200", "--valid", "5"]
+    assert main(["task", "duplicate", "-o", str(out), *flags, "--format", "hints"]) == 0
+    longest = max(
+        len(line.split())
+        for split in ("train", "valid", "test")
+        for side in ("src", "tgt")
+        for line in (out / f"{split}.{side}").read_text().splitlines()
+    )
+    assert longest > 128
+    config = load_config(out / "config.yaml")
+    assert config.data.max_len >= longest + 1  # with <eos>
+
+
 def test_a_pair_is_written_the_same_whoever_draws_it():
     write = formatter("copy", "hints", 10)
     assert write(["a"], ["a"], None) == (["h0", "a"], ["h0", "a"])

@@ -67,23 +67,30 @@ TASK_MODEL = {
 }
 
 
+def side_symbols(spec: TaskSpec, length: int) -> int:
+    """At most how many symbols one side of a pair of source length
+    ``length`` holds: an addition's source two numbers and a sign, a
+    duplicate's target twice the source, and index hints double every side."""
+    symbols = 2 * length + 1 if spec.task in ARITHMETIC else 2 * length
+    return 2 * symbols + 2 if spec.format == "hints" else symbols
+
+
 def ready_config(spec: TaskSpec) -> str:
     """A configuration that trains on the task as it was written:
     ``TASK_MODEL``, symbols as words, and validation scored by exact-sequence
     accuracy, which also picks the best checkpoint."""
     longest = max(high for _, high in (spec.lengths, *spec.bands))
-    # an addition's source holds two numbers and a sign; duplicate doubles;
-    # index hints double every side
-    symbols = 2 * longest + 1 if spec.task in ARITHMETIC else 2 * longest
-    if spec.format == "hints":
-        symbols = 2 * symbols + 2
     config = {
         "data": {
-            split: {"src": f"{split}.src", "tgt": f"{split}.tgt"}
-            for split in ("train", "valid", "test")
+            **{
+                split: {"src": f"{split}.src", "tgt": f"{split}.tgt"}
+                for split in ("train", "valid", "test")
+            },
+            # training keeps every pair it was written (with <eos>)
+            "max_len": side_symbols(spec, spec.lengths[1]) + 1,
         },
         "tokenizer": {"kind": "word", "joint": True},
-        "model": {**TASK_MODEL, "max_positions": symbols + 2},  # with <eos>
+        "model": {**TASK_MODEL, "max_positions": side_symbols(spec, longest) + 2},
         "train": {
             "seed": spec.seed,
             "batch_tokens": 2048,
