@@ -75,6 +75,16 @@ MODELS = {
     "transformer-alibi-randomized": {**TRANSFORMER, "positions": "alibi-randomized"},
     "transformer-abacus": {**TRANSFORMER, "positions": "abacus"},
     "transformer-coupled": {**TRANSFORMER, "positions": "coupled"},
+    "transformer-abacus-learned": {
+        **TRANSFORMER,
+        "positions": "abacus",
+        "number_table": "learned",
+    },
+    "transformer-coupled-learned": {
+        **TRANSFORMER,
+        "positions": "coupled",
+        "number_table": "learned",
+    },
     "gru-attention": {
         "arch": "rnn",
         "cell": "gru",
@@ -106,6 +116,8 @@ NEWER = (
     "transformer-alibi-randomized",
     "transformer-abacus",
     "transformer-coupled",
+    "transformer-abacus-learned",
+    "transformer-coupled-learned",
 )
 STUDIED = tuple(m for m in MODELS if m not in NEWER)
 

@@ -47,9 +47,11 @@ def test_the_digits_are_the_vocabularys_single_digit_tokens():
     assert digit_mask(pieces).tolist() == [0, 0, 0, 0, 1, 0, 0, 1, 0]
 
 
-def abacus_model(positions="abacus", number_offset=5):
+def abacus_model(positions="abacus", number_offset=5, number_table="sinusoidal"):
     """The small Transformer of ``test_transformer``: tokens 4-8 are digits."""
-    return tiny_model(positions=positions, number_offset=number_offset)
+    return tiny_model(
+        positions=positions, number_offset=number_offset, number_table=number_table
+    )
 
 
 @pytest.mark.parametrize("positions", ["abacus", "coupled"])
@@ -92,6 +94,48 @@ def test_number_positions_decode_through_the_layers_and_need_the_digits():
     number = torch.tensor([[4] * 10 + [3]] * 64)
     with pytest.raises(ValueError, match=r"raise model\.max_positions"):
         model(number, number != 0, number)
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("positions", ["abacus", "coupled"])
+def test_learned_places_are_one_trained_table_and_decode_as_they_teacher_force(
+    positions,
+):
+    from tests.test_transformer import random_batch
+
+    model = abacus_model(positions, number_table="learned").train()
+    table = model.encoder.embedding.positions
+    assert isinstance(table, torch.nn.Parameter)
+    assert model.decoder.embedding.positions is table  # one table, both sides
+    src, src_mask, tgt = random_batch()
+    model.output_proj(model(src, src_mask, tgt)).sum().backward()
+    assert table.grad is not None and table.grad.abs().sum() > 0
+    # a digit's row: the table's, where the sinusoids would have been
+    sinusoidal = abacus_model(positions, number_table="sinusoidal")
+    model.eval()
+    with torch.no_grad():
+        places = model.encoder.numbers(src, real=src_mask)
+        x = model.encoder.embedding(src, positions=places)
+        token = model.encoder.embedding.token(src) * model.encoder.embedding.scale
+        assert torch.equal(x, token + table[places])
+        assert not torch.equal(x, sinusoidal.encoder.embedding(src, positions=places))
+        full = torch.log_softmax(model.output_proj(model(src, src_mask, tgt)), -1)
+        state = model.init_state(model.encode(src, src_mask), src_mask)
+        for t in range(tgt.size(1)):
+            log_probs, state = model.step(tgt[:, t], state)
+            assert (log_probs - full[:, t]).abs().max() <= 1e-5
+
+
+def test_learned_places_are_for_positions_inside_numbers():
+    from pydantic import ValidationError
+
+    from rosetta.families.transformer.config import TransformerConfig
+
+    with pytest.raises(ValidationError, match="number_table: learned is for abacus"):
+        TransformerConfig(positions="alibi", number_table="learned")
+    with pytest.raises(ValueError, match="learned number places need abacus"):
+        tiny_model(positions="sinusoidal", number_table="learned")
+    TransformerConfig(positions="coupled", number_table="learned")
 
 
 @pytest.mark.slow

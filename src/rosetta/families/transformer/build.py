@@ -40,6 +40,7 @@ def build_transformer(
     max_positions: int = 1024,
     positions: str = "sinusoidal",
     number_offset: int = 100,
+    number_table: str = "sinusoidal",
     digits: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> EncoderDecoder:
     """Assemble a Transformer; the sizes are those of ``ModelConfig``.
@@ -52,7 +53,9 @@ def build_transformer(
     penalises distance, ``rosetta.nn.linear_bias``), ``abacus`` or
     ``coupled`` (sinusoids of a digit's place in its number, shifted by up
     to ``number_offset`` in training; ``digits``: which source and which
-    target tokens are digits, ``number_positions.digit_mask``)."""
+    target tokens are digits, ``number_positions.digit_mask``).
+    ``number_table``: ``learned`` gives digit places learned vectors, one
+    table for both sides, instead of sinusoids."""
     if share_embeddings and src_vocab != tgt_vocab:
         raise ValueError("shared embeddings need one vocabulary for source and target")
     if positions not in POSITIONS:
@@ -64,10 +67,23 @@ def build_transformer(
             raise ValueError(f"{positions} positions need the vocabularies' digits")
         coupled = scheme.numbers == "coupled"
         numbers = NumberPositions(digits[0], coupled), NumberPositions(digits[1])
+    table = None
+    if number_table == "learned":
+        if scheme.numbers is None:
+            raise ValueError(
+                f"learned number places need abacus or coupled, not {positions}"
+            )
+        # the scale of the token embeddings as added (std 1 per component)
+        table = nn.Parameter(torch.randn(max_positions, d_model))
 
     def embedding(vocab: int) -> TransformerEmbedding:
         return TransformerEmbedding(
-            vocab, d_model, max_positions, dropout, scheme.encoder_sinusoids
+            vocab,
+            d_model,
+            max_positions,
+            dropout,
+            scheme.encoder_sinusoids,
+            table=table,
         )
 
     def biases(layers: int, both_ends: bool = False) -> LinearBiases | None:

@@ -82,3 +82,21 @@ class TransformerConfig(AttentionSection):
         "offset drawn per pair from 0 to this, so that longer numbers meet "
         "trained positions (max_positions must hold it plus the longest number)",
     )
+    number_table: Literal["sinusoidal", "learned"] = Field(
+        "sinusoidal",
+        description="abacus, coupled: the vectors of digit places; sinusoidal, "
+        "or learned (one table for source and target, trained like the token "
+        "embeddings)",
+    )
+
+    @model_validator(mode="after")
+    def _learned_places_need_numbers(self) -> TransformerConfig:
+        if self.number_table == "learned" and self.positions not in (
+            "abacus",
+            "coupled",
+        ):
+            raise ValueError(
+                f"number_table: learned is for abacus or coupled positions, "
+                f"not {self.positions}"
+            )
+        return self

@@ -18,7 +18,9 @@ class TransformerEmbedding(nn.Module):
     With ``absolute=False`` no positions are added: relative attention scores
     the distances between positions instead, and a decoder without positions
     learns where it is from its causal self-attention alone. ``token`` shares
-    an existing token embedding (one vocabulary, two position schemes)."""
+    an existing token embedding (one vocabulary, two position schemes);
+    ``table`` (max_positions, d) replaces the sinusoids by learned vectors
+    (digit places, ``number_table: learned``)."""
 
     def __init__(
         self,
@@ -28,6 +30,7 @@ class TransformerEmbedding(nn.Module):
         dropout: float,
         absolute: bool = True,
         token: nn.Embedding | None = None,
+        table: nn.Parameter | None = None,
     ):
         super().__init__()
         self.absolute = absolute
@@ -36,9 +39,11 @@ class TransformerEmbedding(nn.Module):
             nn.init.normal_(token.weight, std=d_model**-0.5)
         self.token = token
         self.scale = math.sqrt(d_model)
-        self.register_buffer(
-            "positions", positional_encoding(max_positions, d_model), persistent=False
-        )
+        if table is None:
+            table = positional_encoding(max_positions, d_model)
+            self.register_buffer("positions", table, persistent=False)
+        else:
+            self.positions = table
         self.dropout = Dropout(dropout)
 
     def forward(
