@@ -25,6 +25,7 @@ MODELS = {
     "transformer-alibi-randomized": {**TRANSFORMER, "positions": "alibi-randomized"},
     "transformer-abacus": {**TRANSFORMER, "positions": "abacus"},
     "transformer-coupled": {**TRANSFORMER, "positions": "coupled"},
+    "transformer-abacus-alibi": {**TRANSFORMER, "positions": "abacus-alibi"},
     "transformer-abacus-learned": {
         **TRANSFORMER,
         "positions": "abacus",
@@ -68,5 +69,6 @@ NEWER = (
     "transformer-coupled",
     "transformer-abacus-learned",
     "transformer-coupled-learned",
+    "transformer-abacus-alibi",
 )
 STUDIED = tuple(m for m in MODELS if m not in NEWER)

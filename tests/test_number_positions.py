@@ -126,6 +126,45 @@ def test_learned_places_are_one_trained_table_and_decode_as_they_teacher_force(
             assert (log_probs - full[:, t]).abs().max() <= 1e-5
 
 
+@pytest.mark.reference
+def test_place_distances_are_those_of_digits_places_and_ignore_an_offset():
+    from rosetta.nn.linear_bias import place_distances
+
+    places = number_positions(DIGITS)  # 4 7 + 8 5 <eos>: 1 2 0 1 2 0
+    found = place_distances(places, places)
+    assert found.shape == (2, 1, 6, 6)
+    assert found[0, 0].tolist() == [
+        [0, -1, 0, 0, -1, 0],  # "4" and "8", three tokens apart, both units
+        [1, 0, 0, 1, 0, 0],
+        [0, 0, 0, 0, 0, 0],  # "+": by content alone
+        [0, -1, 0, 0, -1, 0],
+        [1, 0, 0, 1, 0, 0],
+        [0, 0, 0, 0, 0, 0],
+    ]
+    moved = shifted(places, torch.tensor([[7], [30]]))
+    assert torch.equal(place_distances(moved, moved), found)
+
+
+@pytest.mark.reference
+def test_abacus_alibi_trains_at_offset_0_exactly_as_it_decodes():
+    """Training passes the source's places to the cross-attention as search
+    does (``encode`` hands them to ``init_state``); at offset 0 the two agree."""
+    from tests.test_transformer import random_batch
+
+    model = abacus_model("abacus-alibi")
+    src, src_mask, tgt = random_batch()
+    with torch.no_grad():
+        expected = model.eval()(src, src_mask, tgt)
+        model.training_positions = lambda s, m, t: (
+            model.encoder.numbers(s, real=m),
+            model.decoder.numbers(t),
+        )
+        trained = model.train()(src, src_mask, tgt)
+        _, places = model.encode(src, src_mask)
+    assert (trained - expected).abs().max() <= 1e-5
+    assert torch.equal(places, model.encoder.numbers(src, real=src_mask))
+
+
 def test_learned_places_are_for_positions_inside_numbers():
     from pydantic import ValidationError
 

@@ -365,10 +365,11 @@ def test_the_configuration_offers_every_position_scheme():
     assert offered == POSITIONS
 
 
-# abacus and coupled check their positions against the table: a value the
+# abacus, coupled and abacus-alibi check their positions against the table: a value the
 # meta device does not have (a GPU has it)
 @pytest.mark.parametrize(
-    "positions", [p for p in POSITIONS if p not in ("abacus", "coupled")]
+    "positions",
+    [p for p in POSITIONS if p not in ("abacus", "coupled", "abacus-alibi")],
 )
 def test_teacher_forcing_and_a_step_make_every_tensor_on_the_inputs_device(positions):
     """The meta device stands in for a GPU: a tensor made on the CPU and

@@ -35,6 +35,12 @@ With positions drawn in training (``alibi-randomized``), token ``i`` sits at
 counts the source from its last word by giving word ``j`` the position of
 word ``S − 2 − j`` (``placed_cross_distances``). With ``p_i = i`` both are
 the distances above.
+
+With positions inside numbers (``abacus-alibi``), the encoder's and the
+cross-attention's distances are those of the digits' places in their
+numbers (``place_distances``): a sum digit is near the two digits it adds
+however long the numbers are, and a digit of a long number 60 places away
+is penalised, not scored by a comparison training never made.
 """
 
 from __future__ import annotations
@@ -131,3 +137,13 @@ def placed_cross_distances(
         ],
         dim=1,
     )
+
+
+def place_distances(query: torch.Tensor, key: torch.Tensor) -> torch.Tensor:
+    """(n, Lq) and (n, Lk) places inside numbers -> (n, 1, Lq, Lk): ``p_i − p_j``
+    between two digits, 0 where either is not a digit (place 0), so that
+    digits are penalised by how far apart their places are and any token
+    may look at the signs and the end by content (``abacus-alibi``). One
+    offset added to every digit's place leaves every distance as it was."""
+    digits = (query > 0)[:, :, None] & (key > 0)[:, None, :]
+    return ((query[:, :, None] - key[:, None, :]) * digits)[:, None]

@@ -57,6 +57,7 @@ class TransformerConfig(AttentionSection):
         "alibi-randomized",
         "abacus",
         "coupled",
+        "abacus-alibi",
     ] = Field(
         "sinusoidal",
         description="sinusoidal: absolute positions added to the embeddings; "
@@ -73,7 +74,9 @@ class TransformerConfig(AttentionSection):
         "abacus: a digit's place in its number as written, other tokens 0; "
         "coupled: in the source, a digit's place from its number's end (its "
         "significance when written most significant first), in the output "
-        "its place as written",
+        "its place as written; abacus-alibi: abacus, and the encoder and "
+        "cross-attention subtract a learned slope times the distance between "
+        "two digits' places",
     )
     number_offset: int = Field(
         100,
@@ -94,6 +97,7 @@ class TransformerConfig(AttentionSection):
         if self.number_table == "learned" and self.positions not in (
             "abacus",
             "coupled",
+            "abacus-alibi",
         ):
             raise ValueError(
                 f"number_table: learned is for abacus or coupled positions, "

@@ -19,6 +19,7 @@ from rosetta.models.interface import Decoder, Encoder
 from rosetta.nn.linear_bias import (
     LinearBiases,
     cross_distances,
+    place_distances,
     placed_cross_distances,
     placed_self_distances,
     self_distances,
@@ -60,7 +61,9 @@ class TransformerEncoder(Encoder):
         if self.biases is not None:
             length = src.size(1)
             distance = self_distances(length, length, src.device)
-            if positions is not None:  # drawn in training
+            if self.numbers is not None:  # abacus-alibi: digits by place
+                distance = place_distances(positions, positions)
+            elif positions is not None:  # drawn in training
                 distance = placed_self_distances(positions)
         for index, layer in enumerate(self.layers):
             if self.biases is not None:
@@ -172,7 +175,9 @@ class TransformerDecoder(Decoder):
         """Every layer's self- and cross-attention masks for ``new`` positions
         after ``state.length``: the shared boolean ones, or with distance
         penalties, each layer's own bias; from the target's ``positions`` and
-        ``state.source_positions`` where training drew them."""
+        ``state.source_positions`` where training drew them, and across
+        from the digits' places with positions inside numbers (the decoder's
+        own tokens by their order: a sum's digits are its places)."""
         layers = len(self.layers)
         if self.self_biases is None or self.cross_biases is None:
             return [self_mask] * layers, [state.src_mask] * layers
@@ -185,11 +190,17 @@ class TransformerDecoder(Decoder):
         heads = self.layers[0].cross_attn.heads
         src_mask = state.src_mask[:, 0, 0]
         across = cross_distances(state.length, new, src_mask, heads)
-        if positions is not None and state.source_positions is not None:
+        source = state.source_positions
+        by_place = self.numbers is not None and positions is not None
+        if by_place and source is not None:
+            # abacus-alibi: the digits' places across; a sentence's beams are
+            # its queries, one run each: (n, new) -> (m, group * new)
+            grouped = positions.reshape(source.size(0), -1)
+            across = place_distances(grouped, source)
+        elif positions is not None and source is not None:
             back = placed_self_distances(positions)
-            source = state.source_positions
             across = placed_cross_distances(positions, source, src_mask, heads)
-        if state.group > 1 and new > 1:  # queries of a sentence's beams, one run each
+        if state.group > 1 and new > 1 and not by_place:
             across = across.repeat(1, 1, state.group, 1)
         return (
             [self.self_biases.bias(i, back, allowed) for i in range(layers)],

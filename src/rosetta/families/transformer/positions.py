@@ -11,7 +11,9 @@ distances of such positions; ``nope`` adds them in the encoder only;
 every attention score (``rosetta.nn.linear_bias``); ``abacus`` and
 ``coupled`` add sinusoids of a digit's place in its number, shifted by one
 offset drawn per pair in training (``rosetta.families.transformer.
-number_positions``, ``RandomPositionsTransformer``).
+number_positions``, ``RandomPositionsTransformer``); ``abacus-alibi`` adds
+abacus's sinusoids and penalises, in the encoder and across, the distance
+between two digits' places (``rosetta.nn.linear_bias.place_distances``).
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ import torch
 from torch import nn
 
 from rosetta.families.transformer.number_positions import shifted
-from rosetta.models.interface import Decoder, Encoder, EncoderDecoder
+from rosetta.families.transformer.state import TransformerState
+from rosetta.models.interface import Decoder, Encoder, EncoderDecoder, Memory
 
 # (rows, length, table size, device) -> (rows, length) positions
 Draw = Callable[[int, int, int, torch.device], torch.Tensor]
@@ -101,6 +104,21 @@ class RandomPositionsTransformer(EncoderDecoder):
         source = self.encoder.numbers(src, real=src_mask)
         return shifted(source, offset), shifted(self.decoder.numbers(tgt_in), offset)
 
+    def encode(self, src: torch.Tensor, src_mask: torch.Tensor) -> Memory:
+        """The memory, and with positions inside numbers the source's places
+        (n, S), which the decoder's distance penalties read."""
+        memory = self.encoder(src, src_mask)
+        if self.encoder.numbers is None:
+            return memory
+        return memory, self.encoder.numbers(src, real=src_mask)
+
+    def init_state(self, memory: Memory, src_mask: torch.Tensor) -> TransformerState:
+        if self.encoder.numbers is None:
+            return self.decoder.init_state(memory, src_mask)
+        memory, places = memory
+        state = self.decoder.init_state(memory, src_mask)
+        return replace(state, source_positions=places)
+
     def forward(
         self,
         src: torch.Tensor,
@@ -112,7 +130,8 @@ class RandomPositionsTransformer(EncoderDecoder):
             return super().forward(src, src_mask, tgt_in, tgt_mask)
         source, target = self.training_positions(src, src_mask, tgt_in)
         memory = self.encoder(src, src_mask, source)
-        state = replace(self.init_state(memory, src_mask), source_positions=source)
+        state = self.decoder.init_state(memory, src_mask)
+        state = replace(state, source_positions=source)
         features, _ = self.decoder(tgt_in, state, tgt_mask, positions=target)
         return features
 
@@ -155,6 +174,9 @@ SCHEMES = {
         ),
         PositionScheme("abacus", True, True, numbers="abacus"),
         PositionScheme("coupled", True, True, numbers="coupled"),
+        PositionScheme(
+            "abacus-alibi", True, True, distance_penalties=True, numbers="abacus"
+        ),
     )
 }
 POSITIONS = tuple(SCHEMES)

@@ -29,7 +29,8 @@ class TransformerState:
     group: int = 1  # decoding rows per memory row
     # positions inside numbers: the last token's (n,), which the next continues
     number_position: torch.Tensor | None = None
-    # the source's positions where training drew them (n, S): distance penalties
+    # the source's positions where training drew them, or its places inside
+    # numbers (m, S): distance penalties
     source_positions: torch.Tensor | None = None
 
     def reorder(self, index: torch.Tensor) -> TransformerState:
@@ -44,12 +45,15 @@ class TransformerState:
         if not bool((counts == group).all()):  # uneven: one memory row per row
             runs, group = sentences, 1
         src_mask, memory_kv = self.src_mask, self.memory_kv
+        source_positions = self.source_positions
         unchanged = runs.numel() == src_mask.size(0) and bool(
             (runs == torch.arange(runs.numel(), device=runs.device)).all()
         )
         if not unchanged:
             src_mask = src_mask.index_select(0, runs)
             memory_kv = [pick(kv, runs) for kv in memory_kv]
+            if source_positions is not None:  # one row per memory row, too
+                source_positions = source_positions.index_select(0, runs)
         return replace(
             self,
             src_mask=src_mask,
@@ -62,4 +66,5 @@ class TransformerState:
             number_position=None
             if self.number_position is None
             else self.number_position.index_select(0, index),
+            source_positions=source_positions,
         )
