@@ -174,3 +174,41 @@ def test_a_pair_is_written_the_same_whoever_draws_it():
     write = formatter("copy", "hints", 10)
     assert write(["a"], ["a"], None) == (["h0", "a"], ["h0", "a"])
     assert formatter("copy", "plain", 10)(["a"], ["a"], None) == (["a"], ["a"])
+
+
+@pytest.mark.parametrize("task", ["addition-lsb", "addition-reversed"])
+def test_the_written_addition_config_places_digits_where_they_hold(tmp_path, task):
+    """``addition-lsb`` trains ``abacus-alibi`` (digit places are
+    significances), and its table holds the longest test sum at the largest
+    training offset: a training forward at that offset runs."""
+    import torch
+
+    from rosetta.config.reading import load_config
+    from rosetta.families.transformer.build import build_transformer
+    from rosetta.families.transformer.number_positions import shifted
+
+    out = tmp_path / "task"
+    flags = ["--lengths", "1-5", "--bands", "6-30", "--count", "50", "--valid", "5"]
+    assert main(["task", task, "-o", str(out), *flags, "--test", "5"]) == 0
+    model = load_config(out / "config.yaml").model
+    if task != "addition-lsb":
+        assert model.positions == "alibi"
+        return
+    assert model.positions == "abacus-alibi"
+    ids = torch.arange(16)
+    digits = (ids >= 4) & (ids < 14)  # 0-3 the specials, 14 the plus sign
+    built = build_transformer(
+        16,
+        16,
+        **model.layer_sizes(),
+        positions=model.positions,
+        digits=(digits, digits),
+    ).train()
+    src = torch.tensor([[5] * 30 + [14] + [6] * 30 + [3]])  # two 30-digit numbers
+    tgt_in = torch.tensor([[2] + [7] * 31])  # <bos> and a 31-digit sum
+    largest = torch.tensor([[model.number_offset]])
+    built.training_positions = lambda s, m, t: (
+        shifted(built.encoder.numbers(s, real=m), largest),
+        shifted(built.decoder.numbers(t), largest),
+    )
+    assert built(src, src > 0, tgt_in).shape == (1, 32, model.d_model)

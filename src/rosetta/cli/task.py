@@ -75,6 +75,23 @@ def side_symbols(spec: TaskSpec, length: int) -> int:
     return 2 * symbols + 2 if spec.format == "hints" else symbols
 
 
+def task_model(spec: TaskSpec, longest: int) -> dict:
+    """``TASK_MODEL`` with a position table for the longest test pair; for
+    ``addition-lsb``, whose digit places are significances, ``abacus-alibi``
+    (measured to add at five times the training digits), its table holding
+    the longest sum at the largest training offset."""
+    # here, not at the top: the model family imports torch, which the
+    # command line loads only for the commands that need it
+    from rosetta.families.transformer.config import TransformerConfig
+
+    model = {**TASK_MODEL, "max_positions": side_symbols(spec, longest) + 2}
+    if spec.task == "addition-lsb":
+        offset = TransformerConfig.model_fields["number_offset"].default
+        longest_sum = max(model["max_positions"], offset + longest + 2)
+        model |= {"positions": "abacus-alibi", "max_positions": longest_sum}
+    return model
+
+
 def ready_config(spec: TaskSpec) -> str:
     """A configuration that trains on the task as it was written:
     ``TASK_MODEL``, symbols as words, and validation scored by exact-sequence
@@ -90,7 +107,7 @@ def ready_config(spec: TaskSpec) -> str:
             "max_len": side_symbols(spec, spec.lengths[1]) + 1,
         },
         "tokenizer": {"kind": "word", "joint": True},
-        "model": {**TASK_MODEL, "max_positions": side_symbols(spec, longest) + 2},
+        "model": task_model(spec, longest),
         "train": {
             "seed": spec.seed,
             "batch_tokens": 2048,
