@@ -67,8 +67,9 @@ def main() -> None:
     parser.add_argument("--data", type=Path, required=True, help="its task folder")
     parser.add_argument("--offsets", type=int, nargs="+", default=[0, 40, 80])
     parser.add_argument("--splits", nargs="+", default=None, help="default: all")
+    parser.add_argument("--which", choices=("best", "latest"), default="best")
     args = parser.parse_args()
-    translator = load_translator(args.run, device="cpu")
+    translator = load_translator(args.run, device="cpu", which=args.which)
     model = translator.model
     if not isinstance(model, RandomPositionsTransformer) or model.draw is not None:
         raise SystemExit(f"{args.run}: not a model with positions inside numbers")
@@ -78,7 +79,7 @@ def main() -> None:
         key=lambda name: (name != "test", len(name), name),
     )
     tokenizers = translator.tokenizers
-    print(f"exact % (per-token %), teacher-forced; {args.run.name}")
+    print(f"exact % (per-token %), teacher-forced; {args.run.name}, {args.which}")
     offsets = " | ".join(f"offset {o}" for o in args.offsets)
     print(f"| split | greedy, offset 0 | {offsets} |")
     print("|---|---|" + "---|" * len(args.offsets))
