@@ -71,7 +71,8 @@ def build_transformer(
     if number_table == "learned":
         if scheme.numbers is None:
             raise ValueError(
-                f"learned number places need abacus or coupled, not {positions}"
+                "learned number places need abacus, coupled or abacus-alibi, "
+                f"not {positions}"
             )
         # the scale of the token embeddings as added (std 1 per component)
         table = nn.Parameter(torch.randn(max_positions, d_model))

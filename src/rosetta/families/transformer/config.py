@@ -87,7 +87,8 @@ class TransformerConfig(AttentionSection):
     )
     number_table: Literal["sinusoidal", "learned"] = Field(
         "sinusoidal",
-        description="abacus, coupled: the vectors of digit places; sinusoidal, "
+        description="abacus, coupled, abacus-alibi: the vectors of digit places; "
+        "sinusoidal, "
         "or learned (one table for source and target, trained like the token "
         "embeddings)",
     )
@@ -100,7 +101,7 @@ class TransformerConfig(AttentionSection):
             "abacus-alibi",
         ):
             raise ValueError(
-                f"number_table: learned is for abacus or coupled positions, "
-                f"not {self.positions}"
+                "number_table: learned is for abacus, coupled or abacus-alibi "
+                f"positions, not {self.positions}"
             )
         return self
