@@ -24,7 +24,6 @@ of the long sums' last digits, with the short sums' length.
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -33,6 +32,7 @@ from rosetta.config.sections import CorpusFiles
 from rosetta.data.batching import Example, collate
 from rosetta.data.corpus import read_corpus
 from rosetta.data.synthetic import accuracy
+from rosetta.data.vocab import PAD_ID
 from rosetta.families.transformer.number_positions import shifted
 from rosetta.families.transformer.positions import RandomPositionsTransformer
 from rosetta.loading import load_translator
@@ -46,15 +46,14 @@ def teacher_forced(
     moved by ``offset``: the training forward at a chosen offset."""
     batch = collate(pairs)
     src_mask = batch.src_mask
-    tgt_mask = batch.tgt_out != 0
+    tgt_mask = batch.tgt_out != PAD_ID
     moved = torch.full((len(pairs), 1), offset)
     source = shifted(model.encoder.numbers(batch.src, real=src_mask), moved)
     target = shifted(model.decoder.numbers(batch.tgt_in), moved)
     with torch.no_grad():
-        memory = model.encoder(batch.src, src_mask, source)
-        state = model.decoder.init_state(memory, src_mask)
-        state = replace(state, source_positions=source)
-        features, _ = model.decoder(batch.tgt_in, state, tgt_mask, positions=target)
+        features = model.forward_placed(
+            batch.src, src_mask, batch.tgt_in, source, target, tgt_mask
+        )
         right = (model.output_proj(features).argmax(-1) == batch.tgt_out) | ~tgt_mask
     exact = right.all(1).float().mean().item()
     tokens = (right & tgt_mask).sum().item() / tgt_mask.sum().item()

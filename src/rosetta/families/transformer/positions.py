@@ -129,6 +129,20 @@ class RandomPositionsTransformer(EncoderDecoder):
         if not self.training:
             return super().forward(src, src_mask, tgt_in, tgt_mask)
         source, target = self.training_positions(src, src_mask, tgt_in)
+        return self.forward_placed(src, src_mask, tgt_in, source, target, tgt_mask)
+
+    def forward_placed(
+        self,
+        src: torch.Tensor,
+        src_mask: torch.Tensor,
+        tgt_in: torch.Tensor,
+        source: torch.Tensor,
+        target: torch.Tensor,
+        tgt_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Teacher-forced features with the source's (n, S) and the target's
+        (n, T) positions given: the training forward, at positions of one's
+        choosing (``benchmarks/number_places.py`` moves test pairs with it)."""
         memory = self.encoder(src, src_mask, source)
         state = self.decoder.init_state(memory, src_mask)
         state = replace(state, source_positions=source)
