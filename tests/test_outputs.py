@@ -11,13 +11,8 @@ import pytest
 
 from rosetta.cli import main
 from rosetta.errors import RosettaError
-from rosetta.runtime.outputs import (
-    atomic_file,
-    atomic_folder,
-    claim_file,
-    claim_folder,
-    write_text_atomic,
-)
+from rosetta.runtime.atomic import atomic_file, atomic_folder, write_text_atomic
+from rosetta.runtime.outputs import claim_file, claim_folder
 
 
 def snapshot(folder: Path) -> dict[str, str]:
@@ -34,10 +29,6 @@ def folder_of_someone_else(tmp_path: Path) -> Path:
     foreign.mkdir()
     (foreign / "todo.txt").write_text("keep me")
     return foreign
-
-
-def ours(folder: Path) -> bool:
-    return (folder / "mine.json").is_file()
 
 
 def test_a_file_output_may_not_be_an_input_a_folder_or_existing(tmp_path):
@@ -69,25 +60,87 @@ def test_a_folder_output_replaces_only_its_own_kind_and_never_a_run(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
     (run / "checkpoints.json").write_text("{}")
-    (run / "mine.json").write_text("{}")
-    kind = dict(ours=ours, what="a thing")
     with pytest.raises(RosettaError, match="is a training run; it is never replaced"):
-        claim_folder(run, overwrite=True, **kind)
+        claim_folder(run, overwrite=True, what="a thing")
     other = tmp_path / "photos"
     other.mkdir()
     (other / "cat.jpg").write_bytes(b"\xff")
     with pytest.raises(RosettaError, match="exists and is not a thing"):
-        claim_folder(other, overwrite=True, **kind)
+        claim_folder(other, overwrite=True, what="a thing")
     with pytest.raises(RosettaError, match="the output holds the input"):
-        claim_folder(tmp_path, inputs=[run / "checkpoint-1"], overwrite=True, **kind)
+        claim_folder(tmp_path, inputs=[run / "checkpoint-1"], overwrite=True, what="x")
     made = tmp_path / "made"
-    made.mkdir()
-    (made / "mine.json").write_text("{}")
+    with atomic_folder(made, kind="a thing") as folder:
+        (folder / "mine.json").write_text("{}")
     with pytest.raises(RosettaError, match="pass --overwrite"):
-        claim_folder(made, **kind)
-    assert claim_folder(made, overwrite=True, **kind) == made
-    # inside an input is a new place, not the input
-    assert claim_folder(run / "average", inputs=[run], **kind) == run / "average"
+        claim_folder(made, what="a thing")
+    with pytest.raises(RosettaError, match="exists and is not another thing"):
+        claim_folder(made, overwrite=True, what="another thing")
+    assert claim_folder(made, overwrite=True, what="a thing") == made
+    # inside a run is never a place to write, even a new one
+    with pytest.raises(RosettaError, match="a training run; Rosetta never writes"):
+        claim_folder(run / "average", what="a thing")
+
+
+def test_overwrite_never_replaces_what_the_command_did_not_write(tmp_path):
+    made = tmp_path / "made"
+    with atomic_folder(made, kind="a thing") as folder:
+        (folder / "sub").mkdir()
+        (folder / "sub" / "a.txt").write_text("ours")
+    (made / "notes.txt").write_text("a user's")
+    with pytest.raises(RosettaError, match=r"did not write there \(notes.txt\)"):
+        claim_folder(made, overwrite=True, what="a thing")
+    (made / "notes.txt").unlink()
+    inner = made / "sub" / "myrun"  # a run trained inside the output
+    inner.mkdir()
+    (inner / "checkpoints.json").write_text("{}")
+    with pytest.raises(RosettaError, match=r"sub/myrun/checkpoints\.json"):
+        claim_folder(made, overwrite=True, what="a thing")
+    assert (inner / "checkpoints.json").is_file()
+
+
+@pytest.mark.parametrize(
+    "marker", ["checkpoints.json", "checkpoint.json", "tokenizers.json", "rosetta.json"]
+)
+def test_no_file_is_ever_written_inside_what_rosetta_keeps(tmp_path, marker):
+    kept = tmp_path / "kept"
+    (kept / "deeper").mkdir(parents=True)
+    (kept / marker).write_text("{}")
+    (kept / "deeper" / "model.safetensors").write_text("weights")
+    for target in (kept / marker, kept / "new.txt", kept / "deeper/model.safetensors"):
+        with pytest.raises(RosettaError, match="Rosetta never writes there"):
+            claim_file(target, overwrite=True)
+    link = tmp_path / "link"  # a link does not lead around the rule
+    link.symlink_to(kept)
+    with pytest.raises(RosettaError, match="Rosetta never writes there"):
+        claim_file(link / "x.txt", overwrite=True)
+
+
+def test_the_current_folder_is_never_replaced(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for name in (".", "..", str(tmp_path)):
+        with pytest.raises(RosettaError, match="the current folder"):
+            claim_folder(name, overwrite=True, what="a thing")
+
+
+def test_temporary_names_never_take_a_users_file(tmp_path):
+    target = tmp_path / "out"
+    users = [
+        tmp_path / ".out.tmp",
+        tmp_path / f".out.{os.getpid()}.tmp",
+        tmp_path / ".out.partial",
+    ]
+    for path in users:
+        path.mkdir()
+        (path / "keep.txt").write_text("mine")
+    with atomic_folder(target, kind="a thing") as folder:
+        (folder / "a").write_text("new")
+    with atomic_folder(target, kind="a thing") as folder:
+        (folder / "a").write_text("newer")
+    write_text_atomic(tmp_path / "file.txt", "x")
+    for path in users:
+        assert (path / "keep.txt").read_text() == "mine"
+    assert (target / "a").read_text() == "newer"
 
 
 def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path):
@@ -223,3 +276,73 @@ def test_train_and_prepare_refuse_a_folder_of_other_files(tmp_path, capsys):
         "holds files that are not a Rosetta run",
     )
     assert sorted(p.name for p in foreign.iterdir()) == ["chapter1.tex"]
+
+
+SWAP_SCRIPT = """
+import sys
+from pathlib import Path
+from rosetta.runtime.atomic import atomic_folder
+with atomic_folder(Path(sys.argv[1]), kind="a thing") as folder:
+    (folder / "a").write_text("new")
+"""
+
+
+def test_a_kill_between_the_renames_of_a_swap_is_completed_next_time(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    target = tmp_path / "out"
+    with atomic_folder(target, kind="a thing") as folder:
+        (folder / "a").write_text("old")
+    env = {**os.environ, "ROSETTA_TEST_SWAP_PAUSE": "60"}
+    argv = [sys.executable, "-c", SWAP_SCRIPT, str(target)]
+    process = subprocess.Popen(argv, env=env)
+    deadline = time.monotonic() + 60
+    while target.exists() and time.monotonic() < deadline:  # old moved aside
+        time.sleep(0.02)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert not target.exists()  # between the renames: the journal knows
+    assert claim_folder(target, overwrite=True, what="a thing") == target
+    assert (target / "a").read_text() == "new"
+    assert sorted(os.listdir(tmp_path)) == ["out"]
+
+
+def test_no_command_writes_a_file_inside_a_run(toy_run, tmp_path, capsys):
+    run = toy_run("transformer")
+    before = snapshot(run)
+    source = tmp_path / "src.txt"
+    source.write_text("alpha beta\n")
+    checkpoint = next(run.glob("checkpoint-*"))
+    inside = [
+        run / "checkpoints.json",
+        checkpoint / "model.safetensors",
+        checkpoint / "checkpoint.json",
+        run / "notes.txt",
+    ]
+    for target in inside:
+        for verb, flag in (("translate", "-i"), ("distill", "--src")):
+            argv = [verb, "-m", str(run), flag, str(source), "-o", str(target)]
+            run_refused([*argv, "--overwrite"], capsys, "Rosetta never writes there")
+    assert snapshot(run) == before
+
+
+def test_a_task_is_never_replaced_over_a_run_trained_inside_it(tmp_path, capsys):
+    task = ["task", "copy", "--count", "20", "--valid", "5", "--test", "5"]
+    folder = tmp_path / "tk"
+    assert main([*task, "-o", str(folder)]) == 0
+    (folder / "notes.txt").write_text("mine")
+    run_refused([*task, "-o", str(folder), "--overwrite"], capsys, "notes.txt")
+    assert (folder / "notes.txt").read_text() == "mine"
+
+
+def test_distill_never_takes_a_users_partial_file(toy_run, tmp_path, capsys):
+    source = tmp_path / "src.txt"
+    source.write_text("alpha beta\n")
+    partial = tmp_path / "out.en.partial"
+    partial.write_text("a user's draft\n")
+    argv = ["distill", "-m", str(toy_run("transformer")), "--src", str(source)]
+    run_refused([*argv, "-o", str(tmp_path / "out.en")], capsys, "not started by")
+    assert partial.read_text() == "a user's draft\n"

@@ -24,7 +24,7 @@ from tqdm import tqdm
 
 from rosetta.errors import RosettaError
 from rosetta.inference.text_translator import TextTranslator
-from rosetta.runtime.outputs import write_json_atomic
+from rosetta.runtime.atomic import write_json_atomic
 from rosetta.search.batched import Workers
 from rosetta.search.options import SearchOptions
 
@@ -72,14 +72,21 @@ def distill(
     digest = hashlib.sha256("\n".join(sources).encode("utf-8")).hexdigest()
     made_of = {"sources_sha256": digest, "lines": len(sources), **what}
     if record.is_file():
-        earlier = json.loads(record.read_text(encoding="utf-8"))
+        try:
+            earlier = json.loads(record.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            raise RosettaError(f"{record}: unreadable ({error})") from None
         if earlier != made_of:
             raise RosettaError(
                 f"{partial} was started with other sources or settings "
                 f"({earlier}); delete it and {record.name} to start again"
             )
+    elif partial.exists() or partial.is_symlink():
+        raise RosettaError(
+            f"{partial} exists and was not started by rosetta distill (no "
+            f"{record.name} beside it); move it, or choose another output"
+        )
     else:
-        partial.unlink(missing_ok=True)
         output.parent.mkdir(parents=True, exist_ok=True)
         write_json_atomic(record, made_of)
     done = finished_lines(partial)

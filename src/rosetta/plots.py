@@ -16,7 +16,7 @@ import torch
 from rosetta.data.vocab import EOS
 from rosetta.errors import RosettaError, where
 from rosetta.nn.positional import positional_encoding
-from rosetta.runtime.outputs import atomic_file
+from rosetta.runtime.atomic import atomic_file
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

@@ -11,15 +11,15 @@ import yaml
 from rosetta.cli.common import add_overwrite_flag
 from rosetta.data.synthetic import (
     ARITHMETIC,
-    TASK_FILE,
     TASKS,
     TaskSpec,
     parse_band,
     write_task,
 )
 from rosetta.data.task_formats import FORMATS
+from rosetta.runtime.atomic import atomic_folder
 from rosetta.runtime.limits import Count, Seed, Size, number_flag
-from rosetta.runtime.outputs import atomic_folder, claim_folder
+from rosetta.runtime.outputs import claim_folder
 
 
 def cmd_task(args: argparse.Namespace) -> None:
@@ -39,10 +39,9 @@ def cmd_task(args: argparse.Namespace) -> None:
     output = claim_folder(
         args.output,
         overwrite=args.overwrite,
-        ours=lambda folder: (folder / TASK_FILE).is_file(),
-        what="a task written by rosetta task",
+        what=TASK_KIND,
     )
-    with atomic_folder(output) as folder:
+    with atomic_folder(output, kind=TASK_KIND) as folder:
         counts = write_task(spec, folder)
         (folder / CONFIG_FILE).write_text(ready_config(spec), encoding="utf-8")
     for name, pairs in counts.items():
@@ -52,6 +51,7 @@ def cmd_task(args: argparse.Namespace) -> None:
 
 
 CONFIG_FILE = "config.yaml"
+TASK_KIND = "a task written by rosetta task"
 # the model the written config trains: small, and ALiBi, the position scheme
 # that held on copy and reverse at five times the training length
 TASK_MODEL = {

@@ -19,8 +19,9 @@ from rosetta.cli.common import (
     search_options,
 )
 from rosetta.errors import RosettaError
+from rosetta.runtime.atomic import write_text_atomic
 from rosetta.runtime.limits import Count, number_flag
-from rosetta.runtime.outputs import claim_file, write_text_atomic
+from rosetta.runtime.outputs import claim_file
 
 
 def cmd_translate(args: argparse.Namespace) -> None:

@@ -23,7 +23,7 @@ from rosetta.data.align import align, fertilities_from_links, parse_links
 from rosetta.data.batching import Example
 from rosetta.data.encoded_pairs import EncodedPairs, SplitWriter, map_array
 from rosetta.data.store import MANIFEST_FILE, STORE_DIR, sha256_of
-from rosetta.runtime.outputs import atomic_folder, write_text_atomic
+from rosetta.runtime.atomic import atomic_folder, write_text_atomic
 
 ALIGNMENTS_FILE = "alignments.txt"
 FERTILITY_DIR = "fertilities"

@@ -41,7 +41,7 @@ from rosetta.data.encoded_pairs import (
 )
 from rosetta.data.tokenizer import TokenizerPair
 from rosetta.errors import RosettaError
-from rosetta.runtime.outputs import atomic_folder
+from rosetta.runtime.atomic import atomic_folder
 
 STORE_DIR = "store"
 MANIFEST_FILE = "manifest.json"

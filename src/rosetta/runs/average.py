@@ -15,7 +15,10 @@ from safetensors.torch import load_file
 
 from rosetta.errors import RosettaError
 from rosetta.runs import checkpoint as ckpt
+from rosetta.runtime.atomic import atomic_folder
 from rosetta.runtime.outputs import claim_folder
+
+AVERAGE_KIND = "an averaged checkpoint"  # what the folder records it holds
 
 
 def last_checkpoints(run_dir: Path, count: int | None = None) -> list[Path]:
@@ -53,14 +56,6 @@ def average_weights(folders: list[Path]) -> dict[str, torch.Tensor]:
     return {name: (t / len(folders)).to(dtypes[name]) for name, t in total.items()}
 
 
-def is_average(folder: Path) -> bool:
-    """Whether ``folder`` is a checkpoint that ``average_run`` wrote."""
-    try:
-        return "averaged" in ckpt.read_meta(folder)
-    except RosettaError:
-        return False
-
-
 def average_run(
     run_dir: Path, count: int | None, output: Path, overwrite: bool = False
 ) -> list[Path]:
@@ -75,11 +70,12 @@ def average_run(
         output,
         inputs=[run_dir, *folders],
         overwrite=overwrite,
-        ours=is_average,
-        what="an averaged checkpoint",
+        what=AVERAGE_KIND,
     )
     meta = ckpt.read_meta(folders[-1])
     kept = {key: meta[key] for key in ("config", "tokenizers", "trainer")}
     kept["averaged"] = [str(folder) for folder in folders]
-    ckpt.save_checkpoint(output, average_weights(folders), None, kept)
+    weights = average_weights(folders)
+    with atomic_folder(output, kind=AVERAGE_KIND) as folder:
+        ckpt.write_checkpoint_files(folder, weights, None, kept)
     return folders

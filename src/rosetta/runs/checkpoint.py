@@ -26,7 +26,7 @@ from torch import nn
 
 from rosetta.errors import RosettaError
 from rosetta.runs.integrity import seal_meta, sha256_file, verify_files, verify_sealed
-from rosetta.runtime.outputs import fsync_path, replace_folder, write_json_atomic
+from rosetta.runtime.atomic import fsync_path, replace_folder, write_json_atomic
 
 # 2: checkpoint.json carries the checksum of its own content (``meta_sha256``).
 FORMAT_VERSION = 2
@@ -150,18 +150,21 @@ def save_checkpoint(
     meta: dict[str, Any],
     state: dict[str, torch.Tensor] | None = None,
 ) -> None:
-    """Write a checkpoint folder atomically (temp folder, fsync, rename).
+    """Write a checkpoint folder of a run atomically (temp folder, fsync,
+    rename; ``write_checkpoint_files``).
 
-    ``model`` is a model, or the tensors to write (``model_tensors`` of one);
-    ``state`` holds the training tensors that are not weights.
     A failed write (disk full, no permission) removes its temporary folder and
     raises ``RosettaError``; earlier checkpoints are never touched.
     """
-    # One name per checkpoint, not per process: a run killed mid-write
-    # leaves it, and the resumed run, writing that checkpoint again, clears it.
+    # One name per checkpoint, not per process: the run is locked to one
+    # writer, and a resumed run writing that checkpoint again clears what a
+    # killed one left.
     tmp = folder.with_name(f".{folder.name}.tmp")
     try:
-        _write_checkpoint(tmp, folder, model, optimizer, meta, state)
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        write_checkpoint_files(tmp, model, optimizer, meta, state)
+        replace_folder(tmp, folder)
     except OSError as error:
         shutil.rmtree(tmp, ignore_errors=True)
         reason = error.strerror or str(error)
@@ -171,37 +174,37 @@ def save_checkpoint(
         ) from None
 
 
-def _write_checkpoint(
-    tmp: Path,
+def write_checkpoint_files(
     folder: Path,
     model: nn.Module | dict[str, torch.Tensor],
     optimizer: torch.optim.Optimizer | None,
     meta: dict[str, Any],
-    state: dict[str, torch.Tensor] | None,
+    state: dict[str, torch.Tensor] | None = None,
 ) -> None:
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
+    """Fill the empty ``folder`` with a checkpoint, every file fsynced.
+
+    ``model`` is a model, or the tensors to write (``model_tensors`` of one);
+    ``state`` holds the training tensors that are not weights."""
     tensors = model if isinstance(model, dict) else model_tensors(model)
-    save_file(tensors, str(tmp / MODEL_FILE))
+    save_file(tensors, str(folder / MODEL_FILE))
     files = [MODEL_FILE]
     meta = {"format_version": FORMAT_VERSION, **meta}
     if optimizer is not None:
         tensors, groups = _optimizer_tensors(optimizer)
-        save_file(tensors, str(tmp / OPTIMIZER_FILE))
+        save_file(tensors, str(folder / OPTIMIZER_FILE))
         files.append(OPTIMIZER_FILE)
         meta["optimizer_param_groups"] = groups
     if state:
         cpu = {k: v.detach().to("cpu").contiguous() for k, v in state.items()}
-        save_file(cpu, str(tmp / STATE_FILE))
+        save_file(cpu, str(folder / STATE_FILE))
         files.append(STATE_FILE)
-    meta["sha256"] = {name: sha256_file(tmp / name) for name in files}
+    meta["sha256"] = {name: sha256_file(folder / name) for name in files}
     meta = seal_meta(meta)
-    with open(tmp / META_FILE, "w", encoding="utf-8") as handle:
+    with open(folder / META_FILE, "w", encoding="utf-8") as handle:
         json.dump(meta, handle, indent=1)
     for name in [*files, META_FILE]:
-        fsync_path(tmp / name)
-    fsync_path(tmp)
-    replace_folder(tmp, folder)
+        fsync_path(folder / name)
+    fsync_path(folder)
 
 
 def read_meta(folder: Path) -> dict[str, Any]:

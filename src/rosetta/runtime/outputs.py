@@ -1,43 +1,57 @@
-"""Writing without destroying: the one way every command writes its output.
+"""Writing without destroying: the one rule every command that writes obeys.
 
-A command that writes keeps three promises, in the order it meets them:
+A command writes only the output it was given, and it claims that place
+before the long work (``claim_file``, ``claim_folder``), so a bad place fails
+in a second, not after an hour of translating:
 
-1. **Claim the place before the long work** (``claim_file``, ``claim_folder``).
-   The target may not be one of the command's inputs, nor a folder holding one;
-   it may not be a training run or a checkpoint of one; an existing target is
-   refused unless ``overwrite`` is given, and even then only if it is what this
-   kind of command writes (a file, or a folder that carries the command's own
-   marker). The parent folder is made and checked for writing, so a bad place
-   fails in a second, not after an hour of translating.
-2. **Write beside the target under a temporary name, then rename**
-   (``write_text_atomic``, ``atomic_file``, ``atomic_folder``): a failure
-   leaves the old target, or nothing, never half of one.
-3. **Replace a folder by swapping**: the old one is renamed aside, the new one
-   into place, and only then is the old one removed.
+- **Never inside what Rosetta keeps.** A training run, a checkpoint, a token
+  store or an export (``kept_folder`` tells them by the files that make them)
+  never receives a file, with or without ``--overwrite``; nor does one of the
+  command's inputs, nor a folder holding one. Paths are compared resolved, so
+  a symbolic link does not lead around the rule.
+- **``--overwrite`` replaces only what the same kind of command wrote.** A
+  folder output records the files it wrote (``LEDGER_FILE``); an existing
+  folder is replaced only if it carries that record, of the same kind, and
+  holds nothing else (a user's notes, a run trained inside it: refused,
+  named). A file output replaces only a regular file.
+- **All or nothing** (``rosetta.runtime.atomic``): files and folders are
+  written under new temporary names and renamed into place; a folder swap is
+  journaled, and a swap a kill interrupted is completed here, by the next
+  command on that output, before anything else.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from rosetta.errors import RosettaError
+from rosetta.runtime.atomic import LEDGER_FILE, finish_swap, folder_files
 
 RUN_MARKER = "checkpoints.json"  # a training run's index of checkpoints
+RUN_LOCK = ".rosetta-run.lock"  # held by the process training a run
+# The files that make a folder something Rosetta keeps, and what it is then.
+KEPT = (
+    (RUN_MARKER, "a training run"),
+    (RUN_LOCK, "a training run"),
+    ("tokenizers.json", "a training run"),
+    ("checkpoint.json", "a checkpoint"),
+    ("store/manifest.json", "a training run"),
+    ("rosetta.json", "a CTranslate2 export"),
+)
 
 
-def fsync_path(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+def kept_folder(folder: Path) -> str | None:
+    """What ``folder`` is, if Rosetta keeps it (a run, a checkpoint, a token
+    store, an export)."""
+    if folder.name == "store" and (folder / "manifest.json").is_file():
+        return "a token store"
+    for name, what in KEPT:
+        if (folder / name).exists():
+            return what
+    return None
 
 
 def _overlap(target: Path, inputs: Iterable[str | Path]) -> Path | None:
@@ -48,6 +62,26 @@ def _overlap(target: Path, inputs: Iterable[str | Path]) -> Path | None:
         if source == resolved or resolved in source.parents:
             return Path(item)
     return None
+
+
+def _refuse_inputs(target: Path, inputs: Iterable[str | Path]) -> None:
+    source = _overlap(target, inputs)
+    if source is not None:
+        what = "is" if source.resolve() == target.resolve() else "holds"
+        raise RosettaError(
+            f"{target}: the output {what} the input {source}; write to another place"
+        )
+
+
+def _refuse_kept_places(target: Path) -> None:
+    """Nothing is written inside a run, checkpoint, store or export."""
+    for folder in target.resolve().parents:
+        what = kept_folder(folder)
+        if what is not None:
+            raise RosettaError(
+                f"{target}: inside {folder}, {what}; Rosetta never writes "
+                "there (nothing was written): choose another place"
+            )
 
 
 def _check_parent(target: Path) -> None:
@@ -62,15 +96,6 @@ def _check_parent(target: Path) -> None:
         raise RosettaError(f"{target}: the folder {parent} is not writable")
 
 
-def _refuse_inputs(target: Path, inputs: Iterable[str | Path]) -> None:
-    source = _overlap(target, inputs)
-    if source is not None:
-        what = "is" if source.resolve() == target.resolve() else "holds"
-        raise RosettaError(
-            f"{target}: the output {what} the input {source}; write to another place"
-        )
-
-
 def claim_file(
     target: str | Path,
     *,
@@ -79,10 +104,12 @@ def claim_file(
 ) -> Path:
     """Check that ``target`` may receive a new file; returns it as a ``Path``.
 
-    Refused: an input, a folder, an existing file unless ``overwrite``, a
-    parent folder that cannot be made or written."""
+    Refused: an input, a place inside a run, checkpoint, store or export, a
+    folder, an existing file unless ``overwrite``, something that is not a
+    regular file, a parent folder that cannot be made or written."""
     target = Path(target)
     _refuse_inputs(target, inputs)
+    _refuse_kept_places(target)
     if target.is_dir():
         raise RosettaError(f"{target}: a folder; name a file to write")
     if target.exists() or target.is_symlink():
@@ -91,10 +118,46 @@ def claim_file(
                 f"{target} exists; pass --overwrite to replace it, or choose "
                 "another output"
             )
-        if not target.is_file():
+        if target.is_symlink() or not target.is_file():
             raise RosettaError(f"{target}: not a regular file; not replaced")
     _check_parent(target)
     return target
+
+
+def read_ledger(folder: Path) -> dict | None:
+    """The record of what a folder output holds, or None if it has none (or
+    one that is not Rosetta's)."""
+    try:
+        ledger = json.loads((folder / LEDGER_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(ledger, dict) or not isinstance(ledger.get("kind"), str):
+        return None
+    files = ledger.get("files")
+    if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
+        return None
+    return ledger
+
+
+def _refuse_unless_ours(target: Path, what: str) -> None:
+    """``target`` holds exactly an output of the kind ``what``, nothing else."""
+    ledger = read_ledger(target)
+    if ledger is None or ledger["kind"] != what:
+        kept = kept_folder(target)
+        if kept == "a training run":
+            raise RosettaError(f"{target} is a training run; it is never replaced")
+        raise RosettaError(
+            f"{target} exists and is not {what}; choose a new folder "
+            "(nothing was written)"
+        )
+    written = set(ledger["files"]) | {LEDGER_FILE}
+    foreign = [name for name in folder_files(target) if name not in written]
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+        raise RosettaError(
+            f"{target} holds files that Rosetta did not write there ({shown}); "
+            "not replaced: move them, or choose another folder"
+        )
 
 
 def claim_folder(
@@ -102,27 +165,27 @@ def claim_folder(
     *,
     inputs: Iterable[str | Path] = (),
     overwrite: bool = False,
-    ours: Callable[[Path], bool],
     what: str,
 ) -> Path:
     """Check that ``target`` may become a new folder of the kind ``what``
     (e.g. "a CTranslate2 export"); returns it as a ``Path``.
 
-    An existing folder is replaced only with ``overwrite`` and only if
-    ``ours(folder)`` says this kind of command wrote it; a training run or
-    one of its checkpoints never is."""
+    An existing folder is replaced only with ``overwrite``, and only if it
+    is an earlier output of the kind ``what`` holding only the files that
+    output wrote; a training run or one of its checkpoints never is."""
     target = Path(target)
+    resolved = target.resolve()
+    if resolved == Path.cwd() or resolved in Path.cwd().parents or not target.name:
+        raise RosettaError(
+            f"{target}: the current folder or one holding it; name a new folder"
+        )
     _refuse_inputs(target, inputs)
+    _refuse_kept_places(target)
+    finish_swap(target)
     if target.exists() or target.is_symlink():
-        if not target.is_dir():
+        if target.is_symlink() or not target.is_dir():
             raise RosettaError(f"{target} exists and is not a folder; not replaced")
-        if (target / RUN_MARKER).exists():
-            raise RosettaError(f"{target} is a training run; it is never replaced")
-        if not ours(target):
-            raise RosettaError(
-                f"{target} exists and is not {what}; choose a new folder "
-                "(nothing was written)"
-            )
+        _refuse_unless_ours(target, what)
         if not overwrite:
             raise RosettaError(
                 f"{target} holds {what}; pass --overwrite to replace it, or "
@@ -130,90 +193,3 @@ def claim_folder(
             )
     _check_parent(target)
     return target
-
-
-def temporary_name(target: Path, suffix: str = "") -> Path:
-    """A name beside ``target`` that no user file has: hidden, with our PID."""
-    return target.with_name(f".{target.name}.{os.getpid()}.tmp{suffix}")
-
-
-@contextmanager
-def atomic_file(target: Path) -> Iterator[Path]:
-    """A temporary path beside ``target`` (same suffix) to write; renamed to
-    ``target`` when the block ends without an error, removed otherwise."""
-    target = Path(target)
-    tmp = temporary_name(target, target.suffix)
-    try:
-        yield tmp
-        fsync_path(tmp)
-        os.replace(tmp, target)
-        fsync_path(target.parent)
-    except OSError as error:
-        raise RosettaError(
-            f"{target}: not written ({error.strerror or error})"
-        ) from None
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` (UTF-8), all or nothing."""
-    with atomic_file(Path(path)) as tmp, open(tmp, "w", encoding="utf-8") as handle:
-        handle.write(text)
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Replace ``path`` with ``data`` as JSON, all or nothing."""
-    write_text_atomic(path, json.dumps(data, indent=1))
-
-
-def replace_folder(tmp: Path, target: Path) -> None:
-    """Move the finished folder ``tmp`` to ``target``: an old ``target`` is
-    renamed aside first and removed only once the new one is in place."""
-    aside = None
-    if target.exists():
-        aside = Path(tempfile.mkdtemp(prefix=f".{target.name}.old", dir=target.parent))
-        os.replace(target, aside / target.name)
-    try:
-        os.replace(tmp, target)
-    except OSError:
-        if aside is not None:  # put the old folder back
-            os.replace(aside / target.name, target)
-            aside.rmdir()
-        raise
-    fsync_path(target.parent)
-    if aside is not None:
-        shutil.rmtree(aside, ignore_errors=True)
-
-
-def move_unless_there(tmp: Path, target: Path) -> None:
-    """Move the finished folder ``tmp`` to ``target`` unless a ``target``
-    exists: where processes write the same content, the first one wins."""
-    try:
-        os.rename(tmp, target)
-    except OSError:
-        if not target.is_dir():
-            raise
-    else:
-        fsync_path(target.parent)
-
-
-@contextmanager
-def atomic_folder(target: Path, replace: bool = True) -> Iterator[Path]:
-    """A new temporary folder beside ``target`` to fill; it takes ``target``'s
-    place (``replace_folder``; with ``replace=False`` only if there is none,
-    ``move_unless_there``) when the block ends without an error, and is
-    removed otherwise."""
-    target = Path(target)
-    tmp = temporary_name(target)
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    try:
-        yield tmp
-        (replace_folder if replace else move_unless_there)(tmp, target)
-    except OSError as error:
-        raise RosettaError(
-            f"{target}: not written ({error.strerror or error})"
-        ) from None
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rosetta.runtime.outputs import write_text_atomic
+from rosetta.runtime.atomic import write_text_atomic
 from rosetta.train.tensorboard import (
     TENSORBOARD_DIR,
     TensorBoardEvents,

@@ -39,7 +39,7 @@ from rosetta.data.store import (
 from rosetta.data.text import encode_text, text_blocks
 from rosetta.data.tokenizer import TokenizerPair, train_tokenizer
 from rosetta.errors import RosettaError
-from rosetta.runtime.outputs import write_json_atomic
+from rosetta.runtime.atomic import write_json_atomic
 
 if TYPE_CHECKING:
     from rosetta.config.schema import Config

@@ -26,9 +26,11 @@ from rosetta.families.transformer.model import TransformerDecoder, TransformerEn
 from rosetta.families.transformer.positions import SCHEMES
 from rosetta.runs import checkpoint as ckpt
 from rosetta.runs.restore import Restored, restore
-from rosetta.runtime.outputs import atomic_folder, claim_folder, write_json_atomic
+from rosetta.runtime.atomic import atomic_folder, write_json_atomic
+from rosetta.runtime.outputs import claim_folder
 
 ENGINE_FILE = "rosetta.json"
+EXPORT_KIND = "a CTranslate2 export"  # what the folder records it holds
 QUANTIZATIONS = ("int8", "int8_float32", "int16", "float16", "bfloat16")
 
 
@@ -41,11 +43,6 @@ def import_ctranslate2() -> Any:
             "(or pip install ctranslate2)"
         ) from None
     return ctranslate2
-
-
-def is_export(folder: Path) -> bool:
-    """Whether ``folder`` is a CTranslate2 export that Rosetta wrote."""
-    return (folder / ENGINE_FILE).is_file()
 
 
 def export_ctranslate2(
@@ -70,8 +67,7 @@ def export_ctranslate2(
         output,
         inputs=[model_path, folder],
         overwrite=overwrite,
-        ours=is_export,
-        what="a CTranslate2 export",
+        what=EXPORT_KIND,
     )
     restored = restore(folder, torch.device("cpu"))
     model = restored.model.eval()
@@ -109,7 +105,7 @@ def export_ctranslate2(
         "exported_from": str(folder),
         "quantization": quantization or "float32",
     }
-    with atomic_folder(Path(output)) as tmp:
+    with atomic_folder(Path(output), kind=EXPORT_KIND) as tmp:
         _convert(spec, tmp, quantization)
         write_json_atomic(tmp / ENGINE_FILE, engine)
     return folder

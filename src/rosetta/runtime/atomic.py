@@ -1,0 +1,240 @@
+"""Writing all or nothing: files and folders appear whole under their real
+name, or not at all, whenever the process is stopped.
+
+- A file is written under a temporary name beside it, fsynced, and renamed
+  (``atomic_file``).
+- A folder is filled under a temporary name beside it and moved into place
+  (``atomic_folder``). Replacing an existing folder takes two renames (old
+  aside, new in), so the swap is first written down in a journal beside the
+  target (``.NAME.swap.json``): a process killed at any instant leaves the
+  old folder or the new one under the real name, or a journal from which
+  ``finish_swap`` (run by the next command on that output) completes the
+  swap.
+- Temporary names are made by ``tempfile`` (``mkstemp``, ``mkdtemp``): a name
+  that exists is never taken, so no user file is ever written over or
+  removed as "ours"; only what this process created is cleaned up.
+
+``ROSETTA_TEST_SWAP_PAUSE`` (seconds) pauses between the two renames of a
+swap, so that tests can kill a process exactly there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from rosetta.errors import RosettaError
+
+LEDGER_FILE = ".rosetta-output.json"  # what a folder output holds: see outputs
+SWAP_SUFFIX = ".swap.json"
+
+
+def fsync_path(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _not_written(target: Path, error: OSError) -> RosettaError:
+    return RosettaError(f"{target}: not written ({error.strerror or error})")
+
+
+@contextmanager
+def atomic_file(target: Path) -> Iterator[Path]:
+    """A new temporary path beside ``target`` (same suffix) to write; renamed
+    to ``target`` when the block ends without an error, removed otherwise."""
+    target = Path(target)
+    try:
+        fd, name = tempfile.mkstemp(
+            prefix=f".{target.name}.", suffix=f".tmp{target.suffix}", dir=target.parent
+        )
+    except OSError as error:
+        raise _not_written(target, error) from None
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        yield tmp
+        fsync_path(tmp)
+        os.replace(tmp, target)
+        fsync_path(target.parent)
+    except OSError as error:
+        raise _not_written(target, error) from None
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` (UTF-8), all or nothing."""
+    with atomic_file(Path(path)) as tmp, open(tmp, "w", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Replace ``path`` with ``data`` as JSON, all or nothing."""
+    write_text_atomic(path, json.dumps(data, indent=1))
+
+
+def journal_path(target: Path) -> Path:
+    return target.with_name(f".{target.name}{SWAP_SUFFIX}")
+
+
+def _pause_for_tests() -> None:
+    pause = os.environ.get("ROSETTA_TEST_SWAP_PAUSE")
+    if pause:
+        time.sleep(float(pause))
+
+
+def replace_folder(tmp: Path, target: Path) -> None:
+    """Move the finished folder ``tmp`` (beside ``target``) to ``target``.
+
+    With no ``target``, one rename. Otherwise a swap: the journal names the
+    new folder and the place the old one is moved aside to; old aside, new
+    in, old removed, journal removed. ``finish_swap`` completes a swap that
+    was stopped anywhere in between."""
+    finish_swap(target)
+    if not (target.exists() or target.is_symlink()):
+        os.replace(tmp, target)
+        fsync_path(target.parent)
+        return
+    aside = Path(tempfile.mkdtemp(prefix=f".{target.name}.old", dir=target.parent))
+    journal = journal_path(target)
+    write_json_atomic(journal, {"new": tmp.name, "aside": aside.name})
+    try:
+        os.replace(target, aside / target.name)
+    except OSError:
+        aside.rmdir()
+        journal.unlink()
+        raise
+    _pause_for_tests()
+    try:
+        os.replace(tmp, target)
+    except OSError:
+        os.replace(aside / target.name, target)  # put the old folder back
+        aside.rmdir()
+        journal.unlink()
+        raise
+    fsync_path(target.parent)
+    shutil.rmtree(aside, ignore_errors=True)
+    journal.unlink()
+    fsync_path(target.parent)
+
+
+def _read_journal(journal: Path) -> tuple[str, str]:
+    try:
+        entry = json.loads(journal.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise RosettaError(f"{journal}: unreadable swap journal ({error})") from None
+    if not isinstance(entry, dict):
+        entry = {}
+    names = [entry.get("new"), entry.get("aside")]
+    for name in names:
+        if not isinstance(name, str) or not name or "/" in name or name in (".", ".."):
+            raise RosettaError(
+                f"{journal}: not a swap journal Rosetta wrote (field new/aside)"
+            )
+    return names[0], names[1]
+
+
+def finish_swap(target: Path) -> str | None:
+    """Complete a folder swap onto ``target`` that a killed process left
+    (see ``replace_folder``); returns what was done, or None if nothing was
+    pending. Whatever instant the kill came at, the result is the new folder
+    (once the old one had been moved aside) or the old one (before that)."""
+    target = Path(target)
+    journal = journal_path(target)
+    if not journal.is_file():
+        return None
+    new_name, aside_name = _read_journal(journal)
+    new, aside = target.parent / new_name, target.parent / aside_name
+    old = aside / target.name
+    if target.exists():
+        if new.is_dir():  # stopped before the old one moved: keep it
+            shutil.rmtree(new)
+            done = "undone"
+        else:
+            done = "completed"
+    elif new.is_dir():
+        os.replace(new, target)
+        done = "completed"
+    elif old.is_dir():
+        os.replace(old, target)
+        done = "undone"
+    else:
+        raise RosettaError(
+            f"{journal}: neither the old nor the new {target.name} is left; "
+            "the journal is kept for inspection"
+        )
+    fsync_path(target.parent)
+    shutil.rmtree(aside, ignore_errors=True)
+    journal.unlink()
+    return f"{target}: a swap stopped midway was {done}"
+
+
+def finish_swaps(folder: Path) -> list[str]:
+    """``finish_swap`` for every journal in ``folder`` (a run's checkpoints)."""
+    if not folder.is_dir():
+        return []
+    done = []
+    for journal in sorted(folder.glob(f".*{SWAP_SUFFIX}")):
+        name = journal.name[1 : -len(SWAP_SUFFIX)]
+        if name and (what := finish_swap(folder / name)):
+            done.append(what)
+    return done
+
+
+def folder_files(folder: Path) -> list[str]:
+    """Every file and link below ``folder``, as sorted relative paths."""
+    found = []
+    for root, dirs, files in os.walk(folder):
+        base = Path(root).relative_to(folder)
+        for name in files + [d for d in dirs if (Path(root) / d).is_symlink()]:
+            found.append((base / name).as_posix())
+    return sorted(found)
+
+
+def move_unless_there(tmp: Path, target: Path) -> None:
+    """Move the finished folder ``tmp`` to ``target`` unless a ``target``
+    exists: where processes write the same content, the first one wins."""
+    try:
+        os.rename(tmp, target)
+    except OSError:
+        if not target.is_dir():
+            raise
+    else:
+        fsync_path(target.parent)
+
+
+@contextmanager
+def atomic_folder(
+    target: Path, replace: bool = True, kind: str | None = None
+) -> Iterator[Path]:
+    """A new temporary folder beside ``target`` to fill; it takes ``target``'s
+    place (``replace_folder``; with ``replace=False`` only if there is none,
+    ``move_unless_there``) when the block ends without an error, and is
+    removed otherwise. With ``kind``, the folder records what it holds
+    (``LEDGER_FILE``), so that a later ``--overwrite`` replaces only that."""
+    target = Path(target)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    except OSError as error:
+        raise _not_written(target, error) from None
+    try:
+        yield tmp
+        if kind is not None:
+            ledger = {"kind": kind, "files": folder_files(tmp)}
+            (tmp / LEDGER_FILE).write_text(json.dumps(ledger, indent=1))
+        (replace_folder if replace else move_unless_there)(tmp, target)
+    except OSError as error:
+        raise _not_written(target, error) from None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
