@@ -11,7 +11,9 @@ killed:
                    temporary folder, optimizer and metadata not yet;
 - ``index:N``      after the N-th checkpoint is renamed into place, before the
                    index that names it is written;
-- ``raise:N``      raise an error after the N-th optimizer step.
+- ``raise:N``      raise an error after the N-th optimizer step;
+- ``term:N``, ``int:N``  send itself SIGTERM / SIGINT after the N-th
+                   optimizer step, and go on (the signal ends the run).
 
 Under torchrun, only the process whose rank is ``KILL_RANK`` (default 0)
 freezes or raises.
@@ -20,6 +22,7 @@ freezes or raises.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -52,6 +55,18 @@ def install(point: str, marker: Path) -> None:
             outcome = original_step(self, indices)
             if self.state.step == target:
                 raise RuntimeError(f"injected failure at step {target}")
+            return outcome
+
+        trainer_module.Trainer.train_step = train_step
+    elif kind in ("term", "int"):
+        original_step = trainer_module.Trainer.train_step
+        number = signal.SIGTERM if kind == "term" else signal.SIGINT
+
+        def train_step(self, indices):
+            outcome = original_step(self, indices)
+            if self.state.step == target:
+                marker.write_text(str(os.getpid()))
+                os.kill(os.getpid(), number)
             return outcome
 
         trainer_module.Trainer.train_step = train_step

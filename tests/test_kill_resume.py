@@ -8,6 +8,7 @@ whose weights and optimizer state must equal an uninterrupted run's exactly.
 from __future__ import annotations
 
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -116,3 +117,45 @@ def test_killed_and_resumed_training_ends_bitwise_identical(setup, point):
     index = read_index(run)
     assert all((run / name).is_dir() for name in index["checkpoints"])
     assert not list(run.glob("*.tmp"))  # no half-written leftovers named
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("setup", ["transformer"], indirect=True)
+@pytest.mark.parametrize("name", ["term", "int"])
+def test_a_signal_saves_the_update_and_resume_ends_identical(setup, name):
+    """SIGTERM or Ctrl-C at a random update (not one that validates): the
+    update is saved, the message says how to continue, and the resumed run
+    ends bitwise equal to an uninterrupted one."""
+    _, folder, config, expected = setup
+    step = random.choice([s for s in range(1, 30) if s % 10])
+    run = folder / f"{name}-{step}"
+    marker = folder / f"{run.name}.pid"
+    stopped = subprocess.run(
+        command(
+            "tests/kill_harness.py",
+            f"{name}:{step}",
+            str(marker),
+            "--",
+            *train_args(config, run),
+        ),
+        capture_output=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    number = signal.SIGTERM if name == "term" else signal.SIGINT
+    err = stopped.stderr.decode()
+    assert stopped.returncode == 128 + number, err[-2000:]
+    assert f"stopped by {number.name} at update {step}" in err, err[-2000:]
+    assert "--resume" in err and "Traceback" not in err, err[-2000:]
+    assert read_index(run)["latest"] == f"checkpoint-{step:07d}"
+    resumed = subprocess.run(
+        command("-m", "rosetta.cli", *train_args(config, run, "--resume")),
+        capture_output=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert resumed.returncode == 0, resumed.stderr.decode()[-2000:]
+    assert f"(step {step}, " in resumed.stdout.decode()
+    got = final_state(run)
+    different = [k for k in expected if not torch.equal(got[k], expected[k])]
+    assert different == [], f"{len(different)} tensors differ after {name}:{step}"

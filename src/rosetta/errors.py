@@ -12,3 +12,12 @@ class RosettaError(Exception):
 def where(path: object, line: int | None = None) -> str:
     """Format a location as ``path`` or ``path:line`` for error messages."""
     return f"{path}:{line}" if line is not None else str(path)
+
+
+class Stopped(Exception):
+    """A command stopped by a signal after saving its work; the command line
+    prints the message (how to continue) and exits with ``status``."""
+
+    def __init__(self, message: str, status: int):
+        super().__init__(message)
+        self.status = status

@@ -16,7 +16,7 @@ import warnings
 from importlib.metadata import version
 from typing import NoReturn
 
-from rosetta.errors import RosettaError
+from rosetta.errors import RosettaError, Stopped
 
 
 class DefaultsFormatter(argparse.HelpFormatter):
@@ -111,6 +111,9 @@ def main(argv: list[str] | None = None) -> int:
     except RosettaError as error:
         print(f"rosetta {args.verb}: error: {error}", file=sys.stderr)
         return 2
+    except Stopped as stop:
+        print(f"rosetta {args.verb}: {stop}", file=sys.stderr)
+        return stop.status
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -11,8 +12,9 @@ from typing import NoReturn
 
 from rosetta.cli.common import add_threads_flag
 from rosetta.config.reading import load_config
-from rosetta.errors import RosettaError
+from rosetta.errors import RosettaError, Stopped
 from rosetta.families import family_of
+from rosetta.runs.lock import run_lock
 from rosetta.runtime.limits import Count, number_flag
 from rosetta.train.prepare import PrepareOptions
 from rosetta.train.run import check_new_run_folder, run_training
@@ -27,7 +29,9 @@ def cmd_prepare(args: argparse.Namespace) -> None:
     run_dir = Path(args.output or default_run_dir(args.config))
     check_new_run_folder(run_dir)
     options = PrepareOptions(workers=args.workers, refresh=True)
-    family_of(config.model).prepare(config, run_dir, print, options)
+    with run_lock(run_dir):
+        check_new_run_folder(run_dir)
+        family_of(config.model).prepare(config, run_dir, print, options)
     print(f"prepared: {run_dir}")
 
 
@@ -39,11 +43,23 @@ def cmd_train(args: argparse.Namespace) -> None:
     if args.nproc > 1:
         launch_processes(args, run_dir)  # whose rank 0 says where the model is
         return
-    run_training(config, run_dir, resume=args.resume)
+    try:
+        run_training(config, run_dir, resume=args.resume)
+    except Stopped as stop:
+        again = resume_command(args, run_dir)
+        raise Stopped(f"{stop}; continue with:\n  {again}", stop.status) from None
     if os.environ.get("RANK", "0") == "0":
         print(f"model: {run_dir}")
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:
         end_worker()
+
+
+def resume_command(args: argparse.Namespace, run_dir: Path) -> str:
+    """The command line that continues this training where it stopped."""
+    overrides = [flag for value in args.set for flag in ("--set", value)]
+    processes = ["--nproc", str(args.nproc)] if args.nproc > 1 else []
+    command = ["rosetta", "train", args.config, "-o", str(run_dir), *overrides]
+    return shlex.join([*command, *processes, "--resume"])
 
 
 def end_worker() -> NoReturn:

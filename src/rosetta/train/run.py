@@ -16,6 +16,7 @@ from rosetta.errors import RosettaError
 from rosetta.families import family_of
 from rosetta.families.family import TrainingSetup
 from rosetta.runs.checkpoint import INDEX_FILE, read_index
+from rosetta.runs.lock import run_lock
 from rosetta.runtime.devices import pick_device
 from rosetta.runtime.threads import use_threads
 from rosetta.train import distributed
@@ -120,9 +121,25 @@ def _run_in_group(
 def _train(
     config: Config, run_dir: Path, resume: bool, device: torch.device, group: Group
 ) -> TrainerState:
+    if not group.is_main:
+        return _train_locked(config, run_dir, resume, device, group)
+    check_run_folder(run_dir, resume)  # before the lock file is made in it
+    with run_lock(run_dir):
+        return _train_locked(config, run_dir, resume, device, group)
+
+
+def check_run_folder(run_dir: Path, resume: bool) -> None:
+    """``run_dir`` may be trained into: a new run, or with ``resume`` one
+    that has checkpoints (or stopped before its first)."""
+    if not (resume and (run_dir / INDEX_FILE).is_file()):
+        check_new_run_folder(run_dir)
+
+
+def _train_locked(
+    config: Config, run_dir: Path, resume: bool, device: torch.device, group: Group
+) -> TrainerState:
     if group.is_main:
-        if not (resume and (run_dir / INDEX_FILE).is_file()):
-            check_new_run_folder(run_dir)  # --resume of a run with no checkpoint
+        check_run_folder(run_dir, resume)  # again: another may have just ended
         trained = resume and read_index(run_dir).get("latest")
         if trained and not (run_dir / TOKENIZER_FILE).is_file():
             raise RosettaError(

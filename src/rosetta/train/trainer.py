@@ -26,17 +26,23 @@ from tqdm import tqdm
 
 from rosetta.config.reading import config_to_dict
 from rosetta.config.schema import Config
-from rosetta.errors import RosettaError
+from rosetta.errors import RosettaError, Stopped
 from rosetta.runs import checkpoint as ckpt
 from rosetta.runtime.threads import Reassessment
 from rosetta.train.budget import Budget
 from rosetta.train.distributed import SINGLE_PROCESS, Group
+from rosetta.train.interrupt import SignalStop, exit_status
 from rosetta.train.metrics import MetricsLog, Window
+from rosetta.train.resume import resume
 from rosetta.train.schedule import learning_rate
 from rosetta.train.task import Task
 from rosetta.train.update import Updater, make_adam
 
 MAX_BAD_STEPS = 10  # consecutive non-finite losses before training stops
+
+
+def checkpoint_name(step: int) -> str:
+    return f"checkpoint-{step:07d}"
 
 
 @dataclass
@@ -76,6 +82,7 @@ class Trainer:
         )
         self.state = TrainerState()
         self.bad_steps_in_a_row = 0
+        self.saved_step: int | None = None  # the update the last checkpoint holds
         self.metrics = MetricsLog.for_run(run_dir, self.cfg.tensorboard)
 
     # ---- logging -----------------------------------------------------------
@@ -107,7 +114,7 @@ class Trainer:
                 f"non-finite weights at step {self.state.step} ({', '.join(bad[:3])}"
                 f"{', ...' if len(bad) > 3 else ''}); the checkpoint was not written"
             )
-        name = f"checkpoint-{self.state.step:07d}"
+        name = checkpoint_name(self.state.step)
         meta = {
             "config": config_to_dict(self.config),
             "tokenizers": self.task.tokenizers.to_dict(),
@@ -133,45 +140,33 @@ class Trainer:
             metric=self.best_metric,
             keep_last=self.cfg.keep_last,
         )
+        self.saved_step = self.state.step
 
     def resume(self) -> None:
-        index = ckpt.read_index(self.run_dir)
-        if not index.get("latest"):  # stopped before its first checkpoint
-            self.log(f"{self.run_dir}: no checkpoint yet; starting from the beginning")
-            self._truncate_metrics()
-            return
-        folder = self.run_dir / index["latest"]
-        meta = ckpt.read_meta(folder)
-        ranks = meta.get("rng_ranks", [meta["rng"]])
-        if len(ranks) != self.group.world_size:
-            raise RosettaError(
-                f"{folder}: written by {len(ranks)} training process(es); resume "
-                f"it with as many, not {self.group.world_size}"
-            )
-        ckpt.load_weights(folder, self.model, self.device)
-        ckpt.load_optimizer(folder, self.optimizer, meta)
-        self.state = TrainerState(**meta["trainer"])
-        ckpt.set_rng_state(ranks[self.group.rank])
-        prefix = f"rank{self.group.rank}."
-        self.task.load_state_tensors(
-            {
-                key.removeprefix(prefix): tensor
-                for key, tensor in ckpt.load_state(folder, self.device).items()
-                if key.startswith(prefix)
-            }
-        )
-        if self.updater.scaler is not None and "grad_scaler" in meta:
-            self.updater.scaler.load_state_dict(meta["grad_scaler"])
-        self._truncate_metrics()
-        self.log(
-            f"resumed from {folder} (step {self.state.step}, "
-            f"epoch {self.state.epoch + 1}, batch {self.state.batch_in_epoch})"
-        )
+        """Continue from the run's latest checkpoint (``rosetta.train.resume``)."""
+        resume(self)
 
-    def _truncate_metrics(self) -> None:
+    def forget_metrics_after_state(self) -> None:
         """Forget log records written after the checkpoint we resume from."""
         if self.is_main:
             self.metrics.forget_after(self.state.step)
+
+    def stop_if_signalled(self, signals: SignalStop) -> None:
+        """After a SIGINT or SIGTERM (rank 0's decides for all): save this
+        update's checkpoint, unless the last one holds it, and stop."""
+        if not self.group.decide(signals.received is not None, self.device):
+            return
+        if self.saved_step != self.state.step:
+            self.budget.tick()
+            self.save()
+        self.budget.close()
+        self.metrics.close()
+        name = signals.received or "SIGINT"
+        raise Stopped(
+            f"stopped by {name} at update {self.state.step}; "
+            f"{self.run_dir / checkpoint_name(self.state.step)} holds it",
+            exit_status(name),
+        )
 
     # ---- one step ----------------------------------------------------------
     def train_step(self, group: list[Any]) -> tuple[float, int] | None:
@@ -212,9 +207,6 @@ class Trainer:
         return None
 
     # ---- validation --------------------------------------------------------
-    def validate(self) -> dict[str, float]:
-        return self.task.validate()
-
     @property
     def best_metric(self) -> str:
         return self.task.best_metric
@@ -256,12 +248,18 @@ class Trainer:
         stop = False
         with self.budget.validating():
             if self.task.has_validation and self.is_main:
-                stop = self.after_validation(self.validate())
+                stop = self.after_validation(self.task.validate())
             self.budget.tick()  # the checkpoint holds the minutes spent
             self.save()
         return self.group.decide(stop, self.device)
 
     def train(self) -> TrainerState:
+        """Train to the end of the budget; a SIGINT or SIGTERM on the way
+        saves the update reached and raises ``Stopped``."""
+        with SignalStop() as signals:
+            return self._train(signals)
+
+    def _train(self, signals: SignalStop) -> TrainerState:
         state = self.state
         self.budget = Budget(self.cfg, state, show=self.is_main)
         if self.out_of_budget():
@@ -283,6 +281,7 @@ class Trainer:
             window = Window()
             stop = False
             while state.batch_in_epoch < len(batches) and not self.out_of_budget():
+                self.stop_if_signalled(signals)
                 start = state.batch_in_epoch
                 group = batches[start : start + per_update]
                 outcome = self.train_step(group)

@@ -22,9 +22,9 @@ from rosetta.data.vocab import EOS
 from rosetta.errors import RosettaError
 from rosetta.families.transformer.ctranslate2.export import (
     ENGINE_FILE,
-    export_ctranslate2,
     import_ctranslate2,
     read_engine_file,
+    write_export,
 )
 from rosetta.inference.text_translator import (
     Found,
@@ -130,7 +130,7 @@ class CTranslate2Translator(TextTranslator):
             checkpoint = ckpt.resolve_checkpoint(folder)
             folder = checkpoint / CACHE
             if not (folder / ENGINE_FILE).is_file():
-                export_ctranslate2(checkpoint, folder)
+                write_export(checkpoint, folder)
         return cls(folder, pick_device(device).type, precision, threads)
 
     @property

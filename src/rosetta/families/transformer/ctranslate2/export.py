@@ -69,6 +69,15 @@ def export_ctranslate2(
         overwrite=overwrite,
         what=EXPORT_KIND,
     )
+    write_export(folder, Path(output), quantization)
+    return folder
+
+
+def write_export(folder: Path, output: Path, quantization: str | None = None) -> None:
+    """Convert the checkpoint ``folder`` into the CTranslate2 folder
+    ``output``, all or nothing (no claim: ``export_ctranslate2`` makes it for
+    a user's output; the engine's own cache inside a checkpoint needs none)."""
+    import_ctranslate2()
     restored = restore(folder, torch.device("cpu"))
     model = restored.model.eval()
     if not isinstance(model.decoder, TransformerDecoder):
@@ -105,10 +114,9 @@ def export_ctranslate2(
         "exported_from": str(folder),
         "quantization": quantization or "float32",
     }
-    with atomic_folder(Path(output), kind=EXPORT_KIND) as tmp:
+    with atomic_folder(output, kind=EXPORT_KIND) as tmp:
         _convert(spec, tmp, quantization)
         write_json_atomic(tmp / ENGINE_FILE, engine)
-    return folder
 
 
 def _transformer_spec(restored: Restored) -> Any:

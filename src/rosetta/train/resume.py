@@ -1,0 +1,125 @@
+"""``rosetta train --resume``: the trainer back at its latest checkpoint, under
+the configuration that checkpoint was trained with.
+
+The checkpoint keeps the whole resolved configuration. A resumed run is
+compared with it key by key: a changed model, data, tokenizer or
+optimisation setting would make the run neither the old one nor a new one,
+so it is refused with the keys listed; a changed budget (updates, epochs,
+minutes, how often to validate or log, what to keep) is what resuming is
+for, and is accepted with a notice.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rosetta.config.reading import config_to_dict
+from rosetta.errors import RosettaError
+from rosetta.runs import checkpoint as ckpt
+from rosetta.runtime.atomic import finish_swaps
+
+if TYPE_CHECKING:
+    from rosetta.train.trainer import Trainer
+
+# Keys a resumed run may change: how long and how it reports, not what it
+# learns. Everything else must be as the checkpoint was trained.
+BUDGET_KEYS = ("train.max_epochs", "train.max_steps", "train.max_minutes")
+REPORTING_KEYS = (
+    "train.validate_every",
+    "train.valid_bleu",
+    "train.valid_exact",
+    "train.early_stopping",
+    "train.keep_last",
+    "train.log_every",
+    "train.tensorboard",
+    "train.threads",
+    "train.device",
+    "decode",
+)
+
+
+def flatten(section: Any, prefix: str = "") -> dict[str, Any]:
+    """``{"train": {"lr": 1}}`` as ``{"train.lr": 1}``."""
+    if not isinstance(section, dict):
+        return {prefix: section}
+    flat: dict[str, Any] = {}
+    for key, value in section.items():
+        flat |= flatten(value, f"{prefix}.{key}" if prefix else str(key))
+    return flat
+
+
+def config_changes(saved: dict, current: dict) -> tuple[list[str], list[str]]:
+    """The keys that differ, as ``key: old -> new``: (refused, accepted)."""
+    old, new = flatten(saved), flatten(current)
+    refused, accepted = [], []
+    for key in sorted(old.keys() | new.keys()):
+        if old.get(key) == new.get(key):
+            continue
+        change = f"{key}: {old.get(key)!r} -> {new.get(key)!r}"
+        free = any(
+            key == allowed or key.startswith(allowed + ".")
+            for allowed in (*BUDGET_KEYS, *REPORTING_KEYS)
+        )
+        (accepted if free else refused).append(change)
+    return refused, accepted
+
+
+def check_resumed_config(meta: dict, current: dict, where: str) -> list[str]:
+    """Refuse a resume whose configuration changed what the run learns;
+    returns the accepted changes."""
+    refused, accepted = config_changes(meta["config"], current)
+    if refused:
+        raise RosettaError(
+            f"{where} was trained with another configuration ("
+            + "; ".join(refused)
+            + "): resume with the config and --set values it was trained with, "
+            "or train a new run"
+        )
+    return accepted
+
+
+def resume(trainer: Trainer) -> None:
+    """Put ``trainer`` where its run's latest checkpoint left off: weights,
+    optimizer, position in the data, random states, the task's tensors."""
+    for done in finish_swaps(trainer.run_dir):
+        trainer.log(done)
+    index = ckpt.read_index(trainer.run_dir)
+    if not index.get("latest"):  # stopped before its first checkpoint
+        trainer.log(
+            f"{trainer.run_dir}: no checkpoint yet; starting from the beginning"
+        )
+        trainer.forget_metrics_after_state()
+        return
+    folder = trainer.run_dir / index["latest"]
+    meta = ckpt.read_meta(folder)
+    accepted = check_resumed_config(meta, config_to_dict(trainer.config), str(folder))
+    if accepted:
+        trainer.log("resuming with changed settings: " + "; ".join(accepted))
+    group = trainer.group
+    ranks = meta.get("rng_ranks", [meta["rng"]])
+    if len(ranks) != group.world_size:
+        raise RosettaError(
+            f"{folder}: written by {len(ranks)} training process(es); resume "
+            f"it with as many, not {group.world_size}"
+        )
+    ckpt.load_weights(folder, trainer.model, trainer.device)
+    ckpt.load_optimizer(folder, trainer.optimizer, meta)
+    trainer.state = type(trainer.state)(**meta["trainer"])
+    ckpt.set_rng_state(ranks[group.rank])
+    prefix = f"rank{group.rank}."
+    trainer.task.load_state_tensors(
+        {
+            key.removeprefix(prefix): tensor
+            for key, tensor in ckpt.load_state(folder, trainer.device).items()
+            if key.startswith(prefix)
+        }
+    )
+    if trainer.updater.scaler is not None and "grad_scaler" in meta:
+        trainer.updater.scaler.load_state_dict(meta["grad_scaler"])
+    trainer.forget_metrics_after_state()
+    trainer.saved_step = trainer.state.step
+    state = trainer.state
+    trainer.log(
+        f"resumed from {folder} (step {state.step}, "
+        f"epoch {state.epoch + 1}, batch {state.batch_in_epoch})"
+    )
