@@ -47,9 +47,9 @@ def test_one_writer_per_run(tmp_path, capsys):
     _, config = toy_config(tmp_path)
     run = tmp_path / "run"
     with run_lock(run):
-        with pytest.raises(RosettaError, match=r"another process \(PID \d+\)"):
-            with run_lock(run):
-                pass
+        held = pytest.raises(RosettaError, match=r"another process \(PID \d+\)")
+        with held, run_lock(run):
+            pass
         for verb in ("prepare", "train"):
             assert main([verb, str(config), "-o", str(run)]) == 2
             assert "is being written by another process" in capsys.readouterr().err
