@@ -68,7 +68,7 @@ def resealed(change):
             "checksums of unknown files",
         ),
         (lambda m: m["sha256"].pop("optimizer.safetensors"), "not covered"),
-        (lambda m: m.pop("config"), "no 'config'"),
+        (lambda m: m.pop("config"), "config: Field required"),
     ],
     ids=["no sums", "no weights sum", "a path outside", "a file unlisted", "no config"],
 )
@@ -97,11 +97,21 @@ def test_the_index_never_points_outside_the_run(checkpoint, name):
     index = json.loads((run / "checkpoints.json").read_text())
     index["best"] = name
     (run / "checkpoints.json").write_text(json.dumps(index))
-    with pytest.raises(RosettaError, match="is not a checkpoint folder of this run"):
+    refused = "is not a checkpoint folder of this run|best: must be a valid string"
+    with pytest.raises(RosettaError, match=refused):
+        choose_checkpoint(run)
+
+
+def test_a_checkpoint_linked_in_from_another_run_is_refused(checkpoint, tmp_path):
+    run = checkpoint.parent
+    elsewhere = tmp_path / "elsewhere"
+    checkpoint.rename(elsewhere)
+    checkpoint.symlink_to(elsewhere)
+    with pytest.raises(RosettaError, match="a link out of the run"):
         choose_checkpoint(run)
 
 
 def test_metadata_that_is_not_an_object_is_refused(checkpoint):
     (checkpoint / "checkpoint.json").write_text("[1, 2]")
-    with pytest.raises(RosettaError, match="not a JSON object"):
+    with pytest.raises(RosettaError, match="metadata \\(must be an object\\)"):
         read_meta(checkpoint)

@@ -5,6 +5,7 @@ import errno
 import gzip
 import mmap
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -106,6 +107,43 @@ def test_a_damaged_array_is_encoded_again_by_prepare(tmp_path):
     data[0] ^= 0xFF  # same size: only the checksum tells
     tokens.write_bytes(bytes(data))
     assert list(prepare_data(config, run, quiet, REFRESH).train) == first
+
+
+def test_training_never_starts_on_arrays_changed_in_place(tmp_path):
+    config, _ = toy_config(tmp_path)
+    run = tmp_path / "run"
+    prepare_data(config, run, quiet)
+    tokens = run / STORE_DIR / "train.src.tokens"
+    data = bytearray(tokens.read_bytes())
+    data[:8], data[8:16] = data[8:16], data[:8]  # ids swapped: same size
+    tokens.write_bytes(bytes(data))
+    with pytest.raises(RosettaError, match=r"src\.tokens is not what was encoded"):
+        prepare_data(config, run, quiet)  # as training starts: no refresh
+
+
+def test_a_corpus_edited_with_its_size_and_time_kept_is_refused(tmp_path):
+    config, _ = toy_config(tmp_path)
+    run = tmp_path / "run"
+    prepare_data(config, run, quiet)
+    path = Path(config.data.train.src)
+    status = path.stat()
+    text = path.read_text()
+    path.write_text(text.replace("alpha", "gamma", 1))  # same length
+    os.utime(path, ns=(status.st_atime_ns, status.st_mtime_ns))
+    assert path.stat().st_size == status.st_size
+    with pytest.raises(RosettaError, match="changed since it was encoded"):
+        prepare_data(config, run, quiet)
+
+
+@pytest.mark.parametrize("manifest", ["[]", "{}", '{"format": 1', ""])
+def test_a_damaged_manifest_is_one_line_naming_it(tmp_path, manifest):
+    config, _ = toy_config(tmp_path)
+    run = tmp_path / "run"
+    prepare_data(config, run, quiet)
+    (run / STORE_DIR / MANIFEST_FILE).write_text(manifest)
+    with pytest.raises(RosettaError, match=r"manifest.json: not a store manifest") as e:
+        prepare_data(config, run, quiet)
+    assert "\n" not in str(e.value)
 
 
 def test_a_failed_prepare_leaves_no_store_and_keeps_the_old_one(tmp_path, monkeypatch):

@@ -21,8 +21,9 @@ import numpy as np
 
 from rosetta.data.align import align, fertilities_from_links, parse_links
 from rosetta.data.batching import Example
+from rosetta.data.content import sha256_of
 from rosetta.data.encoded_pairs import EncodedPairs, SplitWriter, map_array
-from rosetta.data.store import MANIFEST_FILE, STORE_DIR, sha256_of
+from rosetta.data.store import MANIFEST_FILE, STORE_DIR
 from rosetta.runtime.atomic import atomic_folder, write_text_atomic
 
 ALIGNMENTS_FILE = "alignments.txt"
@@ -53,10 +54,8 @@ def reference_fertilities(
     path = run_dir / ALIGNMENTS_FILE
     lines: list[str] | None = None
     if path.is_file():
-        header, *rest = path.read_text(encoding="utf-8").splitlines()
-        if json.loads(header).get("pairs_sha256") == digest and len(rest) == len(
-            examples
-        ):
+        header, *rest = path.read_text(encoding="utf-8").splitlines() or [""]
+        if alignments_made_for(header) == digest and len(rest) == len(examples):
             lines = rest
             log(f"alignments: loaded from {path}")
     if lines is None:
@@ -130,9 +129,22 @@ def stored_fertilities(
     return train_rows, valid_rows
 
 
+def alignments_made_for(header: str) -> str | None:
+    """The pairs an alignments file was made for (None: not a header we
+    wrote; the alignments are then made again)."""
+    try:
+        record = json.loads(header)
+    except ValueError:
+        return None
+    return record.get("pairs_sha256") if isinstance(record, dict) else None
+
+
 def made_for_this(folder: Path, made_for: dict[str, Any]) -> bool:
     manifest = folder / MANIFEST_FILE
-    return manifest.is_file() and json.loads(manifest.read_text()) == made_for
+    try:
+        return json.loads(manifest.read_text(encoding="utf-8")) == made_for
+    except (OSError, ValueError):  # missing or damaged: made again
+        return False
 
 
 def store_once(

@@ -7,16 +7,16 @@ and writes the arrays (``rosetta.data.encoded_pairs``) into a temporary
 folder that takes the place of ``store/`` only when complete: a prepare that
 is killed or fails (a full disk) leaves no store that training would use.
 
-``manifest.json`` records what the arrays were made from (every corpus file's
-path, size, modification time and SHA-256; the tokenizers' SHA-256; the
-length filter) and each array file's size and SHA-256. The arrays are
-mapped only while that record still holds: a changed corpus or tokenizer
-is refused, never silently trained on.
+``manifest.json`` records what the arrays were made from (every corpus
+file's path, size, SHA-256 and fingerprint; the tokenizers' SHA-256; the
+length filter) and each array file's size, SHA-256 and fingerprint. At every
+start the corpora and arrays are fingerprinted again (``rosetta.data.
+fingerprint``: by content, an edit that keeps size and time included): a
+changed corpus, tokenizer or array is refused, never silently trained on.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -30,7 +30,13 @@ import numpy as np
 from tqdm import tqdm
 
 from rosetta.config.sections import CorpusFiles
-from rosetta.data import hub
+from rosetta.data.content import (
+    ArrayRecord,
+    FileRecord,
+    changed_corpus,
+    corpus_records,
+    same_content,
+)
 from rosetta.data.corpus import FilterReport, corpus_name, stream_corpus
 from rosetta.data.encoded_pairs import (
     SIDES,
@@ -39,9 +45,11 @@ from rosetta.data.encoded_pairs import (
     map_array,
     token_type,
 )
+from rosetta.data.fingerprint import KIND, fingerprint
 from rosetta.data.tokenizer import TokenizerPair
 from rosetta.errors import RosettaError
 from rosetta.runtime.atomic import atomic_folder
+from rosetta.runtime.records import Record, parse_record, read_checked
 
 STORE_DIR = "store"
 MANIFEST_FILE = "manifest.json"
@@ -75,84 +83,47 @@ class StoreRecipe:
         }
 
 
-def sha256_of(path: Path) -> str:
-    with open(path, "rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
+class Manifest(Record):
+    """A store's ``manifest.json``, as ``build_store`` writes it."""
 
-
-def file_record(path: Path) -> dict[str, Any]:
-    status = path.stat()
-    return {
-        "path": str(path),
-        "bytes": status.st_size,
-        "mtime_ns": status.st_mtime_ns,
-        "sha256": sha256_of(path),
-    }
-
-
-def changed_file(record: dict[str, Any]) -> str | None:
-    """Why a recorded corpus file no longer is what was encoded, if it is not.
-    Size and time are compared first; a file only touched (same content) is
-    still the same file."""
-    path = Path(record["path"])
-    if not path.is_file():
-        return f"{path} is gone"
-    status = path.stat()
-    if status.st_size == record["bytes"] and status.st_mtime_ns == record["mtime_ns"]:
-        return None
-    if status.st_size == record["bytes"] and sha256_of(path) == record["sha256"]:
-        return None
-    return f"{path} changed since it was encoded"
-
-
-def corpus_paths(files: CorpusFiles) -> list[Path]:
-    if files.tsv is not None:
-        return [files.tsv]
-    if files.text is not None:
-        return [files.text]
-    assert files.src is not None and files.tgt is not None
-    return [files.src, files.tgt]
-
-
-def corpus_records(files: CorpusFiles) -> list[dict[str, Any]]:
-    """What identifies a corpus's content: its files, or a hub dataset's
-    fingerprint."""
-    if files.hf is not None:
-        return [hub.record(files)]
-    return [file_record(path) for path in corpus_paths(files)]
-
-
-def changed_corpus(recorded: list[dict[str, Any]], files: CorpusFiles) -> str | None:
-    """Why a corpus is not the one encoded, if it is not."""
-    names = [r["path"] for r in recorded]
-    if files.hf is not None:
-        same_source = names == [hub.describe(files)]
-        return hub.changed(recorded[0], files) if same_source else "other corpora"
-    if names != [str(path) for path in corpus_paths(files)]:
-        return "it was made from other corpus files"
-    for record in recorded:
-        if (why := changed_file(record)) is not None:
-            return why
-    return None
+    format: int
+    tokenizers_sha256: str
+    max_len: int
+    token_type: str
+    splits: list[str]
+    corpora: dict[str, list[dict[str, Any]]]
+    arrays: dict[str, ArrayRecord]
 
 
 def stale_reason(folder: Path, recipe: StoreRecipe) -> str | None:
-    """Why the store in ``folder`` may not be used for ``recipe``, if not."""
+    """Why the store in ``folder`` may not be used for ``recipe``, if not:
+    its manifest, the corpora's content or the arrays' content differ."""
     try:
-        manifest = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return "its manifest is missing or unreadable"
+        manifest = read_checked(folder / MANIFEST_FILE, Manifest, "a store manifest")
+        return _stale_reason(folder, manifest, recipe)
+    except RosettaError as error:
+        return str(error)
+
+
+def _stale_reason(
+    folder: Path, manifest: dict[str, Any], recipe: StoreRecipe
+) -> str | None:
     header = recipe.header()
     for key, value in header.items():
         if manifest.get(key) != value:
             return f"it was made with another {key.replace('_', ' ')}"
     for split, files in recipe.splits.items():
-        if (why := changed_corpus(manifest["corpora"][split], files)) is not None:
+        recorded = manifest["corpora"].get(split)
+        if recorded is None:
+            return f"its manifest has no corpus for {split}"
+        if files.hf is None:
+            where = str(folder / MANIFEST_FILE)
+            for record in recorded:
+                parse_record(record, FileRecord, where, "a corpus file's record")
+        if (why := changed_corpus(recorded, files)) is not None:
             return why
-    for name, record in manifest["arrays"].items():
-        path = folder / name
-        if not path.is_file() or path.stat().st_size != record["bytes"]:
-            return f"{name} is missing or of the wrong size"
+    if (name := changed_array(folder, manifest)) is not None:
+        return f"{name} is not what was encoded (missing, cut or changed)"
     return None
 
 
@@ -184,13 +155,13 @@ def open_text_store(run_dir: Path, recipe: StoreRecipe) -> dict[str, np.ndarray]
     }
 
 
-def verify_arrays(folder: Path) -> bool:
-    """Whether every array file still has the SHA-256 the manifest records."""
-    manifest = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
-    return all(
-        (folder / name).is_file() and sha256_of(folder / name) == record["sha256"]
-        for name, record in manifest["arrays"].items()
-    )
+def changed_array(folder: Path, manifest: dict[str, Any]) -> str | None:
+    """The first array file whose content is not what the manifest records
+    (ids shuffled in place, offsets overwritten), if there is one."""
+    for name, record in manifest["arrays"].items():
+        if not same_content(folder / name, record):
+            return name
+    return None
 
 
 def chunks(pairs: Iterator[tuple[str, str]]) -> Iterator[list[tuple[str, str]]]:
@@ -288,7 +259,12 @@ def build_store(
                 digests = writer.close()
             for name, digest in digests.items():
                 path = writer.paths[name]
-                arrays[path.name] = {"bytes": path.stat().st_size, "sha256": digest}
+                size = path.stat().st_size
+                arrays[path.name] = {
+                    "bytes": size,
+                    "sha256": digest,
+                    KIND: fingerprint(path),
+                }
         manifest = {
             **recipe.header(),
             "corpora": corpora,

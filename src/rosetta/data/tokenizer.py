@@ -258,8 +258,22 @@ class TokenizerPair:
         return {"src": self.src.to_dict(), "tgt": self.tgt.to_dict()}
 
     @classmethod
-    def from_dict(cls, state: dict[str, Any]) -> TokenizerPair:
-        if "joint" in state:
-            shared = tokenizer_from_dict(state["joint"])
-            return cls(shared, shared)
-        return cls(tokenizer_from_dict(state["src"]), tokenizer_from_dict(state["tgt"]))
+    def from_dict(cls, state: Any, where: str = "tokenizers") -> TokenizerPair:
+        """The pair ``to_dict`` wrote; anything else (cut, edited, another
+        program's) is one error naming ``where``."""
+        try:
+            if "joint" in state:
+                shared = tokenizer_from_dict(state["joint"])
+                return cls(shared, shared)
+            src, tgt = (
+                tokenizer_from_dict(state["src"]),
+                tokenizer_from_dict(state["tgt"]),
+            )
+        except RosettaError as error:
+            raise RosettaError(f"{where}: {error}") from None
+        except (KeyError, TypeError, ValueError, AttributeError, RuntimeError, OSError):
+            raise RosettaError(
+                f"{where}: tokenizers that cannot be loaded (not what Rosetta "
+                "saves: cut short, edited, or another program's)"
+            ) from None
+        return cls(src, tgt)

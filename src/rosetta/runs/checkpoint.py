@@ -12,7 +12,6 @@ is ever unpickled.
 
 from __future__ import annotations
 
-import base64
 import json
 import re
 import shutil
@@ -26,7 +25,9 @@ from torch import nn
 
 from rosetta.errors import RosettaError
 from rosetta.runs.integrity import seal_meta, sha256_file, verify_files, verify_sealed
+from rosetta.runs.schemas import IndexRecord, MetaRecord
 from rosetta.runtime.atomic import fsync_path, replace_folder, write_json_atomic
+from rosetta.runtime.records import parse_record, read_checked, read_record
 
 # 2: checkpoint.json carries the checksum of its own content (``meta_sha256``).
 FORMAT_VERSION = 2
@@ -38,7 +39,6 @@ MODEL_FILE, OPTIMIZER_FILE, STATE_FILE, META_FILE = (
 )
 TENSOR_FILES = (MODEL_FILE, OPTIMIZER_FILE, STATE_FILE)
 CHECKPOINT_NAME = re.compile(r"checkpoint-[0-9]+")
-REQUIRED_META = ("config", "tokenizers")
 INDEX_FILE = "checkpoints.json"
 # Tensors that earlier versions of Rosetta stored under another name.
 RENAMED = {
@@ -79,27 +79,6 @@ def record_checkpoint(
     for old in names:
         if old not in keep:
             shutil.rmtree(run_dir / old, ignore_errors=True)
-
-
-def rng_state() -> dict[str, Any]:
-    state: dict[str, Any] = {"torch": _b64(torch.get_rng_state())}
-    if torch.cuda.is_available():
-        state["cuda"] = [_b64(s) for s in torch.cuda.get_rng_state_all()]
-    return state
-
-
-def set_rng_state(state: dict[str, Any]) -> None:
-    torch.set_rng_state(_unb64(state["torch"]))
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all([_unb64(s) for s in state["cuda"]])
-
-
-def _b64(tensor: torch.Tensor) -> str:
-    return base64.b64encode(tensor.numpy().tobytes()).decode("ascii")
-
-
-def _unb64(text: str) -> torch.Tensor:
-    return torch.frombuffer(bytearray(base64.b64decode(text)), dtype=torch.uint8)
 
 
 def _optimizer_tensors(optimizer: torch.optim.Optimizer) -> tuple[dict, list]:
@@ -213,12 +192,7 @@ def read_meta(folder: Path) -> dict[str, Any]:
     meta_path = folder / META_FILE
     if not meta_path.is_file():
         raise RosettaError(f"{folder}: not a Rosetta checkpoint ({META_FILE} missing)")
-    try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as error:
-        raise RosettaError(f"{meta_path}: corrupted metadata: {error}") from None
-    if not isinstance(meta, dict):
-        raise RosettaError(f"{meta_path}: corrupted metadata (not a JSON object)")
+    meta = read_record(meta_path, dict[str, Any], "a checkpoint's metadata")
     version = meta.get("format_version")
     if version != FORMAT_VERSION:
         raise RosettaError(
@@ -227,10 +201,24 @@ def read_meta(folder: Path) -> dict[str, Any]:
         )
     verify_sealed(meta, meta_path)
     verify_files(meta, folder, TENSOR_FILES, required=MODEL_FILE)
-    for key in REQUIRED_META:
-        if key not in meta:
-            raise RosettaError(f"{meta_path}: corrupted metadata (no {key!r})")
+    parse_record(meta, MetaRecord, str(meta_path), "a checkpoint's metadata")
     return meta
+
+
+def check_tensors(
+    stored: dict[str, torch.Tensor], model: nn.Module, path: Path
+) -> None:
+    """Every stored tensor has the dtype of the model's tensor it loads into
+    (``load_state_dict`` would convert an int32 silently) and is finite."""
+    expected = model.state_dict()
+    for name, tensor in stored.items():
+        if name in expected and tensor.dtype != expected[name].dtype:
+            raise RosettaError(
+                f"{path}: {name} is stored as {tensor.dtype}, the model "
+                f"holds {expected[name].dtype}; not a checkpoint Rosetta wrote"
+            )
+        if tensor.is_floating_point() and not bool(tensor.isfinite().all()):
+            raise RosettaError(f"{path}: {name} holds NaN or infinite values")
 
 
 def load_weights(folder: Path, model: nn.Module, device: torch.device) -> None:
@@ -245,6 +233,7 @@ def load_weights(folder: Path, model: nn.Module, device: torch.device) -> None:
     except (SafetensorError, OSError, RuntimeError) as error:
         raise RosettaError(f"{path}: cannot load weights: {error}") from None
     stored = {RENAMED.get(name, name): tensor for name, tensor in stored.items()}
+    check_tensors(stored, model, path)
     names_of: dict[tuple, list[str]] = {}
     for name, tensor in model.state_dict().items():
         names_of.setdefault(_alias_key(tensor), []).append(name)
@@ -271,14 +260,21 @@ def load_weights(folder: Path, model: nn.Module, device: torch.device) -> None:
 def load_optimizer(
     folder: Path, optimizer: torch.optim.Optimizer, meta: dict[str, Any]
 ) -> None:
-    tensors = load_file(str(folder / OPTIMIZER_FILE))
-    state: dict[int, dict[str, torch.Tensor]] = {}
-    for key, value in tensors.items():
-        index, name = key.split(".", 1)
-        state.setdefault(int(index), {})[name] = value
-    optimizer.load_state_dict(
-        {"state": state, "param_groups": meta["optimizer_param_groups"]}
-    )
+    path = folder / OPTIMIZER_FILE
+    try:
+        tensors = load_file(str(path))
+        state: dict[int, dict[str, torch.Tensor]] = {}
+        for key, value in tensors.items():
+            index, name = key.split(".", 1)
+            state.setdefault(int(index), {})[name] = value
+        optimizer.load_state_dict(
+            {"state": state, "param_groups": meta["optimizer_param_groups"]}
+        )
+    except (SafetensorError, OSError, KeyError, TypeError, ValueError) as error:
+        raise RosettaError(
+            f"{path}: the optimizer state does not fit this model's optimizer "
+            f"({type(error).__name__}: {error})"
+        ) from None
 
 
 def load_state(folder: Path, device: torch.device) -> dict[str, torch.Tensor]:
@@ -298,14 +294,8 @@ def read_index(run_dir: Path) -> dict[str, Any]:
     path = run_dir / INDEX_FILE
     if not path.is_file():
         return {"checkpoints": [], "best": None, "latest": None}
-    try:
-        index = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as error:
-        raise RosettaError(f"{path}: corrupted index: {error}") from None
-    names = index.get("checkpoints") if isinstance(index, dict) else None
-    if not isinstance(names, list):
-        raise RosettaError(f"{path}: corrupted index (no list of checkpoints)")
-    for name in [*names, index.get("best"), index.get("latest")]:
+    index = read_checked(path, IndexRecord, "a run's index of checkpoints")
+    for name in [*index["checkpoints"], index.get("best"), index.get("latest")]:
         if name is None:
             continue
         if not isinstance(name, str) or not CHECKPOINT_NAME.fullmatch(name):
@@ -313,6 +303,18 @@ def read_index(run_dir: Path) -> dict[str, Any]:
                 f"{path}: {name!r} is not a checkpoint folder of this run"
             )
     return index
+
+
+def inside_run(run_dir: Path, name: str) -> Path:
+    """The run's checkpoint ``name``, refused if it leads out of the run (a
+    symbolic link to another run's checkpoint)."""
+    folder = run_dir / name
+    if folder.is_symlink() or folder.resolve().parent != run_dir.resolve():
+        raise RosettaError(
+            f"{folder}: a link out of the run; a run's checkpoints are its own "
+            "folders (copy the checkpoint in, or name it with -m)"
+        )
+    return folder
 
 
 def resolve_checkpoint(path: Path, which: str = "best") -> Path:
@@ -327,6 +329,9 @@ def choose_checkpoint(path: Path, which: str = "best") -> tuple[Path, str]:
     if (path / META_FILE).is_file():
         return path, "the checkpoint named"
     index = read_index(path)
+    for which_name in ("best", "latest"):
+        if index.get(which_name):
+            inside_run(path, index[which_name])
     name = index.get(which)
     if name:
         if which == "best":

@@ -41,7 +41,9 @@ def restore(path: str | Path, device: torch.device, which: str = "best") -> Rest
     folder = ckpt.resolve_checkpoint(Path(path), which)
     meta = ckpt.read_meta(folder)
     config = config_from_dict(meta["config"], str(folder / ckpt.META_FILE))
-    tokenizers = TokenizerPair.from_dict(meta["tokenizers"])
+    tokenizers = TokenizerPair.from_dict(
+        meta["tokenizers"], str(folder / ckpt.META_FILE)
+    )
     family = family_of(config.model)
     model = family.build(
         config.model, len(tokenizers.src), len(tokenizers.tgt), tokenizers

@@ -225,7 +225,11 @@ def atomic_folder(
     target = Path(target)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+        tmp = Path(
+            tempfile.mkdtemp(
+                prefix=f".{target.name}.", suffix=".tmp", dir=target.parent
+            )
+        )
     except OSError as error:
         raise _not_written(target, error) from None
     try:

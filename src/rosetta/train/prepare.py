@@ -8,7 +8,6 @@ tokenizers and store, or makes them on the fly.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from tqdm import tqdm
 
 from rosetta.config.sections import CorpusFiles, TokenizerConfig
 from rosetta.data.batching import make_batches, padding_share
+from rosetta.data.content import sha256_of
 from rosetta.data.corpus import read_corpus, stream_corpus
 from rosetta.data.encoded_pairs import EncodedPairs, SplitWriter
 from rosetta.data.store import (
@@ -32,14 +32,13 @@ from rosetta.data.store import (
     open_text_store,
     pairs_encoder,
     refusal,
-    sha256_of,
     stale_reason,
-    verify_arrays,
 )
 from rosetta.data.text import encode_text, text_blocks
 from rosetta.data.tokenizer import TokenizerPair, train_tokenizer
 from rosetta.errors import RosettaError
 from rosetta.runtime.atomic import write_json_atomic
+from rosetta.runtime.records import Record, read_checked
 
 if TYPE_CHECKING:
     from rosetta.config.schema import Config
@@ -79,6 +78,13 @@ class PreparedText:
 NO_TOKENS = np.zeros(0, dtype=np.int64)
 
 
+class TokenizerFile(Record):
+    """A run's ``tokenizers.json``: the settings and the tokenizers."""
+
+    config: dict[str, Any]
+    tokenizers: dict[str, Any]
+
+
 def made_with(state: dict[str, Any]) -> TokenizerConfig | None:
     """The settings saved tokenizers were made with (keys added to Rosetta
     since then take their defaults), or None if they cannot be read."""
@@ -93,14 +99,14 @@ def load_or_train_tokenizers(
 ) -> TokenizerPair:
     path = run_dir / TOKENIZER_FILE
     if path.is_file():
-        state = json.loads(path.read_text(encoding="utf-8"))
+        state = read_checked(path, TokenizerFile, "a run's tokenizers file")
         if made_with(state) != config.tokenizer:
             raise RosettaError(
                 f"{path} was made with other tokenizer settings; delete it or "
                 "use another output folder"
             )
         log(f"tokenizers: loaded from {path}")
-        return TokenizerPair.from_dict(state["tokenizers"])
+        return TokenizerPair.from_dict(state["tokenizers"], str(path))
     tok = config.tokenizer
     layout = "joint" if tok.joint else "separate"
     if tok.kind == "char":
@@ -263,8 +269,6 @@ def ensure_store(
     without ``refresh`` is refused."""
     folder = run_dir / STORE_DIR
     why = stale_reason(folder, recipe) if folder.exists() else "there is none yet"
-    if why is None and options.refresh and not verify_arrays(folder):
-        why = "an array no longer has its recorded checksum"
     if why is None:
         return False
     if folder.exists() and not options.refresh:

@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING, Any
 from rosetta.config.reading import config_to_dict
 from rosetta.errors import RosettaError
 from rosetta.runs import checkpoint as ckpt
+from rosetta.runs.rng import set_rng_state
 from rosetta.runtime.atomic import finish_swaps
+from rosetta.runtime.records import parse_record
 
 if TYPE_CHECKING:
     from rosetta.train.trainer import Trainer
@@ -104,8 +106,13 @@ def resume(trainer: Trainer) -> None:
         )
     ckpt.load_weights(folder, trainer.model, trainer.device)
     ckpt.load_optimizer(folder, trainer.optimizer, meta)
-    trainer.state = type(trainer.state)(**meta["trainer"])
-    ckpt.set_rng_state(ranks[group.rank])
+    trainer.state = parse_record(
+        meta.get("trainer"),
+        type(trainer.state),
+        str(folder / ckpt.META_FILE),
+        "a checkpoint of training (field trainer)",
+    )
+    set_rng_state(ranks[group.rank])
     prefix = f"rank{group.rank}."
     trainer.task.load_state_tensors(
         {

@@ -22,12 +22,14 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from pydantic import ConfigDict
 from tqdm import tqdm
 
 from rosetta.config.reading import config_to_dict
 from rosetta.config.schema import Config
 from rosetta.errors import RosettaError, Stopped
 from rosetta.runs import checkpoint as ckpt
+from rosetta.runs.rng import rng_state
 from rosetta.runtime.threads import Reassessment
 from rosetta.train.budget import Budget
 from rosetta.train.distributed import SINGLE_PROCESS, Group
@@ -47,6 +49,9 @@ def checkpoint_name(step: int) -> str:
 
 @dataclass
 class TrainerState:
+    # read back from checkpoints: a renamed or mistyped field is an error
+    __pydantic_config__ = ConfigDict(extra="forbid")
+
     step: int = 0  # optimizer updates done
     epoch: int = 0  # current epoch (0-based)
     batch_in_epoch: int = 0  # next batch index inside the epoch
@@ -85,7 +90,6 @@ class Trainer:
         self.saved_step: int | None = None  # the update the last checkpoint holds
         self.metrics = MetricsLog.for_run(run_dir, self.cfg.tensorboard)
 
-    # ---- logging -----------------------------------------------------------
     @property
     def is_main(self) -> bool:
         return self.group.is_main
@@ -98,13 +102,12 @@ class Trainer:
         if self.is_main:
             self.metrics.append(kind, self.state.step, **values)
 
-    # ---- checkpoints -------------------------------------------------------
     def save(self) -> None:
         """Write a checkpoint, then the index naming it (see ``record_checkpoint``).
 
         Every process's random state goes in it (each draws its own dropout),
         and the tensors its task carries (under ``rank{r}.``)."""
-        rng = self.group.gather(ckpt.rng_state())
+        rng = self.group.gather(rng_state())
         carried = self.group.gather(self.task.state_tensors())
         if not self.is_main:
             return
@@ -168,7 +171,6 @@ class Trainer:
             exit_status(name),
         )
 
-    # ---- one step ----------------------------------------------------------
     def train_step(self, group: list[Any]) -> tuple[float, int] | None:
         """One update from the batches ``group`` (this process runs its share):
         (mean loss per target token, target tokens), or None if skipped."""
@@ -206,7 +208,6 @@ class Trainer:
             )
         return None
 
-    # ---- validation --------------------------------------------------------
     @property
     def best_metric(self) -> str:
         return self.task.best_metric

@@ -89,7 +89,9 @@ class CTranslate2Translator(TextTranslator):
         ctranslate2 = import_ctranslate2()
         engine = read_engine_file(folder)
         self.config = config_from_dict(engine["config"], str(folder))
-        self.tokenizers = TokenizerPair.from_dict(engine["tokenizers"])
+        self.tokenizers = TokenizerPair.from_dict(
+            engine["tokenizers"], str(folder / ENGINE_FILE)
+        )
         if precision not in COMPUTE_TYPES:
             raise RosettaError(
                 f"precision {precision!r}: use one of {', '.join(COMPUTE_TYPES)}"

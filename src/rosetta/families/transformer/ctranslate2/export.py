@@ -13,7 +13,6 @@ CTranslate2 is an optional dependency: ``pip install rosetta[ct2]``.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,7 @@ from rosetta.runs import checkpoint as ckpt
 from rosetta.runs.restore import Restored, restore
 from rosetta.runtime.atomic import atomic_folder, write_json_atomic
 from rosetta.runtime.outputs import claim_folder
+from rosetta.runtime.records import Record, read_checked
 
 ENGINE_FILE = "rosetta.json"
 EXPORT_KIND = "a CTranslate2 export"  # what the folder records it holds
@@ -201,4 +201,14 @@ def read_engine_file(folder: Path) -> dict[str, Any]:
             f"{folder}: not a CTranslate2 export of Rosetta ({ENGINE_FILE} missing); "
             "make one with rosetta export ctranslate2"
         )
-    return json.loads(path.read_text(encoding="utf-8"))
+    return read_checked(path, EngineRecord, "a Rosetta CTranslate2 export's record")
+
+
+class EngineRecord(Record):
+    """``rosetta.json``: what the export was made from."""
+
+    format: int
+    config: dict[str, Any]
+    tokenizers: dict[str, Any]
+    exported_from: str
+    quantization: str
