@@ -127,3 +127,29 @@ def test_a_changed_dataset_is_refused(tmp_path):
     save_translations(tmp_path / "wmt", {"train": write_corpus(tmp_path, 60, seed=3)})
     with pytest.raises(RosettaError, match="changed since it was encoded"):
         prepare_data(config, tmp_path / "run", quiet)
+
+
+@pytest.mark.parametrize(
+    ("columns", "expected"),
+    [
+        ({"fr": ["bonjour", None], "en": ["hello", "thanks"]}, "row 1: its source"),
+        ({"fr": ["bonjour", "merci"], "en": [1, 2]}, "row 0: its target is 1"),
+    ],
+    ids=["a None cell", "integers"],
+)
+def test_a_row_that_is_not_two_strings_is_named(tmp_path, columns, expected):
+    datasets.Dataset.from_dict(columns).save_to_disk(str(tmp_path / "plain"))
+    config = hub_config(
+        tmp_path, "{hf: plain, columns: [fr, en]}", "{hf: plain, columns: [fr, en]}"
+    )
+    with pytest.raises(RosettaError, match=expected):
+        read_corpus(config.data.train)
+
+
+def test_a_translation_missing_a_language_is_named(tmp_path):
+    datasets.Dataset.from_dict(
+        {"translation": [{"de": "hallo", "en": "hello"}, {"de": "danke", "en": None}]}
+    ).save_to_disk(str(tmp_path / "wmt"))
+    config = hub_config(tmp_path, "{hf: wmt}", "{hf: wmt}")
+    with pytest.raises(RosettaError, match="row 1: its target is None"):
+        read_corpus(config.data.train)

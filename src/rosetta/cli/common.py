@@ -16,7 +16,7 @@ from rosetta.runs import checkpoint as ckpt
 from rosetta.runtime import limits
 from rosetta.runtime.limits import Count, number_flag
 from rosetta.runtime.precision import PRECISIONS
-from rosetta.runtime.threads import TORCH_DEFAULT, use_threads
+from rosetta.runtime.threads import TORCH_DEFAULT, at_most_cores, use_threads
 from rosetta.search.batched import Workers, check_workers
 from rosetta.search.options import KINDS, SearchOptions
 
@@ -203,7 +203,10 @@ def decoding_workers(
         and translator.device.type == "cpu"
         and not options.sample
     )
-    return TORCH_DEFAULT if every_core else args.workers
+    if every_core:
+        return TORCH_DEFAULT
+    workers = args.workers
+    return workers if workers == "auto" else at_most_cores(workers, "--workers")
 
 
 def add_batching_flags(verb: argparse.ArgumentParser) -> None:

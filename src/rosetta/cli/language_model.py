@@ -47,7 +47,7 @@ def warn_unknown(model: LanguageModel, text: str, what: str) -> None:
 
 def cmd_perplexity(args: argparse.Namespace) -> None:
     model = load(args)
-    text = read_text(Path(args.text))
+    text = read_text(Path(args.text), lines_only=not model.reads_characters)
     warn_unknown(model, text, args.text)
     score = model.score(text, args.memory, args.streams, progress=True)
     line = f"loss = {score.loss:.4f} nats/token  ppl = {score.perplexity:.3f}"

@@ -16,6 +16,7 @@ from rosetta.cli.common import (
 from rosetta.errors import RosettaError
 from rosetta.runtime.limits import Count, Size, flag, number_flag
 from rosetta.runtime.outputs import claim_file
+from rosetta.runtime.resources import refuse_beyond_memory
 
 
 def cmd_plot(args: argparse.Namespace) -> None:
@@ -34,6 +35,9 @@ def cmd_plot(args: argparse.Namespace) -> None:
         written = plots.plot_attention(found[0], args.output, args.layer, args.head)
         print(f"{written}: {found[0].text}")
     elif args.figure == "positions":
+        # the table, and the image's pixels drawn from it (a few per value)
+        table = f"a table of {args.length:,} x {args.d_model:,} positions"
+        refuse_beyond_memory(16 * args.length * args.d_model, table)
         written = plots.plot_positional_encoding(
             args.output, args.d_model, args.length, args.dims
         )

@@ -20,6 +20,7 @@ from rosetta.data.task_formats import FORMATS
 from rosetta.runtime.atomic import atomic_folder
 from rosetta.runtime.limits import Count, Seed, Size, number_flag
 from rosetta.runtime.outputs import claim_folder
+from rosetta.runtime.resources import refuse_beyond_disk, refuse_beyond_memory
 
 
 def cmd_task(args: argparse.Namespace) -> None:
@@ -36,6 +37,7 @@ def cmd_task(args: argparse.Namespace) -> None:
         format=args.format,
         hint_range=args.hint_range,
     )
+    check_task_fits(spec, Path(args.output))
     output = claim_folder(
         args.output,
         overwrite=args.overwrite,
@@ -48,6 +50,24 @@ def cmd_task(args: argparse.Namespace) -> None:
         print(f"{Path(args.output) / name}.src/.tgt: {pairs} pairs")
     config = Path(args.output) / CONFIG_FILE
     print(f"{config}: train with  rosetta train {config} -o runs/{spec.task}")
+
+
+def check_task_fits(spec: TaskSpec, output: Path) -> None:
+    """Refuse counts whose drawing (every source is held, to keep the
+    splits apart) or whose files would not fit, before drawing any."""
+    bands = [spec.lengths, spec.lengths, spec.lengths, *spec.bands]
+    counts = [spec.count, spec.valid, *[spec.test] * (1 + len(spec.bands))]
+    symbols = sum(
+        count * side_symbols(spec, (low + high) // 2)
+        for count, (low, high) in zip(counts, bands, strict=True)
+    )
+    pairs = sum(counts)
+    # a held source: a tuple (56 bytes, 8 per symbol) and its set entry
+    refuse_beyond_memory(120 * pairs + 8 * symbols, f"drawing {pairs:,} pairs")
+    # both sides, each symbol and a space, the target about as long
+    refuse_beyond_disk(
+        4 * symbols + 2 * pairs, output.parent, f"writing {pairs:,} pairs"
+    )
 
 
 CONFIG_FILE = "config.yaml"

@@ -16,6 +16,7 @@ from rosetta.errors import RosettaError, Stopped
 from rosetta.families import family_of
 from rosetta.runs.lock import run_lock
 from rosetta.runtime.limits import Count, number_flag
+from rosetta.runtime.threads import at_most_cores
 from rosetta.train.prepare import PrepareOptions
 from rosetta.train.run import check_new_run_folder, run_training
 
@@ -28,7 +29,8 @@ def cmd_prepare(args: argparse.Namespace) -> None:
     config = load_config(args.config, args.set)
     run_dir = Path(args.output or default_run_dir(args.config))
     check_new_run_folder(run_dir)
-    options = PrepareOptions(workers=args.workers, refresh=True)
+    workers = args.workers and at_most_cores(args.workers, "--workers")
+    options = PrepareOptions(workers=workers, refresh=True)
     with run_lock(run_dir):
         check_new_run_folder(run_dir)
         family_of(config.model).prepare(config, run_dir, print, options)

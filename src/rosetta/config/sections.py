@@ -21,7 +21,7 @@ from pydantic import (
     model_validator,
 )
 
-from rosetta.runtime.limits import LengthOffset, LengthRatio, Seed
+from rosetta.runtime.limits import Beta, LengthOffset, LengthRatio, Seed
 
 
 class Section(BaseModel):
@@ -222,7 +222,7 @@ class TrainConfig(Section):
     min_lr: float = Field(
         0.0, ge=0.0, description="cosine and linear decay: the rate at max_steps"
     )
-    betas: tuple[float, float] = Field(
+    betas: tuple[Beta, Beta] = Field(
         (0.9, 0.98), description="Adam's moving-average rates β1, β2"
     )
     eps: float = Field(1e-9, gt=0.0, description="Adam's ε")

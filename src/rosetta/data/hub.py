@@ -74,19 +74,33 @@ def stream_hf(files: CorpusFiles) -> Iterator[tuple[str, str]]:
             for number, pair in enumerate(rows["translation"], start=start):
                 yield pair_of(pair, src_key, tgt_key, files, number)
         else:
-            yield from zip(rows[src_key], rows[tgt_key], strict=True)
+            pairs = zip(rows[src_key], rows[tgt_key], strict=True)
+            for number, (src, tgt) in enumerate(pairs, start=start):
+                yield two_strings(src, tgt, files, number)
 
 
 def pair_of(
     pair: dict[str, str], src_key: str, tgt_key: str, files: CorpusFiles, row: int
 ) -> tuple[str, str]:
-    if src_key not in pair or tgt_key not in pair:
+    if not isinstance(pair, dict) or src_key not in pair or tgt_key not in pair:
+        keys = ", ".join(pair) if isinstance(pair, dict) else repr(pair)
         raise RosettaError(
             f"{describe(files)}, row {row}: its translation has "
-            f"{', '.join(pair)}, not '{src_key}' and '{tgt_key}'; name the keys "
+            f"{keys}, not '{src_key}' and '{tgt_key}'; name the keys "
             "with 'columns' or set data.src_lang and data.tgt_lang"
         )
-    return pair[src_key], pair[tgt_key]
+    return two_strings(pair[src_key], pair[tgt_key], files, row)
+
+
+def two_strings(src: Any, tgt: Any, files: CorpusFiles, row: int) -> tuple[str, str]:
+    """A row's pair, which must be two strings (not a missing cell, None, a
+    number)."""
+    for side, value in (("source", src), ("target", tgt)):
+        if not isinstance(value, str):
+            raise RosettaError(
+                f"{describe(files)}, row {row}: its {side} is {value!r}, not text"
+            )
+    return src, tgt
 
 
 def record(files: CorpusFiles) -> dict[str, Any]:

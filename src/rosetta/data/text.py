@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from rosetta.data.corpus import check_no_carriage_return
 from rosetta.data.tokenizer import CharacterTokenizer, Tokenizer
 from rosetta.data.vocab import EOS_ID
 from rosetta.errors import RosettaError, where
@@ -26,10 +27,16 @@ from rosetta.errors import RosettaError, where
 BLOCK_BYTES = 1 << 20  # what a text is read in: about a megabyte of whole lines
 
 
-def text_blocks(path: Path, block_bytes: int | None = None) -> Iterator[str]:
+def text_blocks(
+    path: Path, block_bytes: int | None = None, lines_only: bool = False
+) -> Iterator[str]:
     """The UTF-8 file (gzip if it ends in .gz) in blocks of whole lines of
     about ``block_bytes`` (default ``BLOCK_BYTES``), line ends as they are:
-    their join is the text, and no more than a block is held at a time."""
+    their join is the text, and no more than a block is held at a time.
+
+    With ``lines_only`` (a model that reads lines: words or subwords, each line
+    ending in ``<eos>``), a carriage return that does not end a line is an
+    error naming the line: CR-only line ends would read as one line."""
     if not path.is_file():
         raise RosettaError(f"{path}: file not found")
     opener = gzip.open if path.suffix == ".gz" else open
@@ -42,6 +49,8 @@ def text_blocks(path: Path, block_bytes: int | None = None) -> Iterator[str]:
                     block = raw.decode("utf-8")
                 except UnicodeDecodeError as error:
                     raise bad_utf8(path, raw, error.start, lines_before) from None
+                if lines_only:
+                    check_line_ends(block, path, lines_before)
                 yield block
                 lines_before += len(lines)
     except (OSError, EOFError) as error:  # unreadable, or a broken gzip stream
@@ -56,9 +65,20 @@ def bad_utf8(path: Path, raw: bytes, start: int, lines_before: int) -> RosettaEr
     )
 
 
-def read_text(path: Path) -> str:
-    """The whole UTF-8 file (gzip if it ends in .gz), line ends as they are."""
-    return "".join(text_blocks(path))
+def read_text(path: Path, lines_only: bool = False) -> str:
+    """The whole UTF-8 file (gzip if it ends in .gz), line ends as they are
+    (``lines_only``: as for ``text_blocks``)."""
+    return "".join(text_blocks(path, lines_only=lines_only))
+
+
+def check_line_ends(block: str, path: Path, lines_before: int) -> None:
+    """No carriage return in ``block`` but before a newline (CRLF)."""
+    start = block.find("\r")
+    while start != -1:
+        if block[start + 1 : start + 2] != "\n":
+            line = lines_before + block.count("\n", 0, start) + 1
+            check_no_carriage_return("\r", path, line)
+        start = block.find("\r", start + 1)
 
 
 def encode_text(tokenizer: Tokenizer, text: str) -> list[int]:

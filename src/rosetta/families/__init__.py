@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import torch
 from torch import nn
 
 from rosetta.config.sections import ModelSection
+from rosetta.errors import RosettaError
 from rosetta.families import language_model, nat, rnn, transformer
 from rosetta.families.family import Family
+from rosetta.runtime.resources import refuse_beyond_memory
 
 FAMILIES: tuple[Family, ...] = (
     transformer.FAMILY,
@@ -29,6 +32,33 @@ def family_of(section: ModelSection) -> Family:
         if family.arch == section.arch:
             return family
     raise ValueError(f"no model family is called {section.arch!r}")
+
+
+def check_model_fits(
+    section: ModelSection,
+    src_vocab: int,
+    tgt_vocab: int,
+    tokenizers: Any = None,
+    copies: int = 1,
+) -> None:
+    """Refuse a model whose weights (``copies`` times: 4 to train it, with
+    gradients and Adam's two moments) would not fit in memory, before any
+    is allocated: the model is built on PyTorch's ``meta`` device, which
+    records shapes and holds no data."""
+    try:
+        with torch.device("meta"):
+            model = family_of(section).build(section, src_vocab, tgt_vocab, tokenizers)
+    except (RuntimeError, OverflowError, ValueError) as error:
+        if "meta" in str(error):  # reads a value (digit tables): cannot be sized
+            return
+        raise RosettaError(
+            f"model: sizes that cannot be built ({type(error).__name__}: {error})"
+        ) from None
+    weights = sum(p.numel() * p.element_size() for p in model.parameters())
+    count = sum(p.numel() for p in model.parameters())
+    refuse_beyond_memory(
+        weights * copies, f"a model of {count:,} parameters ({copies}x its weights)"
+    )
 
 
 def build_model(

@@ -18,6 +18,7 @@ import torch
 
 from rosetta.data.tokenizer import TokenizerPair
 from rosetta.errors import RosettaError
+from rosetta.runtime.resources import refuse_beyond_memory
 from rosetta.search.batched import Workers
 from rosetta.search.beam import normalized_score
 from rosetta.search.greedy import Hypothesis
@@ -133,7 +134,15 @@ class TextTranslator(ABC):
         """``translate_nbest`` of sentences already encoded (``encode``): one
         n-best list per id list, none for an empty one (a blank line)."""
         size = batch_size or self.config.decode.batch_size
-        return self.decode_ids(sources, self.complete(options), size, workers)
+        options = self.complete(options)
+        # each step scores every word for every hypothesis of the batch, and
+        # keeps a few such tables (scores, their top choices, their sum)
+        rows = min(size, max(len(sources), 1)) * options.beam_size
+        refuse_beyond_memory(
+            16 * rows * len(self.tokenizers.tgt),
+            f"a search of {rows:,} hypotheses at once (beam {options.beam_size})",
+        )
+        return self.decode_ids(sources, options, size, workers)
 
     @abstractmethod
     def decode_ids(

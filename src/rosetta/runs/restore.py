@@ -13,7 +13,7 @@ from torch import nn
 from rosetta.config.reading import config_from_dict
 from rosetta.config.schema import Config
 from rosetta.data.tokenizer import TokenizerPair
-from rosetta.families import Family, family_of
+from rosetta.families import Family, check_model_fits, family_of
 from rosetta.models.trained import Trained
 from rosetta.runs import checkpoint as ckpt
 
@@ -45,6 +45,8 @@ def restore(path: str | Path, device: torch.device, which: str = "best") -> Rest
         meta["tokenizers"], str(folder / ckpt.META_FILE)
     )
     family = family_of(config.model)
+    sizes = len(tokenizers.src), len(tokenizers.tgt)
+    check_model_fits(config.model, *sizes, tokenizers)
     model = family.build(
         config.model, len(tokenizers.src), len(tokenizers.tgt), tokenizers
     )

@@ -38,6 +38,9 @@ LengthRatio = Annotated[
     float, Strict(), Field(ge=0.0, le=MAX_LEN_A, allow_inf_nan=False)
 ]
 LengthOffset = Annotated[int, Strict(), Field(ge=0, le=MAX_LEN_B)]
+# Adam's moving-average rates: 1 or more never forgets, and the step divides
+# by 1 - beta**t, zero at beta = 1.
+Beta = Annotated[float, Field(ge=0.0, lt=1.0, allow_inf_nan=False)]
 
 _ADAPTERS: dict[str, TypeAdapter] = {}
 

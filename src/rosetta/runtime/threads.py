@@ -23,10 +23,13 @@ the machine's other tasks do not count against it.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from pathlib import Path
 
 import torch
+
+from rosetta.errors import RosettaError
 
 STAT = Path("/proc/stat")
 
@@ -68,7 +71,7 @@ def threads_beside(busy: float, ceiling: int | None = None) -> int:
     most ``ceiling`` (default: PyTorch's own default)."""
     ceiling = TORCH_DEFAULT if ceiling is None else ceiling
     # torchrun's processes on this machine share the cores
-    siblings = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+    siblings = local_processes()
     free = int(cores() - busy + 0.5)
     return max(1, min(free, ceiling // max(1, siblings)))
 
@@ -128,9 +131,36 @@ class Reassessment:
         )
 
 
+def at_most_cores(count: int, what: str = "threads") -> int:
+    """``count`` threads, or workers, capped at the cores this process may run
+    on, with a notice: more only wait on each other (thousands of runnable
+    threads slow the whole machine, and far more end the process)."""
+    available = cores()
+    if count <= available:
+        return count
+    print(
+        f"notice: {what} {count} is more than the {available} cores this process "
+        f"may run on; using {available}",
+        file=sys.stderr,
+    )
+    return available
+
+
 def use_threads(threads: int | None) -> int:
-    """Sets PyTorch's intra-op threads to ``threads``, or (None) to the
-    policy's choice; returns the number set."""
-    chosen = free_threads() if threads is None else threads
+    """Sets PyTorch's intra-op threads to ``threads`` (at most the cores), or
+    (None) to the policy's choice; returns the number set."""
+    chosen = free_threads() if threads is None else at_most_cores(threads)
     torch.set_num_threads(chosen)
     return chosen
+
+
+def local_processes() -> int:
+    """How many training processes ``torchrun`` started on this machine
+    (``LOCAL_WORLD_SIZE``; 1 outside it)."""
+    text = os.environ.get("LOCAL_WORLD_SIZE", "1")
+    if not text.isdigit() or int(text) < 1:
+        raise RosettaError(
+            f"LOCAL_WORLD_SIZE={text!r}: the environment variable must be a "
+            "whole number of processes (torchrun sets it)"
+        )
+    return int(text)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rosetta.errors import RosettaError
 from rosetta.runtime.atomic import write_text_atomic
 from rosetta.train.tensorboard import (
     TENSORBOARD_DIR,
@@ -31,6 +32,13 @@ class MetricsLog:
     def for_run(cls, run_dir: Path, tensorboard: bool) -> MetricsLog:
         """The run's log, with TensorBoard events where asked and installed."""
         wanted = tensorboard and tensorboard_installed()
+        for path, folder in (
+            (run_dir / METRICS_FILE, False),
+            (run_dir / TENSORBOARD_DIR, True),
+        ):
+            if path.exists() and path.is_dir() != folder:
+                kind = "a folder" if folder else "a file"
+                raise RosettaError(f"{path}: the run's log must be {kind}; move it")
         events = TensorBoardEvents(run_dir / TENSORBOARD_DIR) if wanted else None
         return cls(run_dir / METRICS_FILE, events)
 

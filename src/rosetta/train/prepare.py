@@ -211,7 +211,10 @@ def prepare_text(
     def blocks(split: str) -> Iterator[str]:
         path = texts[split].text
         assert path is not None
-        return text_blocks(path) if split != "train" else not_blank(path)
+        lines = config.tokenizer.kind != "char"
+        if split != "train":
+            return text_blocks(path, lines_only=lines)
+        return not_blank(path, lines)
 
     def train() -> TokenizerPair:
         # characters include the line break; pieces and words are per line
@@ -246,11 +249,11 @@ def prepare_text(
     return PreparedText(tokenizers, store["train"], store.get("valid", NO_TOKENS))
 
 
-def not_blank(path: Path) -> Iterator[str]:
+def not_blank(path: Path, lines: bool = False) -> Iterator[str]:
     """The text's blocks (``text_blocks``); an error at its end if all of
     it was blank."""
     blank = True
-    for block in text_blocks(path):
+    for block in text_blocks(path, lines_only=lines):
         blank = blank and not block.strip()
         yield block
     if blank:

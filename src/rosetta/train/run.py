@@ -6,6 +6,7 @@ import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -13,7 +14,7 @@ from rosetta.config.schema import Config
 from rosetta.data.fertilities import ALIGNMENTS_FILE, FERTILITY_DIR
 from rosetta.data.store import STORE_DIR
 from rosetta.errors import RosettaError
-from rosetta.families import family_of
+from rosetta.families import check_model_fits, family_of
 from rosetta.families.family import TrainingSetup
 from rosetta.runs.checkpoint import INDEX_FILE, read_index
 from rosetta.runs.lock import run_lock
@@ -22,7 +23,7 @@ from rosetta.runtime.threads import use_threads
 from rosetta.train import distributed
 from rosetta.train.distributed import SINGLE_PROCESS, Group, local_device
 from rosetta.train.metrics import METRICS_FILE
-from rosetta.train.prepare import TOKENIZER_FILE
+from rosetta.train.prepare import TOKENIZER_FILE, PreparedData
 from rosetta.train.task import Task
 from rosetta.train.tensorboard import TENSORBOARD_DIR
 from rosetta.train.trainer import Trainer, TrainerState
@@ -52,6 +53,9 @@ EARLY_RUN_FILES = {
 }
 
 
+EARLY_RUN_FOLDERS = {STORE_DIR, TENSORBOARD_DIR, FERTILITY_DIR}
+
+
 def check_new_run_folder(run_dir: Path) -> None:
     """``run_dir`` may receive a new run: it does not exist, is empty, or holds
     only what a run that never reached a checkpoint wrote. A finished or
@@ -75,6 +79,14 @@ def check_new_run_folder(run_dir: Path) -> None:
                 f"({', '.join(foreign[:3])}{', ...' if len(foreign) > 3 else ''}); "
                 "choose a new or empty folder"
             )
+        for name in EARLY_RUN_FILES:
+            path = run_dir / name
+            folder = name in EARLY_RUN_FOLDERS
+            if (path.exists() or path.is_symlink()) and (
+                path.is_symlink() or path.is_dir() != folder
+            ):
+                kind = "a folder" if folder else "a file"
+                raise RosettaError(f"{path}: a run's {name} must be {kind}; move it")
 
 
 def _flushes_denormals() -> bool:
@@ -165,6 +177,28 @@ def _train_locked(
     return trainer.train()
 
 
+def check_fits(config: Config, data: Any) -> None:
+    """Before the model is built: its weights, gradients and Adam's moments
+    fit in memory, and its positions hold every pair it will meet (training
+    and validation; found at the config, not at the first step)."""
+    sizes = len(data.tokenizers.src), len(data.tokenizers.tgt)
+    check_model_fits(config.model, *sizes, data.tokenizers, copies=4)
+    limit = config.model.position_limit
+    if limit is None or not isinstance(data, PreparedData):
+        return
+    for split, pairs in (("train", data.train), ("valid", data.valid)):
+        if not len(pairs):
+            continue
+        # stored without <eos>, which the model reads (or predicts) too
+        longest = 1 + int(max(pairs.src_lengths.max(), pairs.tgt_lengths.max()))
+        if longest > limit:
+            raise RosettaError(
+                f"data.{split} holds a sequence of {longest} tokens; the model's "
+                f"positions hold {limit} (model.max_positions): raise it, or "
+                f"lower data.max_len to {limit}"
+            )
+
+
 def make_task(
     config: Config,
     run_dir: Path,
@@ -183,6 +217,7 @@ def make_task(
     if not group.is_main:
         data = family.prepare(config, run_dir, quiet)
     tokenizers = data.tokenizers
+    check_fits(config, data)
     model = family.build(
         config.model, len(tokenizers.src), len(tokenizers.tgt), tokenizers
     )

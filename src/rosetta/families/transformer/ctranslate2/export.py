@@ -80,9 +80,11 @@ def write_export(folder: Path, output: Path, quantization: str | None = None) ->
     import_ctranslate2()
     restored = restore(folder, torch.device("cpu"))
     model = restored.model.eval()
-    if not isinstance(model.decoder, TransformerDecoder):
+    if not isinstance(getattr(model, "decoder", None), TransformerDecoder):
+        kind = restored.config.model.arch
         raise RosettaError(
-            f"{folder}: a recurrent model; CTranslate2 runs Transformers only"
+            f"{folder}: a {kind} model; CTranslate2 runs Transformer "
+            "translation models only (arch transformer)"
         )
     scheme = SCHEMES[restored.config.model.positions]
     if scheme.relative:
