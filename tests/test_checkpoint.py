@@ -8,6 +8,7 @@ from rosetta.errors import RosettaError
 from rosetta.families import build_model
 from rosetta.families.transformer.build import build_transformer
 from rosetta.runs import checkpoint as ckpt
+from rosetta.runs import weights
 from tests.toy import RNN_ATTENTION, toy_config
 
 CPU = torch.device("cpu")
@@ -49,12 +50,12 @@ def test_weights_that_share_one_buffer_are_saved_and_load_back_exactly(tmp_path)
     stored = load_file(str(tmp_path / "c" / ckpt.MODEL_FILE))
     assert {f"encoder.rnn.{n}" for n in names} <= stored.keys()
     fresh = rnn_model(tmp_path, seed=2)
-    ckpt.load_weights(tmp_path / "c", fresh, CPU)
+    weights.load_weights(tmp_path / "c", fresh, CPU)
     assert_same_weights(model, fresh)
     # and loading into the flat-buffer layout writes through its views
     again = rnn_model(tmp_path, seed=3)
     flat = flatten_into_one_buffer(again.encoder.rnn)
-    ckpt.load_weights(tmp_path / "c", again, CPU)
+    weights.load_weights(tmp_path / "c", again, CPU)
     assert_same_weights(model, again)
     assert torch.equal(
         flat[: model.encoder.rnn.weight_ih_l0.numel()],
@@ -80,7 +81,7 @@ def test_tied_weights_are_stored_once_and_stay_tied(tmp_path):
     ]
     assert sum(name in stored for name in tied) == 1
     fresh = tied_transformer(2)
-    ckpt.load_weights(tmp_path / "c", fresh, CPU)
+    weights.load_weights(tmp_path / "c", fresh, CPU)
     assert_same_weights(model, fresh)
     assert fresh.output_proj.weight is fresh.encoder.embedding.token.weight
 
@@ -91,7 +92,7 @@ def test_a_file_written_by_safetensors_save_model_loads(tmp_path):
     (tmp_path / "c").mkdir()
     save_model(model, str(tmp_path / "c" / ckpt.MODEL_FILE))
     fresh = tied_transformer(2)
-    ckpt.load_weights(tmp_path / "c", fresh, CPU)
+    weights.load_weights(tmp_path / "c", fresh, CPU)
     assert_same_weights(model, fresh)
 
 
@@ -105,7 +106,7 @@ def test_the_output_projection_loads_from_its_earlier_name(tmp_path):
     save_file(tensors, str(tmp_path / "c" / ckpt.MODEL_FILE))
     torch.manual_seed(2)
     fresh = build_transformer(30, 30, d_model=16, heads=2, d_ff=32, tie_output=False)
-    ckpt.load_weights(tmp_path / "c", fresh, CPU)
+    weights.load_weights(tmp_path / "c", fresh, CPU)
     assert_same_weights(model, fresh)
 
 
@@ -118,14 +119,14 @@ def test_weights_of_another_model_are_a_clear_error(tmp_path):
     stored["decoder.extra"] = torch.zeros(1)
     save_file(stored, str(path))
     with pytest.raises(RosettaError, match=r"missing: decoder\.layers\.0\.ffn") as e:
-        ckpt.load_weights(tmp_path / "c", tied_transformer(2), CPU)
+        weights.load_weights(tmp_path / "c", tied_transformer(2), CPU)
     assert "unexpected: decoder.extra" in str(e.value)
     bigger = build_transformer(
         30, 30, d_model=32, heads=2, d_ff=32, share_embeddings=True
     )
     ckpt.save_checkpoint(tmp_path / "d", bigger, None, {})
     with pytest.raises(RosettaError, match="size mismatch"):
-        ckpt.load_weights(tmp_path / "d", tied_transformer(2), CPU)
+        weights.load_weights(tmp_path / "d", tied_transformer(2), CPU)
 
 
 def test_the_chosen_checkpoint_says_why(tmp_path):

@@ -12,7 +12,9 @@ import pytest
 from rosetta.cli import main
 from rosetta.errors import RosettaError
 from rosetta.runtime.atomic import atomic_file, atomic_folder, write_text_atomic
-from rosetta.runtime.outputs import claim_file, claim_folder
+from rosetta.runtime.outputs import claim_file, claim_folder, record_written
+
+WHAT = "rosetta test"
 
 
 def snapshot(folder: Path) -> dict[str, str]:
@@ -35,15 +37,23 @@ def test_a_file_output_may_not_be_an_input_a_folder_or_existing(tmp_path):
     source = tmp_path / "in.txt"
     source.write_text("keep\n")
     with pytest.raises(RosettaError, match="the output is the input"):
-        claim_file(source, inputs=[source], overwrite=True)
+        claim_file(source, inputs=[source], overwrite=True, what=WHAT)
     with pytest.raises(RosettaError, match="a folder; name a file"):
-        claim_file(tmp_path)
+        claim_file(tmp_path, what=WHAT)
     with pytest.raises(RosettaError, match="exists; pass --overwrite"):
-        claim_file(source)
-    assert claim_file(source, overwrite=True) == source
-    new = claim_file(tmp_path / "deep" / "new.txt")  # its folder is made
+        claim_file(source, what=WHAT)
+    # a file the command did not write is not replaced, even when asked
+    with pytest.raises(RosettaError, match="not a file rosetta test wrote"):
+        claim_file(source, overwrite=True, what=WHAT)
+    record_written(source, WHAT)
+    assert claim_file(source, overwrite=True, what=WHAT) == source
+    with pytest.raises(RosettaError, match="not a file rosetta other wrote"):
+        claim_file(source, overwrite=True, what="rosetta other")
+    source.write_text("edited by the user\n")  # changed since: the user's now
+    with pytest.raises(RosettaError, match="or it changed since"):
+        claim_file(source, overwrite=True, what=WHAT)
+    new = claim_file(tmp_path / "deep" / "new.txt", what=WHAT)  # its folder is made
     assert new.parent.is_dir() and not new.exists()
-    assert source.read_text() == "keep\n"
 
 
 def test_the_same_file_under_another_name_is_still_the_input(tmp_path):
@@ -51,9 +61,9 @@ def test_the_same_file_under_another_name_is_still_the_input(tmp_path):
     source.write_text("keep\n")
     (tmp_path / "link.txt").symlink_to(source)
     with pytest.raises(RosettaError, match="the output is the input"):
-        claim_file(tmp_path / "link.txt", inputs=[source], overwrite=True)
+        claim_file(tmp_path / "link.txt", inputs=[source], overwrite=True, what=WHAT)
     with pytest.raises(RosettaError, match="the output is the input"):
-        claim_file(tmp_path / "sub" / ".." / "in.txt", inputs=[source])
+        claim_file(tmp_path / "sub" / ".." / "in.txt", inputs=[source], what=WHAT)
 
 
 def test_a_folder_output_replaces_only_its_own_kind_and_never_a_run(tmp_path):
@@ -109,11 +119,11 @@ def test_no_file_is_ever_written_inside_what_rosetta_keeps(tmp_path, marker):
     (kept / "deeper" / "model.safetensors").write_text("weights")
     for target in (kept / marker, kept / "new.txt", kept / "deeper/model.safetensors"):
         with pytest.raises(RosettaError, match="Rosetta never writes there"):
-            claim_file(target, overwrite=True)
+            claim_file(target, overwrite=True, what=WHAT)
     link = tmp_path / "link"  # a link does not lead around the rule
     link.symlink_to(kept)
     with pytest.raises(RosettaError, match="Rosetta never writes there"):
-        claim_file(link / "x.txt", overwrite=True)
+        claim_file(link / "x.txt", overwrite=True, what=WHAT)
 
 
 def test_the_current_folder_is_never_replaced(tmp_path, monkeypatch):
@@ -217,8 +227,11 @@ def test_distill_and_translate_never_write_over_their_input(toy_run, tmp_path, c
     translation.write_text("precious\n")
     argv = ["translate", "-m", str(run), "-i", str(source), "-o", str(translation)]
     run_refused(argv, capsys, "exists; pass --overwrite")
+    run_refused([*argv, "--overwrite"], capsys, "not a file rosetta translate wrote")
     assert translation.read_text() == "precious\n"
-    assert main([*argv, "--overwrite"]) == 0
+    translation.unlink()
+    assert main(argv) == 0
+    assert main([*argv, "--overwrite"]) == 0  # its own output: replaced
     assert len(translation.read_text().splitlines()) == 2
 
 

@@ -19,13 +19,15 @@ from rosetta.cli.common import (
 )
 from rosetta.data.corpus import read_lines
 from rosetta.distill import distill, partial_paths
+from rosetta.errors import RosettaError
 from rosetta.families.transformer.ctranslate2.export import ENGINE_FILE
 from rosetta.runs import checkpoint as ckpt
 from rosetta.runs.integrity import META_DIGEST, sha256_file
 from rosetta.runtime.limits import Count, number_flag
-from rosetta.runtime.outputs import claim_file
+from rosetta.runtime.outputs import claim_file, record_written
 
 DISTILL_BEAM = 5
+DISTILL = "rosetta distill"
 
 
 def teacher_identity(model: Path) -> str:
@@ -45,9 +47,12 @@ def cmd_distill(args: argparse.Namespace) -> None:
     if args.beam_size is None and not options.sample:
         options = replace(options, beam_size=DISTILL_BEAM)
     src, model = Path(args.src), Path(args.model)
-    output = claim_file(args.output, inputs=[src, model], overwrite=args.overwrite)
-    for path in partial_paths(output):
-        claim_file(path, inputs=[src, model], overwrite=True)
+    output = claim_file(
+        args.output, inputs=[src, model], overwrite=args.overwrite, what=DISTILL
+    )
+    for path in partial_paths(output):  # ours only with their record (distill)
+        if path.is_symlink() or (path.exists() and not path.is_file()):
+            raise RosettaError(f"{path}: not a regular file; move it")
     sources = [line for _, line in read_lines(src)]
     translator = load_translator(args)
     workers = decoding_workers(args, translator, options)
@@ -68,6 +73,7 @@ def cmd_distill(args: argparse.Namespace) -> None:
         batch_size=args.batch_size,
         workers=workers,
     )
+    record_written(output, DISTILL)
     print(f"{output}: {len(sources)} lines ({count} translated now)", file=sys.stderr)
 
 

@@ -15,16 +15,19 @@ from rosetta.cli.common import (
 )
 from rosetta.errors import RosettaError
 from rosetta.runtime.limits import Count, Size, flag, number_flag
-from rosetta.runtime.outputs import claim_file
+from rosetta.runtime.outputs import claim_file, record_written
 from rosetta.runtime.resources import refuse_beyond_memory
+
+PLOT = "rosetta plot"
 
 
 def cmd_plot(args: argparse.Namespace) -> None:
     inputs = [getattr(args, name, None) for name in ("model", "run_dir")]
-    claim_file(
+    output = claim_file(
         plots.check_format(args.output),
         inputs=[path for path in inputs if path],
         overwrite=args.overwrite,
+        what=PLOT,
     )
     if args.figure == "attention":
         translator = load_translator(args)
@@ -44,6 +47,7 @@ def cmd_plot(args: argparse.Namespace) -> None:
         print(written)
     else:
         print(plots.plot_learning_curves(Path(args.run_dir), args.output))
+    record_written(output, PLOT)
 
 
 def add_parser(verbs: argparse._SubParsersAction) -> None:

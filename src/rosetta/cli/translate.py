@@ -21,7 +21,9 @@ from rosetta.cli.common import (
 from rosetta.errors import RosettaError
 from rosetta.runtime.atomic import write_text_atomic
 from rosetta.runtime.limits import Count, number_flag
-from rosetta.runtime.outputs import claim_file
+from rosetta.runtime.outputs import claim_file, record_written
+
+TRANSLATE = "rosetta translate"
 
 
 def cmd_translate(args: argparse.Namespace) -> None:
@@ -30,7 +32,9 @@ def cmd_translate(args: argparse.Namespace) -> None:
     output = None
     if args.output:
         inputs = [*args.input, args.model]
-        output = claim_file(args.output, inputs=inputs, overwrite=args.overwrite)
+        output = claim_file(
+            args.output, inputs=inputs, overwrite=args.overwrite, what=TRANSLATE
+        )
     for path in args.input:  # a missing file is said before the model loads
         if path != "-" and not Path(path).exists():
             raise RosettaError(f"{path}: file not found")
@@ -60,6 +64,7 @@ def cmd_translate(args: argparse.Namespace) -> None:
     text = "".join(line + "\n" for line in outputs)
     if output is not None:
         write_text_atomic(output, text)
+        record_written(output, TRANSLATE)
     else:  # bytes, so the locale's encoding can never fail on a translation
         try:
             sys.stdout.buffer.write(text.encode("utf-8"))

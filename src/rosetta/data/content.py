@@ -10,7 +10,7 @@ from typing import Any
 
 from rosetta.config.sections import CorpusFiles
 from rosetta.data import hub
-from rosetta.data.fingerprint import KIND, fingerprint
+from rosetta.runtime.fingerprint import KIND, fingerprint
 from rosetta.runtime.records import Record
 
 
@@ -32,7 +32,7 @@ def file_record(path: Path) -> dict[str, Any]:
 
 def same_content(path: Path, record: dict[str, Any]) -> bool:
     """Whether ``path`` holds the bytes ``record`` describes: by its
-    fingerprint (``rosetta.data.fingerprint``), or for a record made before
+    fingerprint (``rosetta.runtime.fingerprint``), or for a record made before
     fingerprints, its SHA-256; never by size and time alone."""
     if not path.is_file() or path.stat().st_size != record["bytes"]:
         return False

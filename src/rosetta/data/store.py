@@ -10,7 +10,7 @@ is killed or fails (a full disk) leaves no store that training would use.
 ``manifest.json`` records what the arrays were made from (every corpus
 file's path, size, SHA-256 and fingerprint; the tokenizers' SHA-256; the
 length filter) and each array file's size, SHA-256 and fingerprint. At every
-start the corpora and arrays are fingerprinted again (``rosetta.data.
+start the corpora and arrays are fingerprinted again (``rosetta.runtime.
 fingerprint``: by content, an edit that keeps size and time included): a
 changed corpus, tokenizer or array is refused, never silently trained on.
 """
@@ -45,10 +45,10 @@ from rosetta.data.encoded_pairs import (
     map_array,
     token_type,
 )
-from rosetta.data.fingerprint import KIND, fingerprint
 from rosetta.data.tokenizer import TokenizerPair
 from rosetta.errors import RosettaError
 from rosetta.runtime.atomic import atomic_folder
+from rosetta.runtime.fingerprint import KIND, fingerprint
 from rosetta.runtime.records import Record, parse_record, read_checked
 
 STORE_DIR = "store"

@@ -19,8 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors import SafetensorError
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 from torch import nn
 
 from rosetta.errors import RosettaError
@@ -40,11 +39,7 @@ MODEL_FILE, OPTIMIZER_FILE, STATE_FILE, META_FILE = (
 TENSOR_FILES = (MODEL_FILE, OPTIMIZER_FILE, STATE_FILE)
 CHECKPOINT_NAME = re.compile(r"checkpoint-[0-9]+")
 INDEX_FILE = "checkpoints.json"
-# Tensors that earlier versions of Rosetta stored under another name.
-RENAMED = {
-    "decoder.output_proj.weight": "output_proj.weight",
-    "decoder.output_proj.bias": "output_proj.bias",
-}
+ENGINE_CACHE = "ctranslate2"  # a CTranslate2 engine made from the checkpoint
 
 
 def record_checkpoint(
@@ -78,7 +73,19 @@ def record_checkpoint(
     )
     for old in names:
         if old not in keep:
-            shutil.rmtree(run_dir / old, ignore_errors=True)
+            remove_checkpoint(run_dir / old)
+
+
+def remove_checkpoint(folder: Path) -> None:
+    """Remove what a checkpoint is made of (its files, the engine cache made
+    from it); a folder that holds anything else (a user's notes) is left."""
+    for name in (*TENSOR_FILES, META_FILE):
+        (folder / name).unlink(missing_ok=True)
+    shutil.rmtree(folder / ENGINE_CACHE, ignore_errors=True)
+    try:
+        folder.rmdir()
+    except OSError:  # not empty: somebody else's files are in it
+        print(f"warning: {folder}: left, it holds files that are not Rosetta's")
 
 
 def _optimizer_tensors(optimizer: torch.optim.Optimizer) -> tuple[dict, list]:
@@ -92,7 +99,7 @@ def _optimizer_tensors(optimizer: torch.optim.Optimizer) -> tuple[dict, list]:
     return tensors, state["param_groups"]
 
 
-def _alias_key(tensor: torch.Tensor) -> tuple:
+def alias_key(tensor: torch.Tensor) -> tuple:
     """Equal for two names of one tensor (tied weights), whatever their names."""
     return (
         tensor.device,
@@ -115,7 +122,7 @@ def model_tensors(model: nn.Module) -> dict[str, torch.Tensor]:
     tensors: dict[str, torch.Tensor] = {}
     seen: set[tuple] = set()
     for name, tensor in model.state_dict().items():
-        key = _alias_key(tensor)
+        key = alias_key(tensor)
         if key not in seen:
             seen.add(key)
             tensors[name] = tensor.detach().to("cpu", copy=True).contiguous()
@@ -203,89 +210,6 @@ def read_meta(folder: Path) -> dict[str, Any]:
     verify_files(meta, folder, TENSOR_FILES, required=MODEL_FILE)
     parse_record(meta, MetaRecord, str(meta_path), "a checkpoint's metadata")
     return meta
-
-
-def check_tensors(
-    stored: dict[str, torch.Tensor], model: nn.Module, path: Path
-) -> None:
-    """Every stored tensor has the dtype of the model's tensor it loads into
-    (``load_state_dict`` would convert an int32 silently) and is finite."""
-    expected = model.state_dict()
-    for name, tensor in stored.items():
-        if name in expected and tensor.dtype != expected[name].dtype:
-            raise RosettaError(
-                f"{path}: {name} is stored as {tensor.dtype}, the model "
-                f"holds {expected[name].dtype}; not a checkpoint Rosetta wrote"
-            )
-        if tensor.is_floating_point() and not bool(tensor.isfinite().all()):
-            raise RosettaError(f"{path}: {name} holds NaN or infinite values")
-
-
-def load_weights(folder: Path, model: nn.Module, device: torch.device) -> None:
-    """Load ``model.safetensors`` into ``model``, in place.
-
-    A tied tensor is stored once, under any one of its names; every other
-    name must be in the file, and nothing else.
-    """
-    path = folder / MODEL_FILE
-    try:
-        stored = load_file(str(path), device=str(device))
-    except (SafetensorError, OSError, RuntimeError) as error:
-        raise RosettaError(f"{path}: cannot load weights: {error}") from None
-    stored = {RENAMED.get(name, name): tensor for name, tensor in stored.items()}
-    check_tensors(stored, model, path)
-    names_of: dict[tuple, list[str]] = {}
-    for name, tensor in model.state_dict().items():
-        names_of.setdefault(_alias_key(tensor), []).append(name)
-    state, missing = {}, []
-    for names in names_of.values():
-        found = [name for name in names if name in stored]
-        if not found:
-            missing.append(names[0])
-        for name in names:
-            state[name] = stored[found[0]] if found else None
-    unexpected = sorted(set(stored) - set(state))
-    if missing or unexpected:
-        raise RosettaError(
-            f"{path}: cannot load weights: these do not match the model "
-            f"(missing: {', '.join(missing) or 'none'}; "
-            f"unexpected: {', '.join(unexpected) or 'none'})"
-        )
-    try:
-        model.load_state_dict(state, strict=True)
-    except RuntimeError as error:
-        raise RosettaError(f"{path}: cannot load weights: {error}") from None
-
-
-def load_optimizer(
-    folder: Path, optimizer: torch.optim.Optimizer, meta: dict[str, Any]
-) -> None:
-    path = folder / OPTIMIZER_FILE
-    try:
-        tensors = load_file(str(path))
-        state: dict[int, dict[str, torch.Tensor]] = {}
-        for key, value in tensors.items():
-            index, name = key.split(".", 1)
-            state.setdefault(int(index), {})[name] = value
-        optimizer.load_state_dict(
-            {"state": state, "param_groups": meta["optimizer_param_groups"]}
-        )
-    except (SafetensorError, OSError, KeyError, TypeError, ValueError) as error:
-        raise RosettaError(
-            f"{path}: the optimizer state does not fit this model's optimizer "
-            f"({type(error).__name__}: {error})"
-        ) from None
-
-
-def load_state(folder: Path, device: torch.device) -> dict[str, torch.Tensor]:
-    """The training tensors saved beside the weights ({} if there are none)."""
-    path = folder / STATE_FILE
-    if not path.is_file():
-        return {}
-    try:
-        return load_file(str(path), device=str(device))
-    except (SafetensorError, OSError, RuntimeError) as error:
-        raise RosettaError(f"{path}: cannot load: {error}") from None
 
 
 def read_index(run_dir: Path) -> dict[str, Any]:

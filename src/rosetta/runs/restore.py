@@ -16,6 +16,7 @@ from rosetta.data.tokenizer import TokenizerPair
 from rosetta.families import Family, check_model_fits, family_of
 from rosetta.models.trained import Trained
 from rosetta.runs import checkpoint as ckpt
+from rosetta.runs import weights
 
 
 @dataclass(frozen=True)
@@ -50,5 +51,5 @@ def restore(path: str | Path, device: torch.device, which: str = "best") -> Rest
     model = family.build(
         config.model, len(tokenizers.src), len(tokenizers.tgt), tokenizers
     )
-    ckpt.load_weights(folder, model, device)
+    weights.load_weights(folder, model, device)
     return Restored(folder, config, tokenizers, model, device, family)

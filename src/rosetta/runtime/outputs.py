@@ -13,7 +13,9 @@ in a second, not after an hour of translating:
   folder output records the files it wrote (``LEDGER_FILE``); an existing
   folder is replaced only if it carries that record, of the same kind, and
   holds nothing else (a user's notes, a run trained inside it: refused,
-  named). A file output replaces only a regular file.
+  named). A file output is noted in its folder's ``WRITTEN_FILE`` with a
+  fingerprint of its content; it is replaced only if the same kind of command
+  wrote it and nobody changed it since.
 - **All or nothing** (``rosetta.runtime.atomic``): files and folders are
   written under new temporary names and renamed into place; a folder swap is
   journaled, and a swap a kill interrupted is completed here, by the next
@@ -28,10 +30,17 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from rosetta.errors import RosettaError
-from rosetta.runtime.atomic import LEDGER_FILE, finish_swap, folder_files
+from rosetta.runtime.atomic import (
+    LEDGER_FILE,
+    finish_swap,
+    folder_files,
+    write_json_atomic,
+)
+from rosetta.runtime.fingerprint import KIND, fingerprint
 
 RUN_MARKER = "checkpoints.json"  # a training run's index of checkpoints
 RUN_LOCK = ".rosetta-run.lock"  # held by the process training a run
+WRITTEN_FILE = ".rosetta-written.json"  # the files commands wrote in a folder
 # The files that make a folder something Rosetta keeps, and what it is then.
 KEPT = (
     (RUN_MARKER, "a training run"),
@@ -101,12 +110,15 @@ def claim_file(
     *,
     inputs: Iterable[str | Path] = (),
     overwrite: bool = False,
+    what: str,
 ) -> Path:
-    """Check that ``target`` may receive a new file; returns it as a ``Path``.
+    """Check that ``target`` may receive a new file written by ``what`` (e.g.
+    "rosetta translate"); returns it as a ``Path``.
 
     Refused: an input, a place inside a run, checkpoint, store or export, a
-    folder, an existing file unless ``overwrite``, something that is not a
-    regular file, a parent folder that cannot be made or written."""
+    folder, an existing file unless ``overwrite``, and even then a file that
+    ``what`` did not write there (``record_written``) or that changed since,
+    a parent folder that cannot be made or written."""
     target = Path(target)
     _refuse_inputs(target, inputs)
     _refuse_kept_places(target)
@@ -118,10 +130,40 @@ def claim_file(
                 f"{target} exists; pass --overwrite to replace it, or choose "
                 "another output"
             )
-        if target.is_symlink() or not target.is_file():
-            raise RosettaError(f"{target}: not a regular file; not replaced")
+        if target.is_symlink() or not target.is_file() or not _wrote(target, what):
+            raise RosettaError(
+                f"{target} exists and is not a file {what} wrote (or it changed "
+                "since); not replaced: remove it yourself, or choose another output"
+            )
     _check_parent(target)
     return target
+
+
+def _written(folder: Path) -> dict:
+    """The folder's record of the files commands wrote there ({} if none)."""
+    try:
+        ledger = json.loads((folder / WRITTEN_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return ledger if isinstance(ledger, dict) else {}
+
+
+def _wrote(target: Path, what: str) -> bool:
+    """Whether ``what`` wrote ``target`` and nobody changed it since."""
+    entry = _written(target.parent).get(target.name)
+    return (
+        isinstance(entry, dict)
+        and entry.get("by") == what
+        and entry.get(KIND) == fingerprint(target)
+    )
+
+
+def record_written(target: Path, what: str) -> None:
+    """Note in ``target``'s folder that ``what`` wrote it, as it is now, so
+    that ``--overwrite`` may replace it later (and nothing else)."""
+    ledger = _written(target.parent)
+    ledger[target.name] = {"by": what, KIND: fingerprint(target)}
+    write_json_atomic(target.parent / WRITTEN_FILE, ledger)
 
 
 def read_ledger(folder: Path) -> dict | None:

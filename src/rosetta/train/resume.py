@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from rosetta.config.reading import config_to_dict
 from rosetta.errors import RosettaError
 from rosetta.runs import checkpoint as ckpt
+from rosetta.runs import weights
 from rosetta.runs.rng import set_rng_state
 from rosetta.runtime.atomic import finish_swaps
 from rosetta.runtime.records import parse_record
@@ -104,8 +105,8 @@ def resume(trainer: Trainer) -> None:
             f"{folder}: written by {len(ranks)} training process(es); resume "
             f"it with as many, not {group.world_size}"
         )
-    ckpt.load_weights(folder, trainer.model, trainer.device)
-    ckpt.load_optimizer(folder, trainer.optimizer, meta)
+    weights.load_weights(folder, trainer.model, trainer.device)
+    weights.load_optimizer(folder, trainer.optimizer, meta)
     trainer.state = parse_record(
         meta.get("trainer"),
         type(trainer.state),
@@ -117,7 +118,7 @@ def resume(trainer: Trainer) -> None:
     trainer.task.load_state_tensors(
         {
             key.removeprefix(prefix): tensor
-            for key, tensor in ckpt.load_state(folder, trainer.device).items()
+            for key, tensor in weights.load_state(folder, trainer.device).items()
             if key.startswith(prefix)
         }
     )

@@ -46,7 +46,7 @@ COMPUTE_TYPES = {
     "int8": "int8",
 }
 
-CACHE = "ctranslate2"  # inside a checkpoint folder: its export
+CACHE = ckpt.ENGINE_CACHE  # inside a checkpoint folder: its export
 
 
 def check_vocabularies(folder: Path, tokenizers: TokenizerPair) -> None:

@@ -1,0 +1,104 @@
+"""A checkpoint's tensors back into a model, an optimizer and a training
+task, each checked before use: names, shapes, dtypes, finite values."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file
+from torch import nn
+
+from rosetta.errors import RosettaError
+from rosetta.runs.checkpoint import MODEL_FILE, OPTIMIZER_FILE, STATE_FILE, alias_key
+
+# Tensors that earlier versions of Rosetta stored under another name.
+RENAMED = {
+    "decoder.output_proj.weight": "output_proj.weight",
+    "decoder.output_proj.bias": "output_proj.bias",
+}
+
+
+def check_tensors(
+    stored: dict[str, torch.Tensor], model: nn.Module, path: Path
+) -> None:
+    """Every stored tensor has the dtype of the model's tensor it loads into
+    (``load_state_dict`` would convert an int32 silently) and is finite."""
+    expected = model.state_dict()
+    for name, tensor in stored.items():
+        if name in expected and tensor.dtype != expected[name].dtype:
+            raise RosettaError(
+                f"{path}: {name} is stored as {tensor.dtype}, the model "
+                f"holds {expected[name].dtype}; not a checkpoint Rosetta wrote"
+            )
+        if tensor.is_floating_point() and not bool(tensor.isfinite().all()):
+            raise RosettaError(f"{path}: {name} holds NaN or infinite values")
+
+
+def load_weights(folder: Path, model: nn.Module, device: torch.device) -> None:
+    """Load ``model.safetensors`` into ``model``, in place.
+
+    A tied tensor is stored once, under any one of its names; every other
+    name must be in the file, and nothing else.
+    """
+    path = folder / MODEL_FILE
+    try:
+        stored = load_file(str(path), device=str(device))
+    except (SafetensorError, OSError, RuntimeError) as error:
+        raise RosettaError(f"{path}: cannot load weights: {error}") from None
+    stored = {RENAMED.get(name, name): tensor for name, tensor in stored.items()}
+    check_tensors(stored, model, path)
+    names_of: dict[tuple, list[str]] = {}
+    for name, tensor in model.state_dict().items():
+        names_of.setdefault(alias_key(tensor), []).append(name)
+    state, missing = {}, []
+    for names in names_of.values():
+        found = [name for name in names if name in stored]
+        if not found:
+            missing.append(names[0])
+        for name in names:
+            state[name] = stored[found[0]] if found else None
+    unexpected = sorted(set(stored) - set(state))
+    if missing or unexpected:
+        raise RosettaError(
+            f"{path}: cannot load weights: these do not match the model "
+            f"(missing: {', '.join(missing) or 'none'}; "
+            f"unexpected: {', '.join(unexpected) or 'none'})"
+        )
+    try:
+        model.load_state_dict(state, strict=True)
+    except RuntimeError as error:
+        raise RosettaError(f"{path}: cannot load weights: {error}") from None
+
+
+def load_optimizer(
+    folder: Path, optimizer: torch.optim.Optimizer, meta: dict[str, Any]
+) -> None:
+    path = folder / OPTIMIZER_FILE
+    try:
+        tensors = load_file(str(path))
+        state: dict[int, dict[str, torch.Tensor]] = {}
+        for key, value in tensors.items():
+            index, name = key.split(".", 1)
+            state.setdefault(int(index), {})[name] = value
+        optimizer.load_state_dict(
+            {"state": state, "param_groups": meta["optimizer_param_groups"]}
+        )
+    except (SafetensorError, OSError, KeyError, TypeError, ValueError) as error:
+        raise RosettaError(
+            f"{path}: the optimizer state does not fit this model's optimizer "
+            f"({type(error).__name__}: {error})"
+        ) from None
+
+
+def load_state(folder: Path, device: torch.device) -> dict[str, torch.Tensor]:
+    """The training tensors saved beside the weights ({} if there are none)."""
+    path = folder / STATE_FILE
+    if not path.is_file():
+        return {}
+    try:
+        return load_file(str(path), device=str(device))
+    except (SafetensorError, OSError, RuntimeError) as error:
+        raise RosettaError(f"{path}: cannot load: {error}") from None

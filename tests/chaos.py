@@ -1,0 +1,264 @@
+"""A chaos generator for the file system: random sequences of the commands
+that write, pointed at random places, some killed at random moments.
+
+Each sequence starts from a fresh copy of a workspace (a trained run, its
+config and corpus, an input, a user's notes, a user's folder) and runs
+``steps`` commands drawn from ``prepare``, ``train``, ``translate -o``,
+``average``, ``export``, ``distill`` and ``task``, each with an output drawn
+from what is there: files and folders inside the run and its checkpoints,
+the inputs, the user's files, earlier outputs, names that look like
+temporary ones, fresh names, ``.``. A command runs in this process, or in a
+child process that gets SIGKILL after a random delay or while it pauses
+between the two renames of a folder swap (``ROSETTA_TEST_SWAP_PAUSE``).
+
+After every step the invariant is checked: every file that is not part of
+the output named is byte-identical to before (nothing else is changed or
+removed), and an output that existed is still there, old or new, once the
+journal of an interrupted swap has been completed (as the next command on
+that output does).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rosetta.cli import main
+from rosetta.runtime.atomic import finish_swap
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY = ["--set", "train.max_epochs=null", "--set", "train.max_steps=2"]
+TINY += ["--set", "train.validate_every=1", "--set", "train.threads=1"]
+
+
+def snapshot(folder: Path) -> dict[str, str]:
+    """Every file (and link) under ``folder``: its SHA-256, or its target."""
+    found = {}
+    for path in sorted(folder.rglob("*")):
+        name = str(path.relative_to(folder))
+        if path.is_symlink():
+            found[name] = "link:" + os.readlink(path)
+        elif path.is_file():
+            found[name] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return found
+
+
+def make_workspace(template_run: Path, config: Path, folder: Path) -> None:
+    """The places a sequence starts from (``folder`` is new)."""
+    folder.mkdir(parents=True)
+    shutil.copytree(template_run, folder / "run")
+    shutil.copy(config, folder / "toy.yaml")
+    for corpus in config.parent.glob("*.src"):
+        shutil.copy(corpus, folder / corpus.name)
+        shutil.copy(
+            corpus.with_suffix(".tgt"), folder / corpus.with_suffix(".tgt").name
+        )
+    (folder / "in.txt").write_text("alpha beta\nzeta eta\n")
+    (folder / "notes.txt").write_text("a user's notes\n")
+    (folder / "mine").mkdir()
+    (folder / "mine" / "thesis.tex").write_text("keep me\n")
+    (folder / ".avg.tmp").mkdir()
+    (folder / ".avg.tmp" / "x").write_text("a user's hidden folder\n")
+    (folder / "out.txt.partial").write_text("a user's partial\n")
+
+
+def candidate_outputs(workspace: Path) -> list[str]:
+    """Places a careless or adversarial user might name, relative paths:
+    what is there (inside the run and its checkpoints, the inputs, earlier
+    outputs, the user's files), fresh names, and tricky ones."""
+    existing = [
+        str(path.relative_to(workspace))
+        for path in workspace.rglob("*")
+        if ".tmp" not in path.name and ".old" not in path.name
+    ]
+    fresh = ["out.txt", "avg", "ct2", "tk", "run2", "new/deeper/out.txt", ".avg"]
+    tricky = [".", "run/avg", "run/out.txt", "mine/out", "notes.txt", "in.txt"]
+    return sorted(set(existing)) + fresh + tricky
+
+
+INPUTS = ("in.txt", "toy.yaml", "1.src", "1.tgt", "2.src", "2.tgt")
+
+
+@dataclass
+class Step:
+    argv: list[str]  # a command, or [] for the user's own write
+    outputs: list[str]  # what the command may write: its output, its partials
+    killed: str = ""  # "", "delay", "swap"
+    delay: float = 0.0
+    user_file: str = ""  # the user's own write: this file, new
+
+
+def draw_step(workspace: Path, rng: random.Random) -> Step:
+    if rng.random() < 0.15:  # the user puts notes of their own somewhere
+        folders = [
+            p for p in workspace.rglob("*") if p.is_dir() and ".tmp" not in p.name
+        ]
+        place = rng.choice(folders).relative_to(workspace)
+        return Step([], [], user_file=str(place / f"notes-{rng.randrange(10**6)}.txt"))
+    out = rng.choice(candidate_outputs(workspace))
+    over = ["--overwrite"] if rng.random() < 0.7 else []
+    verb = rng.choice(
+        ["translate", "translate", "average", "export", "distill", "task", "train"]
+    )
+    outputs = [out]
+    if verb == "translate":
+        argv = ["translate", "-m", "run", "-i", "in.txt", "-o", out, *over]
+    elif verb == "distill":
+        argv = ["distill", "-m", "run", "--src", "in.txt", "-o", out, *over]
+        if (workspace / f"{out}.partial.json").is_file():  # an earlier distill's
+            outputs += [f"{out}.partial", f"{out}.partial.json"]
+    elif verb == "average":
+        argv = ["average", "-m", "run", "--last", "2", "-o", out, *over]
+    elif verb == "export":
+        argv = ["export", "ctranslate2", "-m", "run", "-o", out, *over]
+    elif verb == "task":
+        argv = ["task", "copy", "--count", "30", "--valid", "5", "--test", "5"]
+        argv += ["--bands", "-o", out, *over]
+    else:
+        argv = ["train", "toy.yaml", "-o", out, *TINY]
+        argv += ["--resume"] if rng.random() < 0.3 else []
+    kill = rng.random()
+    killed = "" if kill < 0.5 else ("delay" if kill < 0.85 else "swap")
+    return Step(argv, outputs, killed, rng.uniform(0.3, 4.0))
+
+
+def run_step(step: Step, workspace: Path) -> str:
+    """Run ``step`` in ``workspace``; what happened, in a word."""
+    if step.user_file:
+        (workspace / step.user_file).write_text("the user's own\n")
+        return "user"
+    if not step.killed:
+        quiet = io.StringIO()
+        cwd = Path.cwd()
+        os.chdir(workspace)
+        try:
+            with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
+                status = main(step.argv)
+        finally:
+            os.chdir(cwd)
+        return f"exit {status}"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    if step.killed == "swap":
+        env["ROSETTA_TEST_SWAP_PAUSE"] = "30"
+    child = subprocess.Popen(
+        [sys.executable, "-m", "rosetta.cli", *step.argv],
+        cwd=workspace,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + (20 if step.killed == "swap" else step.delay)
+    where = "killed"
+    while child.poll() is None and time.monotonic() < deadline:
+        if step.killed == "swap" and list(workspace.rglob(".*.swap.json")):
+            time.sleep(0.05)  # into the pause between the renames
+            where = "killed between renames"
+            break
+        time.sleep(0.02)
+    if child.poll() is not None:
+        return f"exit {child.returncode} before the kill"
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    return where
+
+
+def is_part_of(name: str, outputs: list[str], workspace: Path) -> bool:
+    """Whether the file ``name`` (relative) is one of ``outputs`` or inside one."""
+    path = (workspace / name).resolve()
+    for output in outputs:
+        place = (workspace / output).resolve()
+        if path == place or place in path.parents:
+            return True
+    return False
+
+
+@dataclass
+class Outcome:
+    steps: int = 0
+    killed: int = 0
+    between_renames: int = 0
+    violations: list[str] = field(default_factory=list)
+
+
+def protected(name: str, step: Step) -> bool:
+    """Whether ``name`` is in what no command but its own may change: the
+    run (its own ``train -o run`` may) and the inputs."""
+    trains_run = step.argv[:1] == ["train"] and step.outputs == ["run"]
+    return name in INPUTS or (name.startswith("run/") and not trains_run)
+
+
+def may_change(name: str, step: Step, made: dict[str, str], workspace: Path) -> bool:
+    """Whether ``step`` may change or remove the file ``name``: part of its
+    output and written by the same command (``--overwrite`` replaces only
+    that), or Rosetta's own bookkeeping and leftovers (hidden names a
+    command made: records, journals, temporary folders)."""
+    by = made.get(name)
+    if by not in (None, "user") and any(p.startswith(".") for p in Path(name).parts):
+        return True
+    if protected(name, step):
+        return False
+    return is_part_of(name, step.outputs, workspace) and by == step.argv[0]
+
+
+def check_step(
+    step: Step,
+    before: dict[str, str],
+    workspace: Path,
+    existed: list[str],
+    made: dict[str, str],
+) -> list[str]:
+    """The invariant after ``step`` (see the module docstring); notes in
+    ``made`` which command wrote each file that is new or changed."""
+    for output in step.outputs:  # what the next command on it would do first
+        with contextlib.suppress(Exception):
+            finish_swap(workspace / output)
+    after = snapshot(workspace)
+    problems = []
+    command = " ".join(step.argv) or f"the user writes {step.user_file}"
+    for name, digest in before.items():
+        if after.get(name) != digest and not may_change(name, step, made, workspace):
+            what = "removed" if name not in after else "changed"
+            problems.append(f"{command}: {name} {what}")
+    for output in existed:
+        if not (workspace / output).exists():
+            problems.append(f"{command}: the output {output} is gone")
+    for name, digest in after.items():
+        if before.get(name) != digest:
+            made[name] = step.argv[0] if step.argv else "user"
+    return problems
+
+
+def run_sequence(
+    template_run: Path, config: Path, folder: Path, seed: int, steps: int
+) -> Outcome:
+    """One random sequence of ``steps`` commands from a fresh workspace."""
+    rng = random.Random(seed)
+    workspace = folder / f"seq-{seed}"
+    make_workspace(template_run, config, workspace)
+    outcome = Outcome()
+    made = {name: "train" for name in snapshot(workspace / "run")}
+    made = {f"run/{name}": by for name, by in made.items()}
+    for _ in range(steps):
+        step = draw_step(workspace, rng)
+        before = snapshot(workspace)
+        existed = [o for o in step.outputs if (workspace / o).exists()]
+        happened = run_step(step, workspace)
+        outcome.steps += 1
+        outcome.killed += happened.startswith("killed")
+        outcome.between_renames += happened == "killed between renames"
+        outcome.violations += [
+            f"seed {seed}, {happened}: {problem}"
+            for problem in check_step(step, before, workspace, existed, made)
+        ]
+    shutil.rmtree(workspace, ignore_errors=True)
+    return outcome
