@@ -13,6 +13,9 @@ block repeated. For each size it measures, each in its own process:
   corpus, then encoded into the store): seconds and peak resident memory;
 - **epoch batching**: seconds to sort and cut one seeded epoch of the
   stored pairs into batches (``make_batches`` on the length arrays);
+- **store check by content**: seconds a training start spends
+  fingerprinting the store's arrays and the corpora (part of the first
+  update's seconds);
 - **first update**: seconds from starting ``rosetta train`` on the prepared
   folder to its first logged update, and each training process's private
   memory (``Private_Clean + Private_Dirty`` of ``/proc/PID/smaps``, the
@@ -200,6 +203,24 @@ def epoch_batching_seconds(run: Path) -> float:
     return time.perf_counter() - began
 
 
+def store_check_seconds(run: Path, repeats: int = 3) -> float:
+    """Seconds (median of ``repeats``) that a start spends checking the store
+    by content: the fingerprint of every array and every corpus file the
+    manifest records, as ``stale_reason`` computes them."""
+    from rosetta.runtime.fingerprint import fingerprint
+
+    manifest = json.loads((run / "store" / "manifest.json").read_text())
+    files = [run / "store" / name for name in manifest["arrays"]]
+    files += [Path(r["path"]) for rs in manifest["corpora"].values() for r in rs]
+    seconds = []
+    for _ in range(repeats):
+        began = time.perf_counter()
+        for path in files:
+            fingerprint(path)
+        seconds.append(time.perf_counter() - began)
+    return statistics.median(seconds)
+
+
 def measure(
     size: int, work: Path, nprocs: list[int], in_memory_max: int, repeats: int
 ) -> dict:
@@ -217,6 +238,7 @@ def measure(
             [*script, *TINY_MODEL, *corpus]
         )
     row["batching_s"] = epoch_batching_seconds(run)
+    row["store_check_s"] = store_check_seconds(run)
     for nproc in nprocs:
         runs = []
         for _ in range(repeats):
@@ -233,7 +255,7 @@ def measure(
 
 def table(rows: list[dict], nprocs: list[int]) -> str:
     head = ["pairs", "in memory s", "in memory GB", "prepare s", "prepare GB"]
-    head += ["epoch batching s"]
+    head += ["epoch batching s", "store check by content s"]
     for n in nprocs:
         head += [
             f"first update s ({n} proc)",
@@ -245,7 +267,7 @@ def table(rows: list[dict], nprocs: list[int]) -> str:
         for key, form in (("in_memory_s", ".1f"), ("in_memory_gb", ".2f")):
             cells.append(format(row[key], form) if key in row else "-")
         cells += [f"{row['prepare_s']:.1f}", f"{row['prepare_gb']:.2f}"]
-        cells += [f"{row['batching_s']:.2f}"]
+        cells += [f"{row['batching_s']:.2f}", f"{row['store_check_s']:.2f}"]
         for n in nprocs:
             low, high = row[f"first_update_range_{n}"]
             cells += [

@@ -17,6 +17,7 @@ from rosetta.cli import main
 from rosetta.runs.checkpoint import read_index
 from rosetta.runs.integrity import seal_meta, sha256_file
 from tests.test_integrity import edit_meta, resealed
+from tests.test_outputs import run_refused
 
 
 @pytest.fixture
@@ -24,14 +25,6 @@ def run(toy_run, tmp_path) -> Path:
     copy = tmp_path / "run"
     shutil.copytree(toy_run("transformer"), copy)
     return copy
-
-
-def refused(argv: list[str], capsys, expected: str) -> None:
-    capsys.readouterr()
-    assert main(argv) == 2
-    err = capsys.readouterr().err
-    assert expected in err, err
-    assert "Traceback" not in err and err.count("\n") <= 2, err
 
 
 def translate(run: Path, tmp_path: Path) -> list[str]:
@@ -70,7 +63,7 @@ def test_weights_are_checked_finite_and_of_their_dtype(
 ):
     for name in read_index(run)["checkpoints"]:
         rewrite_weights(run / name, change)
-    refused(translate(run, tmp_path), capsys, expected)
+    run_refused(translate(run, tmp_path), capsys, expected)
 
 
 GARBAGE = {"kind": "sentencepiece", "model": "bm90IGEgbW9kZWw="}  # "not a model"
@@ -94,14 +87,14 @@ def test_a_damaged_tokenizers_file_is_one_line(run, capsys, change, expected, tm
     meta = json.loads((latest(run) / "checkpoint.json").read_text())
     config = tmp_path / "run.yaml"
     config.write_text(json.dumps(meta["config"]))  # the run's own configuration
-    refused(["train", str(config), "-o", str(run), "--resume"], capsys, expected)
+    run_refused(["train", str(config), "-o", str(run), "--resume"], capsys, expected)
 
 
 def test_an_index_with_a_mistyped_field_is_one_line(run, tmp_path, capsys):
     index = json.loads((run / "checkpoints.json").read_text())
     index["metric"] = 5
     (run / "checkpoints.json").write_text(json.dumps(index))
-    refused(translate(run, tmp_path), capsys, "metric: must be a valid string")
+    run_refused(translate(run, tmp_path), capsys, "metric: must be a valid string")
 
 
 @pytest.mark.parametrize(
@@ -119,7 +112,7 @@ def test_a_trainer_state_renamed_or_mistyped_is_refused_at_resume(
     meta = json.loads((latest(run) / "checkpoint.json").read_text())
     config = tmp_path / "run.yaml"
     config.write_text(json.dumps(meta["config"]))  # the run's own configuration
-    refused(["train", str(config), "-o", str(run), "--resume"], capsys, expected)
+    run_refused(["train", str(config), "-o", str(run), "--resume"], capsys, expected)
 
 
 def test_an_export_record_cut_short_is_one_line(run, tmp_path, capsys):
@@ -129,4 +122,4 @@ def test_an_export_record_cut_short_is_one_line(run, tmp_path, capsys):
     record = export / "rosetta.json"
     record.write_text(record.read_text()[:40])
     argv = [*translate(export, tmp_path), "--engine", "ctranslate2"]
-    refused(argv, capsys, "rosetta.json: not a Rosetta CTranslate2 export's record")
+    run_refused(argv, capsys, "rosetta.json: not a Rosetta CTranslate2 export's record")

@@ -11,27 +11,20 @@ from rosetta.cli import main
 from rosetta.data.text import read_text
 from rosetta.errors import RosettaError
 from rosetta.runtime import threads
+from tests.test_outputs import run_refused
 from tests.toy import toy_config
-
-
-def refused(argv: list[str], capsys, expected: str) -> None:
-    capsys.readouterr()
-    assert main(argv) == 2
-    err = capsys.readouterr().err
-    assert expected in err, err
-    assert "Traceback" not in err and err.count("\n") <= 2, err
 
 
 @pytest.mark.parametrize("flag", ["--count", "--valid", "--test"])
 def test_a_task_too_large_to_hold_is_refused_at_once(tmp_path, capsys, flag):
     argv = ["task", "copy", "-o", str(tmp_path / "tk"), flag, "1000000000000"]
-    refused(argv, capsys, "GB of memory; this machine has")
+    run_refused(argv, capsys, "GB of memory; this machine has")
     assert not (tmp_path / "tk").exists()
 
 
-def test_a_positions_plot_too_large_is_refused(tmp_path, capsys):
+def test_a_positions_plot_too_large_is_run_refused(tmp_path, capsys):
     argv = ["plot", "positions", "--length", "1000000000000"]
-    refused([*argv, "-o", str(tmp_path / "p.png")], capsys, "GB of memory")
+    run_refused([*argv, "-o", str(tmp_path / "p.png")], capsys, "GB of memory")
 
 
 @pytest.mark.parametrize(
@@ -49,7 +42,7 @@ def test_a_model_that_cannot_fit_is_refused_before_training(
     argv = ["train", str(config), "-o", str(tmp_path / "run"), "--set", setting]
     if "d_model" in setting:
         argv += ["--set", "model.heads=1"]
-    refused(argv, capsys, expected)
+    run_refused(argv, capsys, expected)
 
 
 def test_adams_rates_are_checked_in_the_config(tmp_path, capsys):
@@ -79,7 +72,7 @@ def test_a_log_folder_taken_by_a_file_is_one_line(tmp_path, capsys):
     run.mkdir()
     (run / "metrics.jsonl").mkdir()
     argv = ["train", str(config), "-o", str(run)]
-    refused(argv, capsys, "metrics.jsonl must be a file; move it")
+    run_refused(argv, capsys, "metrics.jsonl must be a file; move it")
 
 
 def test_a_word_text_with_cr_only_line_ends_names_the_line(tmp_path):
@@ -96,5 +89,5 @@ def test_exporting_a_model_ctranslate2_cannot_run_is_one_line(
 ):
     pytest.importorskip("ctranslate2")
     argv = ["export", "ctranslate2", "-m", str(toy_run(kind))]
-    refused([*argv, "-o", str(tmp_path / "e")], capsys, "a nat model; CTranslate2")
+    run_refused([*argv, "-o", str(tmp_path / "e")], capsys, "a nat model; CTranslate2")
     assert not Path(tmp_path / "e").exists()

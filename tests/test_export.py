@@ -98,7 +98,7 @@ def test_an_int8_export_is_written_and_decodes(toy_run, tmp_path):
 @pytest.mark.parametrize(
     ("model", "message"),
     [
-        (RNN_ATTENTION, "a recurrent model; CTranslate2 runs Transformers only"),
+        (RNN_ATTENTION, "a rnn model; CTranslate2 runs Transformer"),
         (TRANSFORMER_RELATIVE, "relative positions; CTranslate2 has no Transformer-XL"),
         (
             TRANSFORMER_RELATIVE.replace("relative", "alibi"),

@@ -49,6 +49,25 @@ def final_state(run: Path) -> dict[str, torch.Tensor]:
     return {**tensors, **{f"adam.{k}": v for k, v in optimizer.items()}}
 
 
+def resume_to_the_end(
+    config: Path, run: Path, expected: dict[str, torch.Tensor], what: str
+) -> str:
+    """``--resume`` the run to its end, check that it ends bitwise equal to
+    ``expected`` (an uninterrupted run); the resumed run's log."""
+    resumed = subprocess.run(
+        command("-m", "rosetta.cli", *train_args(config, run, "--resume")),
+        capture_output=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert resumed.returncode == 0, resumed.stderr.decode()[-2000:]
+    got = final_state(run)
+    assert got.keys() == expected.keys()
+    different = [k for k in expected if not torch.equal(got[k], expected[k])]
+    assert different == [], f"{len(different)} tensors differ after {what}"
+    return resumed.stdout.decode()
+
+
 MODELS = {"transformer": TRANSFORMER, "rnn-attention": RNN_ATTENTION}
 CASES = [("transformer", point) for point in KILL_POINTS] + [
     ("rnn-attention", "write:2"),
@@ -98,22 +117,11 @@ def test_killed_and_resumed_training_ends_bitwise_identical(setup, point):
     assert harness.wait(timeout=30) == -signal.SIGKILL
     harness.stderr.close()
 
-    resumed = subprocess.run(
-        command("-m", "rosetta.cli", *train_args(config, run, "--resume")),
-        capture_output=True,
-        cwd=ROOT,
-        timeout=300,
-    )
-    assert resumed.returncode == 0, resumed.stderr.decode()[-2000:]
-    log = resumed.stdout.decode()
+    log = resume_to_the_end(config, run, expected, point)
     if KILL_POINTS[point]:  # it really continued from the checkpoint
         assert f"(step {KILL_POINTS[point]}, " in log, log
     else:
         assert "no checkpoint yet; starting from the beginning" in log, log
-    got = final_state(run)
-    assert got.keys() == expected.keys()
-    different = [k for k in expected if not torch.equal(got[k], expected[k])]
-    assert different == [], f"{len(different)} tensors differ after {point}"
     index = read_index(run)
     assert all((run / name).is_dir() for name in index["checkpoints"])
     assert not list(run.glob("*.tmp"))  # no half-written leftovers named
@@ -148,14 +156,5 @@ def test_a_signal_saves_the_update_and_resume_ends_identical(setup, name):
     assert f"stopped by {number.name} at update {step}" in err, err[-2000:]
     assert "--resume" in err and "Traceback" not in err, err[-2000:]
     assert read_index(run)["latest"] == f"checkpoint-{step:07d}"
-    resumed = subprocess.run(
-        command("-m", "rosetta.cli", *train_args(config, run, "--resume")),
-        capture_output=True,
-        cwd=ROOT,
-        timeout=300,
-    )
-    assert resumed.returncode == 0, resumed.stderr.decode()[-2000:]
-    assert f"(step {step}, " in resumed.stdout.decode()
-    got = final_state(run)
-    different = [k for k in expected if not torch.equal(got[k], expected[k])]
-    assert different == [], f"{len(different)} tensors differ after {name}:{step}"
+    log = resume_to_the_end(config, run, expected, f"{name}:{step}")
+    assert f"(step {step}, " in log

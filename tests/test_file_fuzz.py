@@ -1,0 +1,122 @@
+"""Generated damage to every JSON file of a run that Rosetta reads back: a
+key removed, a value of another type, the file cut short, another kind of
+JSON. Checksums are recomputed where a file carries them, as a careless tool
+would, so only the schema can tell. The promise: the command that reads the
+file works (the damage did not matter) or refuses in one line naming the
+file, exit status 2; never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rosetta.cli import main
+from rosetta.runs.checkpoint import read_index
+from rosetta.runs.integrity import seal_meta
+
+SETTINGS = settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+ODD_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=False),
+    st.text(max_size=4),
+    st.just([]),
+    st.just({}),
+    st.just([[[[[]]]]]),
+)
+
+
+def paths_in(data, prefix=()):
+    """Every key path into nested dicts."""
+    if isinstance(data, dict):
+        for key, value in data.items():
+            yield (*prefix, key)
+            yield from paths_in(value, (*prefix, key))
+
+
+@st.composite
+def damage(draw, data):
+    """A damaged copy of ``data`` (a dict read from JSON), or text."""
+    kind = draw(st.sampled_from(["remove", "retype", "cut", "other json"]))
+    if kind == "cut":
+        text = json.dumps(data)
+        return text[: draw(st.integers(0, max(0, len(text) - 1)))]
+    if kind == "other json":
+        return json.dumps(draw(ODD_VALUES))
+    paths = sorted(paths_in(data), key=str)
+    path = draw(st.sampled_from(paths))
+    copy = json.loads(json.dumps(data))
+    holder = copy
+    for key in path[:-1]:
+        holder = holder[key]
+    if kind == "remove":
+        del holder[path[-1]]
+    else:
+        holder[path[-1]] = draw(ODD_VALUES)
+    return copy
+
+
+# (file inside the run, whether checksums are recomputed, command)
+FILES = {
+    "checkpoints.json": (False, "translate"),
+    "tokenizers.json": (False, "resume"),
+    "store/manifest.json": (False, "resume"),
+    "LATEST/checkpoint.json": (True, "translate"),
+}
+
+
+def command(run: Path, tmp_path: Path, which: str) -> list[str]:
+    if which == "translate":
+        source = tmp_path / "in.txt"
+        source.write_text("alpha beta\n")
+        return ["translate", "-m", str(run), "-i", str(source)]
+    meta = json.loads((run / read_index(run)["latest"] / "checkpoint.json").read_text())
+    config = tmp_path / "config.yaml"
+    config.write_text(json.dumps(meta["config"]))  # the run's own configuration
+    return ["train", str(config), "-o", str(run), "--resume"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", FILES)
+def test_damaged_run_files_are_one_line_or_harmless(
+    toy_run, tmp_path_factory, capsys, name
+):
+    template = toy_run("transformer")
+    resealed, which = FILES[name]
+    path_in_run = name.replace("LATEST", read_index(template)["latest"])
+    original = json.loads((template / path_in_run).read_text())
+
+    @SETTINGS
+    @given(damaged=damage(original))
+    def check(damaged):
+        work = tmp_path_factory.mktemp("fuzz")
+        run = work / "run"
+        shutil.copytree(template, run)
+        if resealed and isinstance(damaged, dict):
+            damaged = seal_meta(
+                {k: v for k, v in damaged.items() if k != "meta_sha256"}
+            )
+        text = damaged if isinstance(damaged, str) else json.dumps(damaged)
+        (run / path_in_run).write_text(text)
+        argv = command(run, work, which)
+        if which == "resume":
+            argv += ["--set", "train.max_steps=61"]
+        capsys.readouterr()
+        status = main(argv)
+        err = capsys.readouterr().err
+        assert "Traceback" not in err, err
+        assert status == 0 or (status == 2 and err.count("\n") <= 2), (status, err)
+        shutil.rmtree(work)
+
+    check()
