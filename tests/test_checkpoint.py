@@ -150,3 +150,23 @@ def test_the_chosen_checkpoint_says_why(tmp_path):
         tmp_path / "checkpoint-0000020",
         "the run's latest",
     )
+
+
+def test_pruning_removes_a_checkpoints_files_and_leaves_a_users(tmp_path, capsys):
+    run = tmp_path / "run"
+    for step in (1, 2, 3):
+        folder = run / f"checkpoint-{step:07d}"
+        folder.mkdir(parents=True)
+        (folder / ckpt.MODEL_FILE).write_bytes(b"w")
+        (folder / ckpt.META_FILE).write_text("{}")
+    (run / "checkpoint-0000001" / "notes.txt").write_text("a user's")
+    for step in (1, 2, 3):
+        name = f"checkpoint-{step:07d}"
+        ckpt.record_checkpoint(
+            run, name, is_best=step == 3, best_score=1.0, metric="bleu", keep_last=1
+        )
+    assert not (run / "checkpoint-0000002").exists()  # Rosetta's alone: gone
+    kept = run / "checkpoint-0000001"
+    assert sorted(p.name for p in kept.iterdir()) == ["notes.txt"]
+    assert "holds files that are not Rosetta's" in capsys.readouterr().out
+    assert ckpt.read_index(run)["checkpoints"] == ["checkpoint-0000003"]
