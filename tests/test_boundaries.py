@@ -97,22 +97,35 @@ def test_an_index_with_a_mistyped_field_is_one_line(run, tmp_path, capsys):
     run_refused(translate(run, tmp_path), capsys, "metric: must be a valid string")
 
 
+def groups(change):
+    return lambda meta: change(meta["optimizer_param_groups"])
+
+
+def trainer(change):
+    return lambda meta: change(meta["trainer"])
+
+
 @pytest.mark.parametrize(
     "change, expected",
     [
-        (lambda t: t.update(stepp=t.pop("step")), "stepp: Unexpected keyword"),
-        (lambda t: t.update(step="ten"), "step: must be a valid integer"),
+        (trainer(lambda t: t.update(stepp=t.pop("step"))), "stepp: Unexpected"),
+        (trainer(lambda t: t.update(step="ten")), "step: must be a valid integer"),
+        (groups(lambda g: g[0].update(betas=[0.9])), "param_groups.0.betas"),
+        (groups(lambda g: g[0].update(lr="fast")), "param_groups.0.lr"),
+        (groups(lambda g: g[0].pop("eps")), "not this optimizer's settings"),
+        (groups(lambda g: g.append({})), "not 1 group(s) of settings"),
     ],
-    ids=["renamed", "mistyped"],
+    ids=["renamed", "mistyped", "betas", "lr", "eps gone", "a group more"],
 )
-def test_a_trainer_state_renamed_or_mistyped_is_refused_at_resume(
+def test_a_training_state_edited_is_refused_at_resume(
     run, tmp_path, capsys, change, expected
 ):
-    edit_meta(latest(run), resealed(lambda meta: change(meta["trainer"])))
+    edit_meta(latest(run), resealed(change))
     meta = json.loads((latest(run) / "checkpoint.json").read_text())
     config = tmp_path / "run.yaml"
     config.write_text(json.dumps(meta["config"]))  # the run's own configuration
-    run_refused(["train", str(config), "-o", str(run), "--resume"], capsys, expected)
+    argv = ["train", str(config), "-o", str(run), "--resume"]
+    run_refused([*argv, "--set", "train.max_steps=61"], capsys, expected)
 
 
 def test_an_export_record_cut_short_is_one_line(run, tmp_path, capsys):

@@ -67,33 +67,36 @@ def damage(draw, data):
     return copy
 
 
-# (file inside the run, whether checksums are recomputed, command)
-FILES = {
-    "checkpoints.json": (False, "translate"),
-    "tokenizers.json": (False, "resume"),
-    "store/manifest.json": (False, "resume"),
-    "LATEST/checkpoint.json": (True, "translate"),
-}
+# (file inside the run, whether checksums are recomputed, the command)
+FILES = [
+    ("checkpoints.json", False, "translate"),
+    ("tokenizers.json", False, "resume"),
+    ("store/manifest.json", False, "resume"),
+    ("LATEST/checkpoint.json", True, "translate"),
+    ("LATEST/checkpoint.json", True, "resume"),
+]
 
 
-def command(run: Path, tmp_path: Path, which: str) -> list[str]:
+def command(template: Path, run: Path, tmp_path: Path, which: str) -> list[str]:
+    """The command that reads the damaged file: ``translate``, or resuming
+    with the run's own configuration (taken from the undamaged ``template``)."""
     if which == "translate":
         source = tmp_path / "in.txt"
         source.write_text("alpha beta\n")
         return ["translate", "-m", str(run), "-i", str(source)]
-    meta = json.loads((run / read_index(run)["latest"] / "checkpoint.json").read_text())
+    latest = template / read_index(template)["latest"]
+    meta = json.loads((latest / "checkpoint.json").read_text())
     config = tmp_path / "config.yaml"
-    config.write_text(json.dumps(meta["config"]))  # the run's own configuration
+    config.write_text(json.dumps(meta["config"]))
     return ["train", str(config), "-o", str(run), "--resume"]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", FILES)
+@pytest.mark.parametrize(("name", "resealed", "which"), FILES)
 def test_damaged_run_files_are_one_line_or_harmless(
-    toy_run, tmp_path_factory, capsys, name
+    toy_run, tmp_path_factory, capsys, name, resealed, which
 ):
     template = toy_run("transformer")
-    resealed, which = FILES[name]
     path_in_run = name.replace("LATEST", read_index(template)["latest"])
     original = json.loads((template / path_in_run).read_text())
 
@@ -109,7 +112,7 @@ def test_damaged_run_files_are_one_line_or_harmless(
             )
         text = damaged if isinstance(damaged, str) else json.dumps(damaged)
         (run / path_in_run).write_text(text)
-        argv = command(run, work, which)
+        argv = command(template, run, work, which)
         if which == "resume":
             argv += ["--set", "train.max_steps=61"]
         capsys.readouterr()

@@ -77,6 +77,7 @@ def load_optimizer(
     folder: Path, optimizer: torch.optim.Optimizer, meta: dict[str, Any]
 ) -> None:
     path = folder / OPTIMIZER_FILE
+    check_param_groups(meta.get("optimizer_param_groups"), optimizer, folder)
     try:
         tensors = load_file(str(path))
         state: dict[int, dict[str, torch.Tensor]] = {}
@@ -91,6 +92,39 @@ def load_optimizer(
             f"{path}: the optimizer state does not fit this model's optimizer "
             f"({type(error).__name__}: {error})"
         ) from None
+
+
+def _same_kind(saved: Any, current: Any) -> bool:
+    """Whether a saved optimizer setting has the shape of the current one: a
+    number for a number, a list of numbers for a tuple, a flag for a flag."""
+    if isinstance(current, bool) or current is None:
+        return isinstance(saved, bool) or saved is None
+    if isinstance(current, int | float):
+        return isinstance(saved, int | float) and not isinstance(saved, bool)
+    if isinstance(current, tuple | list):
+        return (
+            isinstance(saved, list)
+            and len(saved) == len(current)
+            and all(_same_kind(a, b) for a, b in zip(saved, current, strict=True))
+        )
+    return True
+
+
+def check_param_groups(
+    saved: Any, optimizer: torch.optim.Optimizer, folder: Path
+) -> None:
+    """The checkpoint's optimizer settings (``optimizer_param_groups``) have
+    the groups, keys and kinds of values of ``optimizer``'s."""
+    where = f"{folder / 'checkpoint.json'}: optimizer_param_groups"
+    current = optimizer.param_groups
+    if not isinstance(saved, list) or len(saved) != len(current):
+        raise RosettaError(f"{where}: not {len(current)} group(s) of settings")
+    for number, (group, ours) in enumerate(zip(saved, current, strict=True)):
+        if not isinstance(group, dict) or set(group) != set(ours):
+            raise RosettaError(f"{where}.{number}: not this optimizer's settings")
+        for key, value in ours.items():
+            if key != "params" and not _same_kind(group[key], value):
+                raise RosettaError(f"{where}.{number}.{key}: {group[key]!r}")
 
 
 def load_state(folder: Path, device: torch.device) -> dict[str, torch.Tensor]:
