@@ -35,7 +35,7 @@ def last_checkpoints(run_dir: Path, count: int | None = None) -> list[Path]:
             f"{run_dir} keeps {len(names)} checkpoint(s), not {count}: train with "
             f"train.keep_last: {count} (or more) to average that many"
         )
-    return [run_dir / name for name in names[-count:]]
+    return [ckpt.inside_run(run_dir, name) for name in names[-count:]]
 
 
 def average_weights(folders: list[Path]) -> dict[str, torch.Tensor]:

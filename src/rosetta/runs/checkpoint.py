@@ -253,9 +253,9 @@ def choose_checkpoint(path: Path, which: str = "best") -> tuple[Path, str]:
     if (path / META_FILE).is_file():
         return path, "the checkpoint named"
     index = read_index(path)
-    for which_name in ("best", "latest"):
-        if index.get(which_name):
-            inside_run(path, index[which_name])
+    for name in (index.get("best"), index.get("latest"), *index["checkpoints"]):
+        if name:
+            inside_run(path, name)
     name = index.get(which)
     if name:
         if which == "best":

@@ -93,7 +93,7 @@ def resume(trainer: Trainer) -> None:
         )
         trainer.forget_metrics_after_state()
         return
-    folder = trainer.run_dir / index["latest"]
+    folder = ckpt.inside_run(trainer.run_dir, index["latest"])
     meta = ckpt.read_meta(folder)
     accepted = check_resumed_config(meta, config_to_dict(trainer.config), str(folder))
     if accepted:
