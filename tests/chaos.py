@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
+import json
 import os
 import random
 import shutil
@@ -72,18 +73,23 @@ def make_workspace(template_run: Path, config: Path, folder: Path) -> None:
     (folder / "out.txt.partial").write_text("a user's partial\n")
 
 
-def candidate_outputs(workspace: Path) -> list[str]:
-    """Places a careless or adversarial user might name, relative paths:
-    what is there (inside the run and its checkpoints, the inputs, earlier
-    outputs, the user's files), fresh names, and tricky ones."""
-    existing = [
+def candidate_outputs(workspace: Path, rng: random.Random) -> list[str]:
+    """Places a careless or adversarial user might name, relative paths, of
+    one kind drawn first (so that the run's many files do not crowd out the
+    rest): inside the run and its checkpoints; the inputs and the user's
+    files; fresh names and earlier outputs; tricky names."""
+    there = [
         str(path.relative_to(workspace))
         for path in workspace.rglob("*")
-        if ".tmp" not in path.name and ".old" not in path.name
+        if not any(part.startswith(".") for part in path.relative_to(workspace).parts)
     ]
+    inside_run = [name for name in there if name.startswith("run/")]
+    users = [*INPUTS, "notes.txt", "mine", "mine/thesis.tex", ".avg.tmp"]
+    users += ["out.txt.partial", *(n for n in there if "notes-" in n)]
     fresh = ["out.txt", "avg", "ct2", "tk", "run2", "new/deeper/out.txt", ".avg"]
-    tricky = [".", "run/avg", "run/out.txt", "mine/out", "notes.txt", "in.txt"]
-    return sorted(set(existing)) + fresh + tricky
+    fresh += [n for n in there if not n.startswith("run") and n not in users]
+    tricky = [".", "run/avg", "run/out.txt", "mine/out", "run", ".."]
+    return rng.choice([inside_run, users, fresh, fresh, tricky])
 
 
 INPUTS = ("in.txt", "toy.yaml", "1.src", "1.tgt", "2.src", "2.tgt")
@@ -98,14 +104,43 @@ class Step:
     user_file: str = ""  # the user's own write: this file, new
 
 
+# What a folder output records it is (``.rosetta-output.json``), and the
+# command that writes it again.
+REWRITE = {
+    "an averaged checkpoint": ["average", "-m", "run", "--last", "2"],
+    "a CTranslate2 export": ["export", "ctranslate2", "-m", "run"],
+    "a task written by rosetta task": [
+        *("task", "copy", "--count", "30", "--valid", "5", "--test", "5"),
+        "--bands",
+    ],
+}
+
+
+def earlier_folder_outputs(workspace: Path) -> list[tuple[str, list[str]]]:
+    """(folder, the command that writes it again) of every folder output a
+    command wrote in ``workspace``."""
+    found = []
+    for record in sorted(workspace.rglob(".rosetta-output.json")):
+        with contextlib.suppress(ValueError, OSError):
+            kind = json.loads(record.read_text())["kind"]
+            if kind in REWRITE:
+                found.append((str(record.parent.relative_to(workspace)), REWRITE[kind]))
+    return found
+
+
 def draw_step(workspace: Path, rng: random.Random) -> Step:
     if rng.random() < 0.15:  # the user puts notes of their own somewhere
-        folders = [
-            p for p in workspace.rglob("*") if p.is_dir() and ".tmp" not in p.name
-        ]
+        folders = [workspace, *(p for p in workspace.rglob("*") if p.is_dir())]
+        # (not inside Rosetta's own hidden temporary folders)
+        folders = [p for p in folders if not p.name.startswith(".")]
         place = rng.choice(folders).relative_to(workspace)
-        return Step([], [], user_file=str(place / f"notes-{rng.randrange(10**6)}.txt"))
-    out = rng.choice(candidate_outputs(workspace))
+        name = f"notes-{rng.randrange(10**6)}.txt"
+        return Step([], [], user_file=str(place / name))
+    earlier = earlier_folder_outputs(workspace)
+    if earlier and rng.random() < 0.25:  # replaced, killed between the renames
+        out, argv = rng.choice(earlier)
+        return Step([*argv, "-o", out, "--overwrite"], [out], "swap")
+    out = rng.choice(candidate_outputs(workspace, rng))
     over = ["--overwrite"] if rng.random() < 0.7 else []
     verb = rng.choice(
         ["translate", "translate", "average", "export", "distill", "task", "train"]
@@ -117,19 +152,21 @@ def draw_step(workspace: Path, rng: random.Random) -> Step:
         argv = ["distill", "-m", "run", "--src", "in.txt", "-o", out, *over]
         if (workspace / f"{out}.partial.json").is_file():  # an earlier distill's
             outputs += [f"{out}.partial", f"{out}.partial.json"]
-    elif verb == "average":
-        argv = ["average", "-m", "run", "--last", "2", "-o", out, *over]
-    elif verb == "export":
-        argv = ["export", "ctranslate2", "-m", "run", "-o", out, *over]
-    elif verb == "task":
-        argv = ["task", "copy", "--count", "30", "--valid", "5", "--test", "5"]
-        argv += ["--bands", "-o", out, *over]
+    elif verb in ("average", "export", "task"):
+        argv = [*REWRITE[KINDS[verb]], "-o", out, *over]
     else:
         argv = ["train", "toy.yaml", "-o", out, *TINY]
         argv += ["--resume"] if rng.random() < 0.3 else []
     kill = rng.random()
     killed = "" if kill < 0.5 else ("delay" if kill < 0.85 else "swap")
     return Step(argv, outputs, killed, rng.uniform(0.3, 4.0))
+
+
+KINDS = {
+    "average": "an averaged checkpoint",
+    "export": "a CTranslate2 export",
+    "task": "a task written by rosetta task",
+}
 
 
 def run_step(step: Step, workspace: Path) -> str:
