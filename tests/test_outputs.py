@@ -126,6 +126,16 @@ def test_no_file_is_ever_written_inside_what_rosetta_keeps(tmp_path, marker):
         claim_file(link / "x.txt", overwrite=True, what=WHAT)
 
 
+@pytest.mark.parametrize(
+    "name", [".rosetta-written.json", ".rosetta-output.json", ".out.swap.json"]
+)
+def test_rosettas_own_records_are_never_an_output(tmp_path, name):
+    with pytest.raises(RosettaError, match="keeps its own records under"):
+        claim_file(tmp_path / name, overwrite=True, what=WHAT)
+    with pytest.raises(RosettaError, match="keeps its own records under"):
+        claim_folder(tmp_path / name, overwrite=True, what="a thing")
+
+
 def test_the_current_folder_is_never_replaced(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     for name in (".", "..", str(tmp_path)):
@@ -359,3 +369,14 @@ def test_distill_never_takes_a_users_partial_file(toy_run, tmp_path, capsys):
     argv = ["distill", "-m", str(toy_run("transformer")), "--src", str(source)]
     run_refused([*argv, "-o", str(tmp_path / "out.en")], capsys, "not started by")
     assert partial.read_text() == "a user's draft\n"
+
+
+def test_no_run_is_trained_or_prepared_inside_a_run(toy_run, tmp_path, capsys):
+    from tests.toy import toy_config
+
+    run = toy_run("transformer")
+    _, config = toy_config(tmp_path)
+    for verb in ("train", "prepare"):
+        argv = [verb, str(config), "-o", str(run / "inner")]
+        run_refused(argv, capsys, "a training run; Rosetta never writes there")
+    assert not (run / "inner").exists()

@@ -32,6 +32,7 @@ from pathlib import Path
 from rosetta.errors import RosettaError
 from rosetta.runtime.atomic import (
     LEDGER_FILE,
+    SWAP_SUFFIX,
     finish_swap,
     folder_files,
     write_json_atomic,
@@ -82,7 +83,7 @@ def _refuse_inputs(target: Path, inputs: Iterable[str | Path]) -> None:
         )
 
 
-def _refuse_kept_places(target: Path) -> None:
+def refuse_kept_places(target: Path) -> None:
     """Nothing is written inside a run, checkpoint, store or export."""
     for folder in target.resolve().parents:
         what = kept_folder(folder)
@@ -91,6 +92,16 @@ def _refuse_kept_places(target: Path) -> None:
                 f"{target}: inside {folder}, {what}; Rosetta never writes "
                 "there (nothing was written): choose another place"
             )
+
+
+def _refuse_bookkeeping(target: Path) -> None:
+    """Rosetta's own records (of what was written, of a swap, of a run's
+    writer) are never an output: writing one would lose what it records."""
+    name = target.name
+    if name in (WRITTEN_FILE, LEDGER_FILE, RUN_LOCK) or name.endswith(SWAP_SUFFIX):
+        raise RosettaError(
+            f"{target}: a name Rosetta keeps its own records under; choose another"
+        )
 
 
 def _check_parent(target: Path) -> None:
@@ -120,8 +131,9 @@ def claim_file(
     ``what`` did not write there (``record_written``) or that changed since,
     a parent folder that cannot be made or written."""
     target = Path(target)
+    _refuse_bookkeeping(target)
     _refuse_inputs(target, inputs)
-    _refuse_kept_places(target)
+    refuse_kept_places(target)
     if target.is_dir():
         raise RosettaError(f"{target}: a folder; name a file to write")
     if target.exists() or target.is_symlink():
@@ -221,8 +233,9 @@ def claim_folder(
         raise RosettaError(
             f"{target}: the current folder or one holding it; name a new folder"
         )
+    _refuse_bookkeeping(target)
     _refuse_inputs(target, inputs)
-    _refuse_kept_places(target)
+    refuse_kept_places(target)
     finish_swap(target)
     if target.exists() or target.is_symlink():
         if target.is_symlink() or not target.is_dir():

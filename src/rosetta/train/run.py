@@ -19,6 +19,7 @@ from rosetta.families.family import TrainingSetup
 from rosetta.runs.checkpoint import INDEX_FILE, read_index
 from rosetta.runs.lock import run_lock
 from rosetta.runtime.devices import pick_device
+from rosetta.runtime.outputs import refuse_kept_places
 from rosetta.runtime.threads import use_threads
 from rosetta.train import distributed
 from rosetta.train.distributed import SINGLE_PROCESS, Group, local_device
@@ -60,6 +61,7 @@ def check_new_run_folder(run_dir: Path) -> None:
     """``run_dir`` may receive a new run: it does not exist, is empty, or holds
     only what a run that never reached a checkpoint wrote. A finished or
     resumable run, or anybody else's files, are refused before any work."""
+    refuse_kept_places(run_dir)  # a run inside a run, a checkpoint, an export
     if (run_dir / INDEX_FILE).exists():
         raise RosettaError(
             f"{run_dir} already holds a training run: pass --resume to "
