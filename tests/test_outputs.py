@@ -380,3 +380,12 @@ def test_no_run_is_trained_or_prepared_inside_a_run(toy_run, tmp_path, capsys):
         argv = [verb, str(config), "-o", str(run / "inner")]
         run_refused(argv, capsys, "a training run; Rosetta never writes there")
     assert not (run / "inner").exists()
+
+
+def test_an_empty_folder_is_taken_as_new(tmp_path):
+    empty = tmp_path / "out"
+    empty.mkdir()
+    assert claim_folder(empty, what="a thing") == empty
+    with atomic_folder(empty, kind="a thing") as folder:
+        (folder / "a").write_text("new")
+    assert (empty / "a").read_text() == "new"

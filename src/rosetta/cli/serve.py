@@ -9,6 +9,7 @@ from typing import Any
 from rosetta.cli.common import add_engine_flags, add_npd_flags, load_translator
 from rosetta.errors import RosettaError
 from rosetta.runtime.limits import Count, NonNegative, Port, Size, number_flag
+from rosetta.runtime.threads import at_most_cores
 from rosetta.serve.schemas import ServerSettings
 
 
@@ -27,7 +28,7 @@ def cmd_serve(args: argparse.Namespace) -> None:
         max_batch_tokens=args.max_batch_tokens,
         max_wait_ms=args.max_wait_ms,
         max_queue=args.max_queue,
-        workers=args.workers,
+        workers=at_most_cores(args.workers, "--workers"),
     )
     try:
         app = create_app(translator, settings, model_name=Path(args.model).name)

@@ -43,6 +43,8 @@ def cmd_train(args: argparse.Namespace) -> None:
     config = load_config(args.config, args.set)
     run_dir = Path(args.output or default_run_dir(args.config))
     if args.nproc > 1:
+        args.nproc = at_most_cores(args.nproc, "--nproc")
+    if args.nproc > 1:
         launch_processes(args, run_dir)  # whose rank 0 says where the model is
         return
     try:

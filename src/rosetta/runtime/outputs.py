@@ -224,9 +224,10 @@ def claim_folder(
     """Check that ``target`` may become a new folder of the kind ``what``
     (e.g. "a CTranslate2 export"); returns it as a ``Path``.
 
-    An existing folder is replaced only with ``overwrite``, and only if it
-    is an earlier output of the kind ``what`` holding only the files that
-    output wrote; a training run or one of its checkpoints never is."""
+    An empty folder is taken as new; any other is replaced only with
+    ``overwrite``, and only if it is an earlier output of the kind ``what``
+    holding only the files that output wrote; a training run or one of its
+    checkpoints never is."""
     target = Path(target)
     resolved = target.resolve()
     if resolved == Path.cwd() or resolved in Path.cwd().parents or not target.name:
@@ -237,7 +238,8 @@ def claim_folder(
     _refuse_inputs(target, inputs)
     refuse_kept_places(target)
     finish_swap(target)
-    if target.exists() or target.is_symlink():
+    empty = target.is_dir() and not target.is_symlink() and not any(target.iterdir())
+    if (target.exists() or target.is_symlink()) and not empty:
         if target.is_symlink() or not target.is_dir():
             raise RosettaError(f"{target} exists and is not a folder; not replaced")
         _refuse_unless_ours(target, what)
