@@ -217,6 +217,26 @@ def test_a_killed_run_resumes_to_the_uninterrupted_weights(
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("rank", [0, 1])
+def test_a_signal_to_one_rank_saves_the_update_in_every_process(uninterrupted, rank):
+    """SIGTERM to either process (``tests/kill_harness.py`` sends it to
+    itself after update 13): every process saves update 13 and stops, and
+    the resumed run ends with the uninterrupted run's weights."""
+    folder, config, expected = uninterrupted
+    run = folder / f"term-rank{rank}"
+    process = harness("term:13", folder / f"{run.name}.pid", rank, config, run)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode != 0
+    assert b"stopped by SIGTERM at update 13" in stderr, stderr.decode()[-2000:]
+    assert read_index(run)["latest"] == "checkpoint-0000013"
+    resumed = rosetta(*train_args(config, run, "--nproc", "2", "--resume"))
+    assert resumed.returncode == 0, what_failed(resumed)
+    got = final_state(run)
+    different = [k for k in expected if not torch.equal(got[k], expected[k])]
+    assert got.keys() == expected.keys() and different == []
+
+
+@pytest.mark.slow
 def test_a_failing_rank_stops_every_process_with_its_error(uninterrupted):
     folder, config, _ = uninterrupted
     process = harness("raise:5", folder / "never", 1, config, folder / "failing")

@@ -5,8 +5,12 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
+import signal
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import NoReturn
 
@@ -17,6 +21,7 @@ from rosetta.families import family_of
 from rosetta.runs.lock import run_lock
 from rosetta.runtime.limits import Count, number_flag
 from rosetta.runtime.threads import at_most_cores
+from rosetta.train.interrupt import SIGNALS
 from rosetta.train.prepare import PrepareOptions
 from rosetta.train.run import check_new_run_folder, run_training
 
@@ -51,6 +56,12 @@ def cmd_train(args: argparse.Namespace) -> None:
         run_training(config, run_dir, resume=args.resume)
     except Stopped as stop:
         again = resume_command(args, run_dir)
+        if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # one of torchrun's
+            if os.environ.get("RANK", "0") == "0":
+                print(
+                    f"rosetta train: {stop}; continue with:\n  {again}", file=sys.stderr
+                )
+            end_worker(stop.status)
         raise Stopped(f"{stop}; continue with:\n  {again}", stop.status) from None
     if os.environ.get("RANK", "0") == "0":
         print(f"model: {run_dir}")
@@ -61,12 +72,13 @@ def cmd_train(args: argparse.Namespace) -> None:
 def resume_command(args: argparse.Namespace, run_dir: Path) -> str:
     """The command line that continues this training where it stopped."""
     overrides = [flag for value in args.set for flag in ("--set", value)]
-    processes = ["--nproc", str(args.nproc)] if args.nproc > 1 else []
+    nproc = int(os.environ.get("WORLD_SIZE", args.nproc))  # torchrun's, inside
+    processes = ["--nproc", str(nproc)] if nproc > 1 else []
     command = ["rosetta", "train", args.config, "-o", str(run_dir), *overrides]
     return shlex.join([*command, *processes, "--resume"])
 
 
-def end_worker() -> NoReturn:
+def end_worker(status: int = 0) -> NoReturn:
     """End a process ``torchrun`` started, once its run is on disk.
 
     Python's own shutdown after a Gloo group has been used sometimes aborts
@@ -77,7 +89,7 @@ def end_worker() -> NoReturn:
     shutdown."""
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(0)
+    os._exit(status)
 
 
 def launch_processes(args: argparse.Namespace, run_dir: Path) -> None:
@@ -105,12 +117,33 @@ def launch_processes(args: argparse.Namespace, run_dir: Path) -> None:
     # A process killed by a signal (an abort in native code) then prints the
     # Python stack it was in; torchrun alone would report only the signal.
     env = {**os.environ, "PYTHONFAULTHANDLER": "1"}
-    status = subprocess.run(command, env=env).returncode
+    process = subprocess.Popen(command, env=env)
+    with signals_left_to(process):
+        status = process.wait()
     if status:
         raise RosettaError(
             f"training in {args.nproc} processes stopped (exit status {status}); "
-            "the checkpoints written so far are kept: --resume continues"
+            "the checkpoints written so far are kept; continue with:\n  "
+            + resume_command(args, run_dir)
         )
+
+
+@contextmanager
+def signals_left_to(process: subprocess.Popen) -> Iterator[None]:
+    """While torchrun's processes train: Ctrl-C, which the terminal sends to
+    every process, is theirs to act on (each saves its update), and SIGTERM
+    sent to this process alone is passed on to them."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {number: signal.getsignal(number) for number in SIGNALS}
+    signal.signal(signal.SIGINT, lambda *_: None)
+    signal.signal(signal.SIGTERM, lambda *_: process.send_signal(signal.SIGTERM))
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 def add_config_verb(

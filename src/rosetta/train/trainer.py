@@ -155,16 +155,16 @@ class Trainer:
             self.metrics.forget_after(self.state.step)
 
     def stop_if_signalled(self, signals: SignalStop) -> None:
-        """After a SIGINT or SIGTERM (rank 0's decides for all): save this
+        """After a SIGINT or SIGTERM to any training process: save this
         update's checkpoint, unless the last one holds it, and stop."""
-        if not self.group.decide(signals.received is not None, self.device):
+        if not self.group.sum(float(signals.received is not None), self.device):
             return
         if self.saved_step != self.state.step:
             self.budget.tick()
             self.save()
         self.budget.close()
         self.metrics.close()
-        name = signals.received or "SIGINT"
+        name = signals.received or "SIGTERM"  # another process's signal
         raise Stopped(
             f"stopped by {name} at update {self.state.step}; "
             f"{self.run_dir / checkpoint_name(self.state.step)} holds it",
