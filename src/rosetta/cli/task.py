@@ -22,6 +22,8 @@ from rosetta.runtime.limits import Count, Seed, Size, number_flag
 from rosetta.runtime.outputs import claim_folder
 from rosetta.runtime.resources import refuse_beyond_disk, refuse_beyond_memory
 
+TASK_KIND = "a task written by rosetta task"  # what the folder records it holds
+
 
 def cmd_task(args: argparse.Namespace) -> None:
     spec = TaskSpec(
@@ -71,7 +73,6 @@ def check_task_fits(spec: TaskSpec, output: Path) -> None:
 
 
 CONFIG_FILE = "config.yaml"
-TASK_KIND = "a task written by rosetta task"
 # the model the written config trains: small, and ALiBi, the position scheme
 # that held on copy and reverse at five times the training length
 TASK_MODEL = {

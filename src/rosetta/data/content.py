@@ -25,7 +25,6 @@ def file_record(path: Path) -> dict[str, Any]:
         "path": str(path),
         "bytes": status.st_size,
         "mtime_ns": status.st_mtime_ns,
-        "sha256": sha256_of(path),
         KIND: fingerprint(path),
     }
 
@@ -36,9 +35,9 @@ def same_content(path: Path, record: dict[str, Any]) -> bool:
     fingerprints, its SHA-256; never by size and time alone."""
     if not path.is_file() or path.stat().st_size != record["bytes"]:
         return False
-    if KIND in record:
+    if record.get(KIND):
         return fingerprint(path) == record[KIND]
-    return sha256_of(path) == record["sha256"]
+    return bool(record.get("sha256")) and sha256_of(path) == record["sha256"]
 
 
 def changed_file(record: dict[str, Any]) -> str | None:
@@ -85,9 +84,12 @@ def changed_corpus(recorded: list[dict[str, Any]], files: CorpusFiles) -> str | 
 
 
 class ArrayRecord(Record):
+    """A file's size and content: its fingerprint, or (in stores made before
+    fingerprints) its SHA-256."""
+
     bytes: int
-    sha256: str
-    xxh3_128: str | None = None  # none in stores made before fingerprints
+    sha256: str | None = None
+    xxh3_128: str | None = None
 
 
 class FileRecord(ArrayRecord):

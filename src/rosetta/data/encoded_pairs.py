@@ -17,7 +17,6 @@ the arrays were made from (``rosetta.data.store``).
 
 from __future__ import annotations
 
-import hashlib
 import mmap
 import os
 from collections.abc import Iterator, Sequence
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 import numpy as np
+import xxhash
 
 from rosetta.data.batching import Example
 
@@ -125,7 +125,8 @@ def map_array(path: Path, dtype: np.dtype, random_access: bool = False) -> np.nd
 
 class SplitWriter:
     """Appends encoded pairs to a split's four files, then closes them
-    flushed to disk; ``digests`` are the files' SHA-256."""
+    flushed to disk; ``close`` gives the files' fingerprints
+    (``rosetta.runtime.fingerprint``), hashed as they are written."""
 
     def __init__(
         self,
@@ -144,7 +145,7 @@ class SplitWriter:
             name: open(path, "xb")  # noqa: SIM115 (closed by close())
             for name, path in self.paths.items()
         }
-        self.hashes = {name: hashlib.sha256() for name in self.paths}
+        self.hashes = {name: xxhash.xxh3_128() for name in self.paths}
         self.ends = {side: 0 for side in sides}
         self.count = 0
         for side in sides:
@@ -169,7 +170,8 @@ class SplitWriter:
         self.hashes[name].update(data)
 
     def close(self) -> dict[str, str]:
-        """Flushed and synced; the files' SHA-256 by name (``src.tokens``...)."""
+        """Flushed and synced; the files' fingerprints by name (``src.tokens``
+        ...)."""
         for handle in self.files.values():
             handle.flush()
             os.fsync(handle.fileno())

@@ -8,8 +8,8 @@ folder that takes the place of ``store/`` only when complete: a prepare that
 is killed or fails (a full disk) leaves no store that training would use.
 
 ``manifest.json`` records what the arrays were made from (every corpus
-file's path, size, SHA-256 and fingerprint; the tokenizers' SHA-256; the
-length filter) and each array file's size, SHA-256 and fingerprint. At every
+file's path, size and fingerprint; the tokenizers' SHA-256; the length
+filter) and each array file's size and fingerprint. At every
 start the corpora and arrays are fingerprinted again (``rosetta.runtime.
 fingerprint``: by content, an edit that keeps size and time included): a
 changed corpus, tokenizer or array is refused, never silently trained on.
@@ -48,7 +48,7 @@ from rosetta.data.encoded_pairs import (
 from rosetta.data.tokenizer import TokenizerPair
 from rosetta.errors import RosettaError
 from rosetta.runtime.atomic import atomic_folder
-from rosetta.runtime.fingerprint import KIND, fingerprint
+from rosetta.runtime.fingerprint import KIND
 from rosetta.runtime.records import Record, parse_record, read_checked
 
 STORE_DIR = "store"
@@ -259,12 +259,7 @@ def build_store(
                 digests = writer.close()
             for name, digest in digests.items():
                 path = writer.paths[name]
-                size = path.stat().st_size
-                arrays[path.name] = {
-                    "bytes": size,
-                    "sha256": digest,
-                    KIND: fingerprint(path),
-                }
+                arrays[path.name] = {"bytes": path.stat().st_size, KIND: digest}
         manifest = {
             **recipe.header(),
             "corpora": corpora,

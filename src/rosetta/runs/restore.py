@@ -48,8 +48,6 @@ def restore(path: str | Path, device: torch.device, which: str = "best") -> Rest
     family = family_of(config.model)
     sizes = len(tokenizers.src), len(tokenizers.tgt)
     check_model_fits(config.model, *sizes, tokenizers)
-    model = family.build(
-        config.model, len(tokenizers.src), len(tokenizers.tgt), tokenizers
-    )
+    model = family.build(config.model, *sizes, tokenizers)
     weights.load_weights(folder, model, device)
     return Restored(folder, config, tokenizers, model, device, family)

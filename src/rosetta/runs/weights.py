@@ -22,19 +22,21 @@ RENAMED = {
 
 
 def check_tensors(
-    stored: dict[str, torch.Tensor], model: nn.Module, path: Path
+    stored: dict[str, torch.Tensor], expected: dict[str, torch.Tensor], path: Path
 ) -> None:
     """Every stored tensor has the dtype of the model's tensor it loads into
     (``load_state_dict`` would convert an int32 silently) and is finite."""
-    expected = model.state_dict()
     for name, tensor in stored.items():
         if name in expected and tensor.dtype != expected[name].dtype:
             raise RosettaError(
                 f"{path}: {name} is stored as {tensor.dtype}, the model "
                 f"holds {expected[name].dtype}; not a checkpoint Rosetta wrote"
             )
-        if tensor.is_floating_point() and not bool(tensor.isfinite().all()):
-            raise RosettaError(f"{path}: {name} holds NaN or infinite values")
+    floats = [(n, t) for n, t in stored.items() if t.is_floating_point()]
+    finite = [t.isfinite().all() for _, t in floats]
+    if finite and not bool(torch.stack(finite).all()):  # one sync on a GPU
+        bad = next(n for (n, _), ok in zip(floats, finite, strict=True) if not ok)
+        raise RosettaError(f"{path}: {bad} holds NaN or infinite values")
 
 
 def load_weights(folder: Path, model: nn.Module, device: torch.device) -> None:
@@ -49,9 +51,10 @@ def load_weights(folder: Path, model: nn.Module, device: torch.device) -> None:
     except (SafetensorError, OSError, RuntimeError) as error:
         raise RosettaError(f"{path}: cannot load weights: {error}") from None
     stored = {RENAMED.get(name, name): tensor for name, tensor in stored.items()}
-    check_tensors(stored, model, path)
+    current = model.state_dict()
+    check_tensors(stored, current, path)
     names_of: dict[tuple, list[str]] = {}
-    for name, tensor in model.state_dict().items():
+    for name, tensor in current.items():
         names_of.setdefault(alias_key(tensor), []).append(name)
     state, missing = {}, []
     for names in names_of.values():

@@ -11,7 +11,7 @@ for, and is accepted with a notice.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rosetta.config.reading import config_to_dict
 from rosetta.errors import RosettaError
@@ -20,9 +20,7 @@ from rosetta.runs import weights
 from rosetta.runs.rng import set_rng_state
 from rosetta.runtime.atomic import finish_swaps
 from rosetta.runtime.records import parse_record
-
-if TYPE_CHECKING:
-    from rosetta.train.trainer import Trainer
+from rosetta.train.trainer import Trainer, TrainerState
 
 # Keys a resumed run may change: how long and how it reports, not what it
 # learns. Everything else must be as the checkpoint was trained.
@@ -81,7 +79,7 @@ def check_resumed_config(meta: dict, current: dict, where: str) -> list[str]:
     return accepted
 
 
-def resume(trainer: Trainer) -> None:
+def resume_training(trainer: Trainer) -> None:
     """Put ``trainer`` where its run's latest checkpoint left off: weights,
     optimizer, position in the data, random states, the task's tensors."""
     for done in finish_swaps(trainer.run_dir):
@@ -109,7 +107,7 @@ def resume(trainer: Trainer) -> None:
     weights.load_optimizer(folder, trainer.optimizer, meta)
     trainer.state = parse_record(
         meta.get("trainer"),
-        type(trainer.state),
+        TrainerState,
         str(folder / ckpt.META_FILE),
         "a checkpoint of training (field trainer)",
     )

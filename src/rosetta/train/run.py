@@ -25,6 +25,7 @@ from rosetta.train import distributed
 from rosetta.train.distributed import SINGLE_PROCESS, Group, local_device
 from rosetta.train.metrics import METRICS_FILE
 from rosetta.train.prepare import TOKENIZER_FILE, PreparedData
+from rosetta.train.resume import resume_training
 from rosetta.train.task import Task
 from rosetta.train.tensorboard import TENSORBOARD_DIR
 from rosetta.train.trainer import Trainer, TrainerState
@@ -175,7 +176,7 @@ def _train_locked(
         torch.manual_seed(config.train.seed + group.rank)
     trainer = Trainer(config, run_dir, model, task, device, group)
     if resume:
-        trainer.resume()
+        resume_training(trainer)
     return trainer.train()
 
 

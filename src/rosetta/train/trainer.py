@@ -35,7 +35,6 @@ from rosetta.train.budget import Budget
 from rosetta.train.distributed import SINGLE_PROCESS, Group
 from rosetta.train.interrupt import SignalStop, exit_status
 from rosetta.train.metrics import MetricsLog, Window
-from rosetta.train.resume import resume
 from rosetta.train.schedule import learning_rate
 from rosetta.train.task import Task
 from rosetta.train.update import Updater, make_adam
@@ -144,10 +143,6 @@ class Trainer:
             keep_last=self.cfg.keep_last,
         )
         self.saved_step = self.state.step
-
-    def resume(self) -> None:
-        """Continue from the run's latest checkpoint (``rosetta.train.resume``)."""
-        resume(self)
 
     def forget_metrics_after_state(self) -> None:
         """Forget log records written after the checkpoint we resume from."""
