@@ -11,7 +11,7 @@ CONFIG ?= configs/multi30k-de-en-transformer.yaml
 # The browser test drives Debian's Chromium (no browser download).
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup browser demo docs test test-gpu lint bench bench-gpu bench-quality bench-quality-rnn bench-decode bench-serve bench-lm clean
+.PHONY: setup browser demo docs test test-gpu gpu-wheels gpu-check lint bench bench-gpu bench-quality bench-quality-rnn bench-decode bench-serve bench-lm clean
 
 setup: $(STAMP)
 
@@ -126,6 +126,42 @@ bench-gpu: $(GPU_STAMP)
 	for p in fp32 bf16; do $(GPU_VENV)/bin/python benchmarks/decode_speed.py \
 		--device cuda --run-dir $(GPU_RUN) --precision $$p --batch-sizes 32 128 \
 		|| exit 1; done
+
+# Every GPU claim in one command on a GPU machine with no network: its own
+# python3 (PyTorch with CUDA), what Rosetta needs beside it carried as wheels
+# made beforehand by gpu-wheels (on a machine with network), Rosetta from this
+# working tree; within GPU_CHECK_MINUTES, one table in $(GPU_CHECK_OUT)/.
+# DEVICE=cpu is the dry run with tiny sizes (CI runs it).
+DEVICE ?= cuda
+GPU_CHECK_OUT ?= gpu-check
+GPU_CHECK_MINUTES ?= 9
+GPU_WHEELS := .gpu-wheels
+GPU_PYTHON_VERSION ?= 3.12
+# what the GPU machine's image lacks (its PyTorch, numpy, sentencepiece,
+# sacrebleu, safetensors, transformers, pytest... are there)
+GPU_CARRIED = pydantic pydantic_core annotated-types typing-inspection \
+	fastapi starlette uvicorn opentelemetry-api ctranslate2
+GPU_PLATFORMS = $(foreach n,2_28 2_27 2_17,--platform manylinux_$(n)_x86_64) \
+	--platform manylinux2014_x86_64
+CHECK_PYTHON = $(if $(filter cpu,$(DEVICE)),$(BIN)/python,python3)
+
+gpu-wheels: $(STAMP)
+	mkdir -p $(GPU_WHEELS)
+	for p in $(GPU_CARRIED); do \
+		v=$$($(BIN)/python -c "from importlib.metadata import version; print(version('$$p'))") \
+		&& $(BIN)/pip download --quiet --no-deps --only-binary=:all: \
+			--python-version $(GPU_PYTHON_VERSION) --implementation cp \
+			$(GPU_PLATFORMS) -d $(GPU_WHEELS) "$$p==$$v" || exit 1; done
+	# eflomal publishes no wheels: its source, built there without the network
+	$(BIN)/pip download --quiet --no-deps --no-binary=:all: --no-build-isolation \
+		-d $(GPU_WHEELS) \
+		"eflomal==$$($(BIN)/python -c "from importlib.metadata import version; print(version('eflomal'))")"
+	@du -sh $(GPU_WHEELS)
+
+gpu-check: $(if $(filter cpu,$(DEVICE)),$(STAMP))
+	$(if $(filter cpu,$(DEVICE)),$(BIN)/pip install -q -e .[bench])
+	$(CHECK_PYTHON) benchmarks/gpu_check.py --device $(DEVICE) \
+		--out $(GPU_CHECK_OUT) --minutes $(GPU_CHECK_MINUTES) $(GPU_CHECK_FLAGS)
 
 # The server under load: dynamic batching on and off, then one worker and two.
 bench-serve: $(STAMP)

@@ -64,6 +64,27 @@ def threads_label(row: dict) -> str:
     return f"{row['threads']} = {row['workers']} × {row['threads'] // row['workers']}"
 
 
+def have_ctranslate2() -> bool:
+    try:
+        import ctranslate2  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def working_ct2(make, folder, device, inter, intra, probe):
+    """A CTranslate2 translator that has translated ``probe``, or None (with
+    the reason) where it cannot: a CUDA build for another CUDA release loads
+    its libraries only at the first translation."""
+    try:
+        ct2 = make(folder, device=device, inter_threads=inter, intra_threads=intra)
+        ct2.translate_batch([probe], max_decoding_length=2)
+    except (RuntimeError, OSError, ValueError) as error:
+        print(f"CTranslate2 on {device} sits out: {error}", flush=True)
+        return None
+    return ct2
+
+
 def synchronize(device: torch.device) -> None:
     """A GPU runs asynchronously: wait for its queued work before a clock."""
     if device.type == "cuda":
@@ -196,11 +217,16 @@ def main() -> None:
     assert difference < 1e-3, f"the Marian copy differs by {difference}"
     workdir = Path(tempfile.mkdtemp(prefix="rosetta-ct2-")) / "model"
     quantization = "int8" if args.precision == "int8" else None
-    export_ctranslate2(Path(args.run_dir), workdir, quantization)  # its best
-    ctranslate2 = import_ctranslate2()
-    ct2_device = "cpu"
-    if on_gpu:
-        ct2_device = "cuda" if ctranslate2.get_cuda_device_count() > 0 else None
+    ct2_device = None  # CT2 sits out where it is not installed or has no CUDA
+    if have_ctranslate2():
+        export_ctranslate2(Path(args.run_dir), workdir, quantization)  # its best
+        ctranslate2 = import_ctranslate2()
+        ct2_device = "cpu"
+        if on_gpu:
+            cuda = ctranslate2.get_cuda_device_count() > 0
+            ct2_device = "cuda" if cuda else None
+    else:
+        print("CTranslate2 is not installed: it sits out", flush=True)
     if args.precision == "int8":
         marian = quantize_int8(marian)
     marian = marian.to(device)
@@ -226,13 +252,17 @@ def main() -> None:
         if inter > 1:  # Rosetta's own workers against its one search, same run
             engines[ONE_SEARCH] = lambda b, k: run_rosetta(ours, b, k, 1)
         engines["hf"] = lambda b, k: run_marian(marian, b, k)
+        ct2 = None
         if ct2_device:  # a CT2 build without CUDA sits out on a GPU
-            ct2 = ctranslate2.Translator(
+            ct2 = working_ct2(
+                ctranslate2.Translator,
                 str(workdir),
-                device=ct2_device,
-                inter_threads=inter,
-                intra_threads=threads // inter,
+                ct2_device,
+                inter,
+                threads // inter,
+                pieces_of(sources[0]),
             )
+        if ct2 is not None:
             engines["ct2"] = lambda b, k, ct2=ct2: [
                 ct2_ids(o) for o in run_ctranslate2(ct2, pieces_of, b, k)
             ]

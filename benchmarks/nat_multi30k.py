@@ -139,6 +139,9 @@ def main() -> None:
         default=50,
         help="sentences whose operations are counted (the first timed ones)",
     )
+    parser.add_argument(
+        "--sentences", type=int, default=None, help="the first N of the test set"
+    )
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--rounds", type=int, default=3, help="whole-set repeats")
     parser.add_argument("--device", default="cpu")
@@ -150,7 +153,7 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     device = torch.device(args.device)
 
-    pairs = read_parallel(Path(args.src), Path(args.ref))
+    pairs = read_parallel(Path(args.src), Path(args.ref))[: args.sentences]
     sources = [s for s, _ in pairs]
     references = [t for _, t in pairs]
     teacher = load_translator(args.teacher, device=device)

@@ -178,6 +178,19 @@ def marian_step(config, data, device: torch.device):
     return step
 
 
+def timed_steps(step, batches: list, warmup: int, device: torch.device) -> float:
+    """Seconds the steps after the first ``warmup`` take, the device's queued
+    work included."""
+    for indices in batches[:warmup]:
+        step(indices)
+    synchronize(device)
+    began = time.perf_counter()
+    for indices in batches[warmup:]:
+        step(indices)
+    synchronize(device)
+    return time.perf_counter() - began
+
+
 def matmul_ceiling(device: torch.device, precision: str, seconds: float = 2.0) -> float:
     """Best GFLOP/s of square matrix products on ``device`` in the precision
     the step computes in (at this thread count on the CPU)."""
@@ -225,14 +238,7 @@ def worker(engine: str, threads: int, args) -> None:
         target += batch.num_tgt_tokens
         source += int(batch.src_mask.sum())
         flops += step_flops(batch, m.d_model, m.d_ff, m.encoder_layers, vocab)
-    for indices in batches[:warmup]:
-        step(indices)
-    synchronize(device)
-    began = time.perf_counter()
-    for indices in batches[warmup:]:
-        step(indices)
-    synchronize(device)
-    elapsed = time.perf_counter() - began
+    elapsed = timed_steps(step, batches, warmup, device)
     peak_mib = peak_memory_mib(device)
     print(
         json.dumps(

@@ -29,22 +29,8 @@ def toy_run(tmp_path_factory):
     task of ``tests/toy.py``, 60 steps, enough for sensible attention.
     """
     from rosetta.train.run import run_training
-    from tests.toy import (
-        NAT,
-        NAT_CTC_GLANCING,
-        RNN_ATTENTION,
-        TRANSFORMER,
-        TRANSFORMER_RELATIVE,
-        toy_config,
-    )
+    from tests.toy import TOY_MODELS, toy_config
 
-    models = {
-        "transformer": TRANSFORMER,
-        "transformer-relative": TRANSFORMER_RELATIVE,
-        "rnn-attention": RNN_ATTENTION,
-        "nat": NAT,
-        "nat-ctc": NAT_CTC_GLANCING,
-    }
     runs: dict[str, Path] = {}
 
     def trained(kind: str) -> Path:
@@ -55,7 +41,7 @@ def toy_run(tmp_path_factory):
                 "train.max_epochs=null",
                 "train.max_steps=60",
                 "train.validate_every=30",
-                model=models[kind],
+                model=TOY_MODELS[kind],
             )
             run_training(config, folder / "run")
             runs[kind] = folder / "run"

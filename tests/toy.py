@@ -49,6 +49,14 @@ NAT_CTC_GLANCING = NAT.replace(
 RNN_ATTENTION = """{arch: rnn, cell: gru, encoder_layers: 1, decoder_layers: 1,
    d_model: 32, hidden_size: 32, bidirectional: true, attention: bahdanau,
    dropout: 0.1, share_embeddings: false}"""
+# every translation family's toy, by the name tests give it
+TOY_MODELS = {
+    "transformer": TRANSFORMER,
+    "transformer-relative": TRANSFORMER_RELATIVE,
+    "rnn-attention": RNN_ATTENTION,
+    "nat": NAT,
+    "nat-ctc": NAT_CTC_GLANCING,
+}
 
 
 def toy_config(

@@ -13,10 +13,19 @@ import os
 import re
 import sys
 import warnings
-from importlib.metadata import version
+from importlib.metadata import PackageNotFoundError, version
 from typing import NoReturn
 
 from rosetta.errors import RosettaError, Stopped
+
+
+def installed_version() -> str:
+    """The installed package's version; a source tree run without installing
+    (``PYTHONPATH=src``, as on a GPU machine with no network) has none."""
+    try:
+        return version("rosetta")
+    except PackageNotFoundError:
+        return "(source tree, not installed)"
 
 
 class DefaultsFormatter(argparse.HelpFormatter):
@@ -72,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="rosetta", description="Sequence-to-sequence learning for translation."
     )
     parser.add_argument(
-        "--version", action="version", version=f"rosetta {version('rosetta')}"
+        "--version", action="version", version=f"rosetta {installed_version()}"
     )
     verbs = parser.add_subparsers(dest="verb", required=True)
     # the verbs import PyTorch: not before a command needs them
@@ -99,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     if (sys.argv[1:] if argv is None else argv) == ["--version"]:
-        print(f"rosetta {version('rosetta')}")  # without importing the verbs
+        print(f"rosetta {installed_version()}")  # without importing the verbs
         return 0
     try:
         args = build_parser().parse_args(argv)

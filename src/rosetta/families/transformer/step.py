@@ -38,7 +38,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from rosetta.families.transformer.kv_cache import KeyValue, KeyValueCache
-from rosetta.nn.attention import MultiHeadAttention
+from rosetta.nn.attention import MultiHeadAttention, fused_attention
 
 
 @dataclass(frozen=True)
@@ -207,7 +207,7 @@ def self_attention(
     qkv = layer.self_qkv(x).view(n, 3, layer.heads, d // layer.heads)
     cache.store_step(index, qkv[:, 1:])
     q = qkv[:, 0].unsqueeze(2)  # (n, h, 1, d_k)
-    heads = F.scaled_dot_product_attention(q, *cache[index])  # (n, h, 1, d_k)
+    heads = fused_attention(q, *cache[index])  # (n, h, 1, d_k)
     return layer.self_out(heads.view(n, d))
 
 
@@ -223,7 +223,7 @@ def cross_attention(
     d_k = d // layer.heads
     # a sentence's beams are its queries: (n/g, h, g, d_k)
     q = layer.cross_query(x).view(n // group, group, layer.heads, d_k).transpose(1, 2)
-    heads = F.scaled_dot_product_attention(q, *memory_kv, attn_mask=src_mask)
+    heads = fused_attention(q, *memory_kv, src_mask)
     return layer.cross_out(heads.transpose(1, 2).reshape(n, d))
 
 

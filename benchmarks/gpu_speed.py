@@ -1,0 +1,198 @@
+"""Training throughput on one device, every shape and precision in one process:
+Rosetta's trainer step against Hugging Face Marian of the same shape.
+
+The measurement of ``benchmarks/train_speed.py`` (same batches, loss, clipping
+and fused Adam; the same FLOP count and measured matrix-product ceiling), made
+in one process so that a GPU check spends its minutes on training rather than
+on starting processes: for each shape (with its batch tokens) and precision,
+Rosetta and Marian are built, warmed up and timed in turn, then freed, and the
+GPU's peak memory counter is reset between them. Prints one JSON object per
+measurement, then a Markdown table.
+
+    python benchmarks/gpu_speed.py --device cuda --shapes bundled:2500 base:25000
+    python benchmarks/gpu_speed.py --device cpu --shapes bundled:400 --steps 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+
+import torch
+
+from train_speed import (
+    CONFIG,
+    load_batches,
+    marian_step,
+    matmul_ceiling,
+    peak_memory_mib,
+    rosetta_step,
+    settings,
+    step_flops,
+    synchronize,
+    timed_steps,
+)
+
+STEPS = {"rosetta": rosetta_step, "marian": marian_step}
+
+
+def have_transformers() -> bool:
+    try:
+        import transformers  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def measure(engine, shape, tokens, precision, device, warmup, steps) -> dict:
+    from rosetta.data.batching import collate
+
+    torch.manual_seed(0)
+    overrides = settings(shape, tokens, device)
+    config, data, batches = load_batches(warmup + steps, precision, CONFIG, *overrides)
+    m, vocab = config.model, len(data.tokenizers.tgt)
+    target = flops = 0.0
+    for indices in batches[warmup:]:
+        batch = collate([data.train[i] for i in indices])
+        target += batch.num_tgt_tokens
+        flops += step_flops(batch, m.d_model, m.d_ff, m.encoder_layers, vocab)
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    step = STEPS[engine](config, data, device)
+    elapsed = timed_steps(step, batches, warmup, device)
+    row = {
+        "engine": engine,
+        "shape": shape,
+        "batch_tokens": tokens,
+        "precision": precision,
+        "steps": steps,
+        "target_tokens_per_s": round(target / elapsed, 1),
+        "tflops": round(flops / elapsed / 1e12, 3),
+        "peak_mib": round(peak_memory_mib(device)),
+        "seconds": round(elapsed, 3),
+    }
+    del step
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+    return row
+
+
+def profile(shape, tokens, precision, device, steps: int = 4) -> str:
+    """Where one Rosetta training step's time goes: the operators and kernels
+    of ``steps`` steps, most device time first (host time where no GPU)."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as profiler
+
+    overrides = settings(shape, tokens, device)
+    _, data, batches = load_batches(2 + steps, precision, CONFIG, *overrides)
+    config = load_batches(1, precision, CONFIG, *overrides)[0]
+    step = rosetta_step(config, data, device)
+    for indices in batches[:2]:
+        step(indices)
+    synchronize(device)
+    activities = [ProfilerActivity.CPU]
+    if device.type == "cuda":
+        activities.append(ProfilerActivity.CUDA)
+    with profiler(activities=activities) as recorded:
+        for indices in batches[2:]:
+            step(indices)
+        synchronize(device)
+    averages = recorded.key_averages()
+    if device.type != "cuda":
+        return averages.table(sort_by="self_cpu_time_total", row_limit=25)
+    for key in ("self_device_time_total", "self_cuda_time_total"):
+        try:  # the name changed across PyTorch releases
+            return averages.table(sort_by=key, row_limit=30)
+        except (AttributeError, KeyError, ValueError):
+            continue
+    return averages.table(row_limit=30)
+
+
+def table(rows: list[dict], ceilings: dict[str, float]) -> str:
+    lines = [
+        "| shape | batch tokens | precision | engine | target tok/s | TFLOP/s "
+        "| MFU | peak MiB | Rosetta ÷ HF |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        peer = next(
+            (
+                r
+                for r in rows
+                if r["engine"] == "marian"
+                and (r["shape"], r["precision"]) == (row["shape"], row["precision"])
+            ),
+            None,
+        )
+        ratio = ""
+        if row["engine"] == "rosetta" and peer:
+            ratio = f"{row['target_tokens_per_s'] / peer['target_tokens_per_s']:.2f}"
+        mfu = row["tflops"] * 1e3 / ceilings[row["precision"]]
+        engine = "Rosetta" if row["engine"] == "rosetta" else "HF Marian"
+        lines.append(
+            f"| {row['shape']} | {row['batch_tokens']} | {row['precision']} "
+            f"| {engine} | {row['target_tokens_per_s']:.0f} | {row['tflops']:.1f} "
+            f"| {mfu:.0%} | {row['peak_mib']} | {ratio} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument(
+        "--shapes",
+        nargs="+",
+        default=["bundled:2500", "base:25000"],
+        help="SHAPE:BATCH_TOKENS, shapes of benchmarks/train_speed.py",
+    )
+    parser.add_argument("--precisions", nargs="+", default=["fp32", "bf16"])
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--json", default=None)
+    parser.add_argument(
+        "--profile",
+        nargs="*",
+        default=[],
+        metavar="SHAPE:TOKENS:PRECISION",
+        help="also print where Rosetta's step spends its time, for these",
+    )
+    args = parser.parse_args()
+    device = torch.device(args.device)
+    torch.backends.cuda.matmul.allow_tf32 = False  # fp32 means fp32 in both
+    load_batches(1)  # the tokenizers, trained once outside the timings
+    engines = ["rosetta", "marian"] if have_transformers() else ["rosetta"]
+    ceilings = {p: matmul_ceiling(device, p) for p in args.precisions}
+    rows = []
+    for spec in args.shapes:
+        shape, tokens = spec.split(":")
+        for precision in args.precisions:
+            for engine in engines:
+                row = measure(
+                    engine,
+                    shape,
+                    int(tokens),
+                    precision,
+                    device,
+                    args.warmup,
+                    args.steps,
+                )
+                row["mfu"] = round(row["tflops"] * 1e3 / ceilings[precision], 4)
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    print(table(rows, ceilings))
+    text = ", ".join(f"{p} {c:.0f}" for p, c in ceilings.items())
+    print(f"\nmeasured matrix-product ceiling, GFLOP/s: {text}")
+    for spec in args.profile:
+        shape, tokens, precision = spec.split(":")
+        print(f"\nprofile of Rosetta's step: {spec}")
+        print(profile(shape, int(tokens), precision, device), flush=True)
+    if args.json:
+        with open(args.json, "w") as file:
+            json.dump({"ceilings_gflops": ceilings, "rows": rows}, file, indent=1)
+
+
+if __name__ == "__main__":
+    main()
