@@ -13,8 +13,7 @@ from pathlib import Path
 from rosetta import SearchOptions
 from rosetta.data.corpus import read_lines
 from rosetta.evaluate import chrf_score, sacrebleu_score
-from rosetta.families.transformer.ctranslate2.engine import CTranslate2Translator
-from rosetta.loading import load_translator
+from rosetta.loading import load, load_translator
 
 ROOT = Path(__file__).resolve().parent.parent
 TEST = ROOT / "data/multi30k/test_2016_flickr"
@@ -33,8 +32,8 @@ def main() -> None:
     }
     engines = {"rosetta fp32": load_translator(args.run_dir, device="cpu")}
     for precision in args.precisions:
-        engines[f"ctranslate2 {precision}"] = CTranslate2Translator.load(
-            args.run_dir, device="cpu", precision=precision
+        engines[f"ctranslate2 {precision}"] = load(
+            args.run_dir, device="cpu", precision=precision, engine="ctranslate2"
         )
     print("| engine | search | sacreBLEU | chrF | seconds |")
     print("|---|---|---|---|---|")

@@ -33,15 +33,13 @@ import torch
 
 from peers import check_copy, to_marian
 from quality_multi30k import device_name
-from rosetta.config.reading import load_config
 from rosetta.data.corpus import read_corpus
 from rosetta.data.vocab import EOS, EOS_ID, PAD_ID
 from rosetta.evaluate import sacrebleu_score
-from rosetta.families.transformer.ctranslate2.export import (
-    export_ctranslate2,
-    import_ctranslate2,
-)
+from rosetta.families.engines import export_model
+from rosetta.families.transformer.ctranslate2.export import import_ctranslate2
 from rosetta.loading import load_translator
+from rosetta.run_config import load_config
 from rosetta.runtime.precision import PRECISIONS, autocast, quantize_int8
 from rosetta.search.batched import decode_in_batches
 from rosetta.search.options import SearchOptions
@@ -219,7 +217,7 @@ def main() -> None:
     quantization = "int8" if args.precision == "int8" else None
     ct2_device = None  # CT2 sits out where it is not installed or has no CUDA
     if have_ctranslate2():
-        export_ctranslate2(Path(args.run_dir), workdir, quantization)  # its best
+        export_model("ctranslate2", Path(args.run_dir), workdir, quantization)
         ctranslate2 = import_ctranslate2()
         ct2_device = "cpu"
         if on_gpu:

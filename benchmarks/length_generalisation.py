@@ -36,7 +36,6 @@ import yaml
 
 from length_models import MODELS, STUDIED
 from length_report import band_label, plot, print_positions, print_table, split_names
-from rosetta.config.reading import load_config
 from rosetta.config.sections import CorpusFiles
 from rosetta.data.corpus import read_corpus
 from rosetta.data.synthetic import (
@@ -49,6 +48,7 @@ from rosetta.data.synthetic import (
 )
 from rosetta.data.task_formats import FORMATS, is_hint
 from rosetta.loading import load_translator
+from rosetta.run_config import load_config
 from rosetta.runs.checkpoint import read_index, read_meta, resolve_checkpoint
 from rosetta.search.options import SearchOptions
 from rosetta.train.run import run_training

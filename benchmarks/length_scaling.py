@@ -28,9 +28,9 @@ import torch
 from matplotlib.figure import Figure
 
 from quality_multi30k import cpu_name
-from rosetta.config.reading import load_config
 from rosetta.data.vocab import BOS_ID, PAD_ID
 from rosetta.families import build_model
+from rosetta.run_config import load_config
 from rosetta.train.loss import label_smoothed_cross_entropy
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -31,10 +31,10 @@ import torch
 
 from decode_speed import SEARCH, synchronize
 from quality_multi30k import device_name
-from rosetta.config.reading import load_config
 from rosetta.data.corpus import read_corpus
 from rosetta.families.transformer.packed import pack_for_inference
 from rosetta.loading import load_translator
+from rosetta.run_config import load_config
 from rosetta.runtime.precision import autocast
 from rosetta.search.batched import decode_in_batches
 from rosetta.search.options import SearchOptions

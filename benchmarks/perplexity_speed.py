@@ -26,11 +26,11 @@ from pathlib import Path
 import torch
 
 from busy import competing_load
-from rosetta.config.reading import load_config
 from rosetta.data.text import encode_text
 from rosetta.data.tokenizer import CharacterTokenizer
 from rosetta.families import build_model
 from rosetta.families.language_model.scoring import score_text
+from rosetta.run_config import load_config
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = ROOT / "configs" / "tinyshakespeare-char-xl-cpu.yaml"

@@ -23,10 +23,10 @@ from pathlib import Path
 import torch
 
 from rosetta import Translator
-from rosetta.config.reading import load_config
 from rosetta.data.corpus import read_corpus
 from rosetta.evaluate import chrf_score, sacrebleu_score, tokenized_lowercase_bleu
 from rosetta.loading import load_translator
+from rosetta.run_config import load_config
 from rosetta.runs.checkpoint import read_index, read_meta, resolve_checkpoint
 from rosetta.search.options import SearchOptions
 from rosetta.train.run import pick_device, run_training

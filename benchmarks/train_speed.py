@@ -66,8 +66,8 @@ def load_batches(
     Every bundled config shares the tokenizer settings, so one cached pair of
     tokenizers serves them all.
     """
-    from rosetta.config.reading import load_config
     from rosetta.data.batching import make_batches
+    from rosetta.run_config import load_config
     from rosetta.train.prepare import PrepareOptions, prepare_data
 
     config = load_config(config_path, [f"train.precision={precision}", *overrides])

@@ -1,12 +1,12 @@
 import pytest
 
-from rosetta.data.align import (
+from rosetta.errors import RosettaError
+from rosetta.families.nat.align import (
     align,
     cap_fertilities,
     fertilities_from_links,
     parse_links,
 )
-from rosetta.errors import RosettaError
 
 
 def test_links_are_read_and_a_bad_one_names_where_it_is():

@@ -1,4 +1,5 @@
-"""The shape of the code base: small modules, no import cycle, one family list."""
+"""The shape of the code base: small modules, imports that point down (no
+cycle), one family list."""
 
 from __future__ import annotations
 
@@ -26,21 +27,24 @@ def _type_checking_only(node: ast.If) -> bool:
     )
 
 
-def imported_modules(path: Path, modules: set[str]) -> set[str]:
+def imported_modules(
+    path: Path, modules: set[str], type_checking: bool = False
+) -> set[str]:
     """The Rosetta modules ``path`` imports when it runs, anywhere in it (a
     function's import counts), but not those only type checkers read
-    (``if TYPE_CHECKING:``). ``from a.b import c`` imports the module
-    ``a.b.c`` where there is one, else ``a.b``. Importing a module runs its
-    packages' ``__init__`` first: a module outside package ``a.b`` that
-    imports ``a.b.c`` depends on ``a.b`` too (``rosetta`` itself, the
-    public API, always runs first)."""
+    (``if TYPE_CHECKING:``) unless ``type_checking``. ``from a.b import c``
+    imports the module ``a.b.c`` where there is one, else ``a.b``. Importing
+    a module runs its packages' ``__init__`` first: a module outside package
+    ``a.b`` that imports ``a.b.c`` depends on ``a.b`` too (``rosetta``
+    itself, the public API, always runs first)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     package = module_name(path) if path.name == "__init__.py" else None
     here = package or module_name(path).rpartition(".")[0]
     found: set[str] = set()
 
     def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and _type_checking_only(node):
+        typed_only = isinstance(node, ast.If) and _type_checking_only(node)
+        if typed_only and not type_checking:
             for child in node.orelse:
                 visit(child)
             return
@@ -75,10 +79,12 @@ def imported_modules(path: Path, modules: set[str]) -> set[str]:
     return found
 
 
-def import_graph() -> dict[str, set[str]]:
+def import_graph(type_checking: bool = False) -> dict[str, set[str]]:
+    """Each module's Rosetta imports; with ``type_checking``, those only type
+    checkers read too."""
     paths = sorted(PACKAGE.rglob("*.py"))
     modules = {module_name(path) for path in paths}
-    return {module_name(p): imported_modules(p, modules) for p in paths}
+    return {module_name(p): imported_modules(p, modules, type_checking) for p in paths}
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -109,8 +115,69 @@ def test_the_cycle_finder_finds_a_cycle():
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": set()}) is None
 
 
-def test_no_import_cycle():
-    cycle = find_cycle(import_graph())
+# The layers, lowest first: a module imports from its own layer and those
+# below, never above (docs/families.md draws the same map). A module is in
+# the layer of the longest name that starts it; "x.*" is what is inside x.
+LAYERS = (
+    ("rosetta.errors", "rosetta.runtime"),
+    ("rosetta.config",),  # the configuration knows no family and no torch
+    ("rosetta.nn", "rosetta.data", "rosetta.evaluate"),
+    ("rosetta.models", "rosetta.runs", "rosetta.search"),
+    ("rosetta.inference", "rosetta.train"),
+    ("rosetta.families.*",),  # what a family is, and each family's package
+    ("rosetta.families",),  # the list of families
+    (
+        "rosetta.run_config",
+        "rosetta.families.restore",
+        "rosetta.families.engines",
+        "rosetta.train.run",
+    ),
+    ("rosetta.loading", "rosetta.distill", "rosetta.plots"),
+    ("rosetta",),  # the public API, and a loose module not named here
+    ("rosetta.cli", "rosetta.serve", "rosetta.demo", "rosetta.__main__"),
+)
+
+
+def layer_of(module: str) -> int:
+    found, longest = 0, -1
+    for level, names in enumerate(LAYERS):
+        for name in names:
+            inside = name.endswith(".*")
+            stem = name[:-1] if inside else name
+            matches = (
+                module.startswith(stem)
+                if inside
+                else (module == name or module.startswith(name + "."))
+            )
+            if matches and len(stem) > longest:
+                found, longest = level, len(stem)
+    return found
+
+
+def test_the_layer_map_places_modules_as_drawn():
+    assert layer_of("rosetta.config.schema") < layer_of("rosetta.data.corpus")
+    assert layer_of("rosetta.families.nat.task") < layer_of("rosetta.families")
+    assert layer_of("rosetta.families") < layer_of("rosetta.families.restore")
+    assert layer_of("rosetta.train.trainer") < layer_of("rosetta.train.run")
+    assert layer_of("rosetta.some_new_module") == layer_of("rosetta")
+
+
+@pytest.mark.parametrize("type_checking", [False, True], ids=["run", "typed"])
+def test_imports_point_down(type_checking):
+    upward = [
+        f"{module} -> {imported}"
+        for module, imports in sorted(import_graph(type_checking).items())
+        for imported in sorted(imports)
+        if layer_of(imported) > layer_of(module)
+    ]
+    assert upward == [], "imports that point up:\n" + "\n".join(upward)
+
+
+@pytest.mark.parametrize("type_checking", [False, True], ids=["run", "typed"])
+def test_no_import_cycle(type_checking):
+    """None when the code runs, and none counting the imports only type
+    checkers read (``if TYPE_CHECKING:``): those are arrows too."""
+    cycle = find_cycle(import_graph(type_checking))
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
 
 
@@ -120,3 +187,20 @@ def test_no_import_cycle():
 def test_modules_are_small(path):
     lines = len(path.read_text(encoding="utf-8").splitlines())
     assert lines <= MAX_LINES, f"{path.name}: {lines} lines (at most {MAX_LINES})"
+
+
+def test_reading_the_configuration_loads_no_pytorch():
+    """The configuration knows no family: its schema and reader import
+    neither PyTorch nor any model code."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, rosetta.config.schema, rosetta.config.reading; "
+        "print(sorted(m for m in sys.modules if m == 'torch' "
+        "or m.startswith('rosetta.families')))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "[]"

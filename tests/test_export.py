@@ -98,7 +98,7 @@ def test_an_int8_export_is_written_and_decodes(toy_run, tmp_path):
 @pytest.mark.parametrize(
     ("model", "message"),
     [
-        (RNN_ATTENTION, "a rnn model; CTranslate2 runs Transformer"),
+        (RNN_ATTENTION, "(arch rnn); ctranslate2 runs the Transformer"),
         (TRANSFORMER_RELATIVE, "relative positions; CTranslate2 has no Transformer-XL"),
         (
             TRANSFORMER_RELATIVE.replace("relative", "alibi"),
@@ -132,13 +132,14 @@ def test_a_model_ctranslate2_cannot_run_is_a_clear_error(
 @pytest.fixture(scope="module")
 def engines(toy_run, tmp_path_factory):
     """Rosetta's translator and the CTranslate2 one, on the same checkpoint."""
-    from rosetta.families.transformer.ctranslate2.engine import CTranslate2Translator
+    from rosetta.loading import load
 
     run = toy_run("transformer")
     latest = run / read_index(run)["latest"]
     out = tmp_path_factory.mktemp("engine") / "ct2"
     assert main(["export", "ctranslate2", "-m", str(latest), "-o", str(out)]) == 0
-    return load_translator(latest, device="cpu"), CTranslate2Translator.load(out), out
+    exported = load(out, device="cpu", engine="ctranslate2")
+    return load_translator(latest, device="cpu"), exported, out
 
 
 REFILL = {"refill": True, "stopping": "k_finished"}

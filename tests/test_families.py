@@ -2,23 +2,25 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 
 import rosetta
 from rosetta.families import FAMILIES, family_of
-from rosetta.families.family import TrainingSetup
 from rosetta.inference.text_translator import TextTranslator
 from rosetta.train.run import run_training
-from tests.toy import NAT, RNN_ATTENTION, TRANSFORMER, toy_config, toy_lm_config
-
-MODELS = {"transformer": TRANSFORMER, "rnn": RNN_ATTENTION, "nat": NAT}
+from rosetta.train.task import TrainingSetup
+from tests.toy import toy_config, toy_lm_config
 
 
 def config_of(family, folder):
+    """A toy run of ``family``: its own tiny example section (JSON is YAML)."""
+    model = json.dumps(dict(family.example))
     if family.config.TASK == "lm":
-        return toy_lm_config(folder)[0]
-    return toy_config(folder, model=MODELS[family.arch])[0]
+        return toy_lm_config(folder, model=model)[0]
+    return toy_config(folder, model=model)[0]
 
 
 def test_the_families_have_distinct_names_and_sections():
@@ -33,6 +35,14 @@ def test_a_family_is_named_by_its_section(family):
     assert family_of(config) is family
     assert family.summary
     assert family.config.model_fields["arch"].description
+
+
+@pytest.mark.parametrize("family", FAMILIES, ids=lambda f: f.arch)
+def test_a_family_gives_a_tiny_example_of_its_section(family):
+    section = family.config.model_validate(dict(family.example))
+    assert family_of(section) is family
+    sizes = [v for k, v in section.model_dump().items() if k.startswith("d_")]
+    assert sizes and max(sizes) <= 128  # tiny: what the tests can train
 
 
 @pytest.mark.parametrize("family", FAMILIES, ids=lambda f: f.arch)

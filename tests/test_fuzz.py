@@ -21,10 +21,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rosetta.cli import build_parser, main
-from rosetta.config.reading import config_from_dict, config_to_dict
+from rosetta.config.reading import config_to_dict
 from rosetta.config.sections import DecodeConfig, TrainConfig
 from rosetta.errors import RosettaError
 from rosetta.loading import load_translator
+from rosetta.run_config import config_from_dict
 from rosetta.serve.app import create_app
 from rosetta.serve.schemas import TranslateRequest
 from tests.toy import toy_config

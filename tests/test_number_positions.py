@@ -180,9 +180,9 @@ def test_learned_places_are_for_positions_inside_numbers():
 @pytest.mark.slow
 def test_an_abacus_run_reports_the_exactness_a_fresh_load_gets(tmp_path):
     from rosetta.cli import main
-    from rosetta.config.reading import load_config
     from rosetta.data.synthetic import accuracy
     from rosetta.loading import load_translator
+    from rosetta.run_config import load_config
     from rosetta.train.run import run_training
 
     task = tmp_path / "task"

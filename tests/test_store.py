@@ -23,7 +23,6 @@ from rosetta.data.store import MANIFEST_FILE, STORE_DIR
 from rosetta.data.text import encode_text, read_text
 from rosetta.errors import RosettaError
 from rosetta.families import build_model, family_of
-from rosetta.families.family import TrainingSetup
 from rosetta.train.prepare import (
     PreparedData,
     PrepareOptions,
@@ -31,6 +30,7 @@ from rosetta.train.prepare import (
     prepare_text,
 )
 from rosetta.train.run import configure_torch, process_settings_kept
+from rosetta.train.task import TrainingSetup
 from rosetta.train.trainer import Trainer
 from tests.toy import NAT, toy_config, toy_lm_config
 
@@ -278,7 +278,7 @@ def test_a_changed_text_is_refused(tmp_path):
 
 
 def test_nat_fertilities_are_found_once_then_mapped(tmp_path, monkeypatch):
-    from rosetta.data import fertilities as module
+    from rosetta.families.nat import fertilities as module
 
     config, _ = toy_config(tmp_path, model=NAT)
     run = tmp_path / "run"
@@ -305,7 +305,7 @@ def test_nat_fertilities_are_found_once_then_mapped(tmp_path, monkeypatch):
 def test_a_nats_preparation_aligns_and_training_only_maps(tmp_path, monkeypatch):
     """``rosetta prepare`` (or the first training process) aligns; every
     training process after it maps what it stored."""
-    from rosetta.data import fertilities as module
+    from rosetta.families.nat import fertilities as module
     from rosetta.families.nat.task import prepare_nat
 
     config, _ = toy_config(tmp_path, model=NAT)

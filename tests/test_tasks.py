@@ -154,8 +154,8 @@ def test_the_written_config_trains_and_validates_by_exact_accuracy(tmp_path):
     here); validation reports exact-sequence accuracy, which picks the best
     checkpoint, and a model that cannot attend or decode cannot copy 8
     random symbols exactly."""
-    from rosetta.config.reading import load_config
     from rosetta.data.synthetic import accuracy
+    from rosetta.run_config import load_config
     from rosetta.train.run import run_training
 
     # From length 2: the ten sources of length 1 all go to the test and

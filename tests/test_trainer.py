@@ -104,12 +104,11 @@ def test_flush_denormals_is_set_for_training(tmp_path):
 
     code = (
         "import torch\n"
-        "from rosetta.config.schema import Config\n"
-        "from rosetta.config.sections import DataConfig\n"
+        "from rosetta.run_config import config_from_dict\n"
         "from rosetta.train.run import configure_torch\n"
         "tiny = torch.tensor([1e-39])\n"
         "before = float(tiny * 1.0)\n"
-        "config = Config(data=DataConfig(train={'src': 'a', 'tgt': 'b'}))\n"
+        "config = config_from_dict({'data': {'train': {'src': 'a', 'tgt': 'b'}}})\n"
         "configure_torch(config)\n"
         "print(before > 0, float(tiny * 1.0) == 0.0)\n"
     )
@@ -229,7 +228,7 @@ def test_resume_never_trains_the_tokenizers_again(toy_run, tmp_path):
     number the pieces otherwise than the checkpoint's embeddings."""
     import shutil
 
-    from rosetta.config.reading import load_config
+    from rosetta.run_config import load_config
 
     run = tmp_path / "run"
     shutil.copytree(toy_run("transformer"), run)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from rosetta.config.reading import load_config
 from rosetta.config.schema import Config
+from rosetta.run_config import load_config
 
 WORDS = [
     "alpha",
@@ -62,6 +62,13 @@ TOY_MODELS = {
 def toy_config(
     folder: Path, *overrides: str, model: str = TRANSFORMER
 ) -> tuple[Config, Path]:
+    path = toy_config_file(folder, model)
+    return load_config(path, list(overrides)), path
+
+
+def toy_config_file(folder: Path, model: str = TRANSFORMER) -> Path:
+    """The toy corpus and its config in ``folder`` (not read back: a process
+    that lists other families may read it); the config's path."""
     train_src, train_tgt = write_corpus(folder, 400, seed=1)
     valid_src, valid_tgt = write_corpus(folder, 30, seed=2)
     path = folder / "toy.yaml"
@@ -80,13 +87,19 @@ train:
 decode: {{batch_size: 16}}
 """
     )
-    return load_config(path, list(overrides)), path
+    return path
 
 
 SHAKESPEARE = Path(__file__).parent.parent / "data" / "tinyshakespeare"
 
 
-def toy_lm_config(folder: Path, *overrides: str) -> tuple[Config, Path]:
+LM = """{arch: transformer-xl, layers: 2, d_model: 32, heads: 2, d_ff: 64,
+  dropout: 0.1, segment_length: 16, memory_length: 16, eval_streams: 4}"""
+
+
+def toy_lm_config(
+    folder: Path, *overrides: str, model: str = LM
+) -> tuple[Config, Path]:
     """A 2-layer character Transformer-XL on 12,000 characters of Shakespeare
     (3,000 for validation), 16-character segments with 16 of memory."""
     import gzip
@@ -102,13 +115,12 @@ data:
   train: {text: train.txt}
   valid: {text: valid.txt}
 tokenizer: {kind: char}
-model: {arch: transformer-xl, layers: 2, d_model: 32, heads: 2, d_ff: 64,
-  dropout: 0.1, segment_length: 16, memory_length: 16, eval_streams: 4}
+model: MODEL
 train:
   {batch_tokens: 128, lr: 3.0e-3, warmup_steps: 10, max_epochs: null,
    max_steps: 12, validate_every: 6, log_every: 3, keep_last: 3, threads: 1,
    label_smoothing: 0.0}
-"""
+""".replace("MODEL", model)
     )
     return load_config(path, list(overrides)), path
 

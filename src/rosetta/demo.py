@@ -24,15 +24,14 @@ from pathlib import Path
 import torch
 
 from rosetta.cli import Parser
-from rosetta.config.reading import load_config
 from rosetta.config.schema import Config
 from rosetta.data.corpus import read_corpus
 from rosetta.data.encoded_pairs import EncodedPairs
 from rosetta.errors import RosettaError
 from rosetta.evaluate.corpus import evaluate_all
 from rosetta.families import family_of
-from rosetta.families.family import TrainingSetup
 from rosetta.loading import load_translator
+from rosetta.run_config import load_config
 from rosetta.runs.checkpoint import INDEX_FILE
 from rosetta.train.prepare import PreparedData, prepare_data
 from rosetta.train.run import (
@@ -42,6 +41,7 @@ from rosetta.train.run import (
     process_settings_kept,
     run_training,
 )
+from rosetta.train.task import TrainingSetup
 from rosetta.train.trainer import Trainer
 
 CPU_STEPS = 600  # test_2016 BLEU in the 20s: see docs/performance.md

@@ -4,8 +4,9 @@ A run folder (its best checkpoint) or a checkpoint folder gives its family's
 inference object: a ``Translator`` (Transformer, recurrent), a
 ``NATTranslator`` (non-autoregressive; ``rescored_by(teacher, samples)`` for
 noisy parallel decoding) or a ``LanguageModel`` (Transformer-XL). With
-``engine="ctranslate2"`` a Transformer runs in CTranslate2 instead (a run is
-exported on first use; an exported folder loads as it is).
+``engine="ctranslate2"`` (an engine a family names: ``Family.engines``) a
+Transformer runs in CTranslate2 instead (a run is exported on first use; an
+exported folder loads as it is).
 """
 
 from __future__ import annotations
@@ -16,16 +17,16 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from rosetta.errors import RosettaError
-from rosetta.families.transformer.ctranslate2.engine import CTranslate2Translator
+from rosetta.families.engines import all_engines, load_engine
+from rosetta.families.restore import restore
 from rosetta.inference.text_translator import TextTranslator
-from rosetta.runs.restore import restore
 from rosetta.runtime.devices import parse_device, pick_device
 from rosetta.runtime.precision import Precision, check_precision
 
 if TYPE_CHECKING:
     from rosetta.families.language_model.inference import LanguageModel
 
-ENGINES = ("rosetta", "ctranslate2")
+ENGINES = ("rosetta", *(engine.name for engine in all_engines()))
 
 
 def load(
@@ -53,10 +54,9 @@ def load(
     """
     if engine not in ENGINES:
         raise RosettaError(f"engine {engine!r}: use one of {', '.join(ENGINES)}")
-    if engine == "ctranslate2":
+    if engine != "rosetta":
         # its threads follow the policy's choice for PyTorch's (use_threads)
-        threads = torch.get_num_threads()
-        return CTranslate2Translator.load(path, device, precision, threads)
+        return load_engine(engine, path, device, precision, torch.get_num_threads())
     device = parse_device(device)
     check_precision(device, precision)  # before a GPU is looked for
     restored = restore(path, pick_device(device), which)

@@ -10,7 +10,7 @@ from pathlib import Path
 from rosetta import loading
 from rosetta.data.corpus import check_no_carriage_return, read_lines
 from rosetta.errors import RosettaError
-from rosetta.families.transformer.ctranslate2.export import ENGINE_FILE
+from rosetta.families.engines import export_engine
 from rosetta.inference.text_translator import TextTranslator
 from rosetta.runs import checkpoint as ckpt
 from rosetta.runtime import limits
@@ -259,7 +259,7 @@ def load_translator(args: argparse.Namespace) -> TextTranslator:
     of a run it loads."""
     use_threads(args.threads)
     model = Path(args.model)
-    if not (model / ENGINE_FILE).is_file():  # a run or checkpoint, not an export
+    if export_engine(model) is None:  # a run or checkpoint, not an export
         model, reason = ckpt.choose_checkpoint(model)
         print(f"model: {model} ({reason})", file=sys.stderr)
     translator = loading.load_translator(

@@ -20,7 +20,7 @@ from rosetta.cli.common import (
 from rosetta.data.corpus import read_lines
 from rosetta.distill import distill, partial_paths
 from rosetta.errors import RosettaError
-from rosetta.families.transformer.ctranslate2.export import ENGINE_FILE
+from rosetta.families.engines import export_engine
 from rosetta.runs import checkpoint as ckpt
 from rosetta.runs.integrity import META_DIGEST, sha256_file
 from rosetta.runtime.limits import Count, number_flag
@@ -33,7 +33,7 @@ DISTILL = "rosetta distill"
 def teacher_identity(model: Path) -> str:
     """A digest that changes whenever the teacher's weights, config or
     tokenizers do: a run's best checkpoint moves on as it trains."""
-    if (model / ENGINE_FILE).is_file():  # a CTranslate2 export
+    if export_engine(model) is not None:  # another engine's export
         digest = hashlib.sha256()
         for path in sorted(model.iterdir()):
             if path.is_file():  # streamed: model.bin may be large

@@ -1,4 +1,5 @@
-"""``rosetta export ctranslate2``: a trained Transformer for another engine."""
+"""``rosetta export ENGINE``: a trained model for another inference engine
+(each engine a family names, ``Family.engines``)."""
 
 from __future__ import annotations
 
@@ -6,35 +7,34 @@ import argparse
 from pathlib import Path
 
 from rosetta.cli.common import add_overwrite_flag
-from rosetta.families.transformer.ctranslate2.export import (
-    QUANTIZATIONS,
-    export_ctranslate2,
-)
+from rosetta.families.engines import all_engines, export_model
 
 
 def cmd_export(args: argparse.Namespace) -> None:
-    folder = export_ctranslate2(
-        Path(args.model), Path(args.output), args.quantization, args.overwrite
+    folder = export_model(
+        args.engine,
+        Path(args.model),
+        Path(args.output),
+        args.quantization,
+        args.overwrite,
     )
-    print(f"{args.output}: CTranslate2 model of {folder}")
+    print(f"{args.output}: {args.engine} model of {folder}")
 
 
 def add_parser(verbs: argparse._SubParsersAction) -> None:
     export = verbs.add_parser("export", help="export a model to another engine")
     engines = export.add_subparsers(dest="engine", required=True)
-    ct2 = engines.add_parser(
-        "ctranslate2",
-        help="a CTranslate2 model and the tokenizers (pip install 'rosetta[ct2]')",
-    )
-    ct2.add_argument(
-        "-m", "--model", required=True, help="run folder (its best) or checkpoint"
-    )
-    ct2.add_argument("-o", "--output", required=True, help="folder to write")
-    ct2.add_argument(
-        "--quantization",
-        choices=QUANTIZATIONS,
-        default=None,
-        help="weight type (default: float32)",
-    )
-    add_overwrite_flag(ct2, "an earlier export")
-    ct2.set_defaults(run=cmd_export)
+    for engine in all_engines():
+        verb = engines.add_parser(engine.name, help=engine.summary)
+        verb.add_argument(
+            "-m", "--model", required=True, help="run folder (its best) or checkpoint"
+        )
+        verb.add_argument("-o", "--output", required=True, help="folder to write")
+        verb.add_argument(
+            "--quantization",
+            choices=engine.quantizations,
+            default=None,
+            help="weight type (default: float32)",
+        )
+        add_overwrite_flag(verb, "an earlier export")
+        verb.set_defaults(run=cmd_export)

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import NoReturn
 
 from rosetta.cli.common import add_threads_flag
-from rosetta.config.reading import load_config
 from rosetta.errors import RosettaError, Stopped
 from rosetta.families import family_of
+from rosetta.run_config import load_config
 from rosetta.runs.lock import run_lock
 from rosetta.runtime.limits import Count, number_flag
 from rosetta.runtime.threads import at_most_cores

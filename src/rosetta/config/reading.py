@@ -2,28 +2,32 @@
 ``--set KEY=VALUE`` overrides applied to the raw YAML before validation (so
 they are checked the same way), and errors that name every bad key where it
 was set, with a did-you-mean.
+
+Each function takes the model sections to pick from (``sections``, the first
+the default); ``rosetta.run_config`` passes those of every family.
 """
 
 from __future__ import annotations
 
 import difflib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from rosetta.config.schema import ARCHS, Config
+from rosetta.config.schema import Config, config_class
 from rosetta.config.sections import (
     CorpusFiles,
     DataConfig,
     DecodeConfig,
     EarlyStopping,
+    ModelSection,
     TokenizerConfig,
     TrainConfig,
 )
 from rosetta.errors import RosettaError
-from rosetta.families import FAMILIES
 from rosetta.runtime.yaml_file import read_yaml
 
 
@@ -60,56 +64,66 @@ def _resolve_paths(raw: dict[str, Any], base: Path) -> None:
                 files["hf"] = str((base / hub).resolve())
 
 
-def _family_config(arch: str | None) -> type[BaseModel]:
-    named = [f.config for f in FAMILIES if f.arch == (arch or ARCHS[0])]
-    return named[0] if named else FAMILIES[0].config
+Sections = Sequence[type[ModelSection]]
 
 
-def _section(location: list[Any], arch: str | None) -> type[BaseModel] | None:
+def _family_config(arch: str | None, sections: Sections) -> type[BaseModel]:
+    named = [s for s in sections if s.arch_name() == arch]
+    return named[0] if named else sections[0]
+
+
+def _section(
+    location: list[Any], arch: str | None, sections: Sections
+) -> type[BaseModel] | None:
     """The config class that holds the key at ``location`` (a key path)."""
-    sections: dict[str, type[BaseModel]] = {
+    by_place: dict[str, type[BaseModel]] = {
         "": Config,
         "data": DataConfig,
         "data.train": CorpusFiles,
         "data.valid": CorpusFiles,
         "data.test": CorpusFiles,
         "tokenizer": TokenizerConfig,
-        "model": _family_config(arch),
+        "model": _family_config(arch, sections),
         "train": TrainConfig,
         "train.early_stopping": EarlyStopping,
         "decode": DecodeConfig,
     }
-    return sections.get(".".join(str(part) for part in location[:-1]))
+    return by_place.get(".".join(str(part) for part in location[:-1]))
 
 
-def _did_you_mean(location: list[Any], arch: str | None) -> str:
-    section = _section(location, arch)
+def _did_you_mean(location: list[Any], arch: str | None, sections: Sections) -> str:
+    section = _section(location, arch, sections)
     if section is None:
         return ""
     key = str(location[-1])
-    for family in FAMILIES:
-        if arch and family.arch != arch and key in family.config.model_fields:
-            return f"; it is a key of arch '{family.arch}'"
+    for other in sections:
+        name = other.arch_name()
+        if arch and name != arch and key in other.model_fields:
+            return f"; it is a key of arch '{name}'"
     close = difflib.get_close_matches(key, list(section.model_fields), cutoff=0.5)
     return f"; did you mean '{close[0]}'?" if close else ""
 
 
 def format_validation_error(
-    error: ValidationError, source: str, overridden: frozenset[str] = frozenset()
+    error: ValidationError,
+    source: str,
+    sections: Sections,
+    overridden: frozenset[str] = frozenset(),
 ) -> str:
     """One line per problem, each key named where it was set: in ``source``
     or by ``--set`` (the dotted keys in ``overridden``)."""
+    archs = [section.arch_name() for section in sections]
     problems = []
     for item in error.errors():
         location = list(item["loc"])
         arch = None
-        if location[:1] == ["model"] and location[1:2] and location[1] in ARCHS:
+        if location[:1] == ["model"] and location[1:2] and location[1] in archs:
             arch = location.pop(1)  # the family's tag, not a key
         key = ".".join(str(part) for part in location) or "(top level)"
         message = item["msg"]
         if item["type"] == "extra_forbidden":
             message = "unknown key" + (f" for arch '{arch}'" if arch else "")
-            message += _did_you_mean(location, arch)
+            message += _did_you_mean(location, arch, sections)
         by_set = any(o == key or o.startswith(f"{key}.") for o in overridden)
         where = "--set " if by_set else ""
         problems.append((where, f"  {where}{key}: {message}"))
@@ -120,17 +134,21 @@ def format_validation_error(
 
 def config_from_dict(
     raw: dict[str, Any],
+    sections: Sections,
     source: str = "config",
     overridden: frozenset[str] = frozenset(),
 ) -> Config:
+    """``raw`` validated, its ``model`` one of ``sections``."""
     try:
-        return Config.model_validate(raw)
+        return config_class(tuple(sections)).model_validate(raw)
     except ValidationError as error:
-        message = format_validation_error(error, source, overridden)
+        message = format_validation_error(error, source, sections, overridden)
         raise RosettaError(message) from None
 
 
-def load_config(path: str | Path, overrides: list[str] | None = None) -> Config:
+def load_config(
+    path: str | Path, sections: Sections, overrides: list[str] | None = None
+) -> Config:
     """Read a YAML config, apply ``KEY=VALUE`` overrides and validate it."""
     path = Path(path)
     raw = read_yaml(path)
@@ -140,7 +158,7 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> Config:
     for assignment in overrides or []:
         overridden.add(apply_override(raw, assignment))
     _resolve_paths(raw, path.parent)
-    return config_from_dict(raw, str(path), frozenset(overridden))
+    return config_from_dict(raw, sections, str(path), frozenset(overridden))
 
 
 def config_to_dict(config: Config) -> dict[str, Any]:

@@ -1,46 +1,41 @@
 """The whole configuration of a run, ``Config``: its sections, and the
-``model`` section of the family that ``model.arch`` names (``rosetta.families``).
+``model`` section of one model family.
+
+The configuration knows no family: ``config_class(sections)`` makes the
+``Config`` whose ``model`` is one of the ``sections`` given (picked by
+``model.arch``; the first when no ``arch`` is set), and
+``rosetta.run_config`` gives it the sections of every family Rosetta lists.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+import functools
+from collections.abc import Callable
+from typing import Annotated, Any, ClassVar, Literal, Union
 
-from pydantic import Discriminator, Field, Tag, model_validator
+from pydantic import (
+    Discriminator,
+    Field,
+    SerializeAsAny,
+    Tag,
+    create_model,
+    model_validator,
+)
 
 from rosetta.config.sections import (
     DataConfig,
     DecodeConfig,
+    ModelSection,
     Section,
     TokenizerConfig,
     TrainConfig,
 )
-from rosetta.families import FAMILIES
-
-ARCHS = tuple(family.arch for family in FAMILIES)
-
-
-def _arch_of(section: Any) -> str | None:
-    """Which family a model section belongs to; a YAML section without
-    ``arch`` is the first family's (the Transformer)."""
-    if isinstance(section, dict):
-        return section.get("arch", ARCHS[0])
-    return getattr(section, "arch", None)
-
-
-# The model section: one family's configuration, picked by ``arch``. Each
-# family forbids the keys it does not read, like every other section.
-ModelConfig = Annotated[
-    Union[tuple(Annotated[f.config, Tag(f.arch)] for f in FAMILIES)],  # noqa: UP007
-    Discriminator(
-        _arch_of,
-        custom_error_type="unknown_arch",
-        custom_error_message=f"unknown arch; use one of: {', '.join(ARCHS)}",
-    ),
-]
 
 
 class Config(Section):
+    # the model sections this class picks from (``config_class``)
+    MODEL_SECTIONS: ClassVar[tuple[type[ModelSection], ...]] = ()
+
     task: Literal["translate", "lm"] = Field(
         "translate",
         description="translate: a sequence-to-sequence model on parallel text; "
@@ -50,8 +45,8 @@ class Config(Section):
     tokenizer: TokenizerConfig = Field(
         TokenizerConfig(), description="how text becomes tokens"
     )
-    model: ModelConfig = Field(
-        FAMILIES[0].config(), description="the architecture, picked by model.arch"
+    model: SerializeAsAny[ModelSection] = Field(
+        description="the architecture, picked by model.arch"
     )
     train: TrainConfig = Field(
         TrainConfig(), description="optimisation and its schedule"
@@ -63,7 +58,9 @@ class Config(Section):
     @model_validator(mode="after")
     def _compatible(self) -> Config:
         if self.task != self.model.TASK:
-            fitting = [f.arch for f in FAMILIES if self.task == f.config.TASK]
+            fitting = [
+                s.arch_name() for s in self.MODEL_SECTIONS if self.task == s.TASK
+            ]
             raise ValueError(
                 f"task {self.task} goes with model.arch: {' or '.join(fitting)}; "
                 f"model.arch {self.model.arch} with task: {self.model.TASK}"
@@ -81,3 +78,42 @@ class Config(Section):
                 "set tokenizer.joint: true or model.share_embeddings: false"
             )
         return self
+
+
+def _arch_of(default: str) -> Callable[[Any], str | None]:
+    """Which section a ``model`` value is: its ``arch``, or ``default``."""
+
+    def arch(section: Any) -> str | None:
+        if isinstance(section, dict):
+            return section.get("arch", default)
+        return getattr(section, "arch", None)
+
+    return arch
+
+
+@functools.cache
+def config_class(sections: tuple[type[ModelSection], ...]) -> type[Config]:
+    """``Config`` whose ``model`` is one of ``sections``, picked by ``arch``;
+    a ``model`` without ``arch`` is the first section's (each section
+    forbids the keys it does not read, like every other section)."""
+    archs = tuple(section.arch_name() for section in sections)
+    tagged = tuple(Annotated[s, Tag(s.arch_name())] for s in sections)
+    union = Annotated[
+        Union[tagged],  # noqa: UP007
+        Discriminator(
+            _arch_of(archs[0]),
+            custom_error_type="unknown_arch",
+            custom_error_message=f"unknown arch; use one of: {', '.join(archs)}",
+        ),
+    ]
+    made = create_model(
+        "Config",
+        __base__=Config,
+        __module__=Config.__module__,
+        model=(
+            SerializeAsAny[union],
+            Field(sections[0](), description="the architecture, picked by model.arch"),
+        ),
+    )
+    made.MODEL_SECTIONS = sections
+    return made

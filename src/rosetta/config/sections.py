@@ -152,6 +152,12 @@ class ModelSection(Section):
 
     arch: str = Field(description="the model family")  # each family's own name
 
+    @classmethod
+    def arch_name(cls) -> str:
+        """The name ``model.arch`` gives this family: its ``arch``'s one value."""
+        (name,) = get_args(cls.model_fields["arch"].annotation)
+        return name
+
     @property
     def position_limit(self) -> int | None:
         """The longest sequence the model can encode or decode, if any."""

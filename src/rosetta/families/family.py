@@ -10,38 +10,54 @@ nothing outside a family asks which family it has.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, get_args
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
 from rosetta.config.sections import ModelSection
 from rosetta.models.trained import Trained
+from rosetta.train.task import TrainingSetup
 
 if TYPE_CHECKING:
-    from rosetta.config.schema import Config
+    pass
 
 
 @dataclass(frozen=True)
-class TrainingSetup:
-    """What a family's training task is made from.
+class Engine:
+    """Another inference engine that runs the models of the families whose
+    record names it: ``rosetta export NAME`` writes a model for it, and
+    ``--engine NAME`` translates with it (``rosetta.families.engines`` does
+    the checks and the writing they share).
 
-    ``data`` is what the family's ``prepare`` returned; ``rank`` and
-    ``world_size`` say which of how many training processes this is; ``log``
-    prints (on the main process) or does nothing.
+    Attributes:
+        name: its name on the command line.
+        summary: what it is and how to install it (the command's help).
+        marker: the file an export for it holds, which makes a folder one.
+        kind: what an export is called in messages and records.
+        quantizations: the weight types an export may take (None: float32).
+        write: ``(restored, folder, quantization)``: the restored checkpoint
+            (``rosetta.families.restore.Restored``) written into ``folder``,
+            an empty temporary folder renamed into place afterwards.
+        load: ``(folder, device type, precision, threads) -> TextTranslator``
+            of an export.
     """
 
-    config: Config
-    model: nn.Module
-    data: Any
-    device: torch.device
-    run_dir: Path
-    rank: int
-    world_size: int
-    log: Callable[[str], None]
+    name: str
+    summary: str
+    marker: str
+    kind: str
+    quantizations: tuple[str, ...]
+    write: Callable[[Any, Path, str | None], None]
+    load: Callable[[Path, str, str, int], Any]
+
+
+def same_weights(stored: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """A checkpoint's tensors as they are: a family with nothing renamed."""
+    return stored
 
 
 @dataclass(frozen=True)
@@ -63,6 +79,18 @@ class Family:
         inference: ``(Trained, precision, packed) -> inference object``: a
             ``TextTranslator`` or a language model. ``packed=False`` decodes
             through the layers only, not a family's fast path (comparison).
+
+    What only some families have (empty or as-is by default):
+
+    Attributes:
+        engines: the other engines its models can be exported to.
+        run_files: the files and folders (names ending in ``/``) its
+            ``prepare`` writes into a run folder before the first checkpoint.
+        upgrade_weights: ``(stored tensors) -> tensors``: a checkpoint of an
+            earlier Rosetta with the names this model holds now.
+        example: a tiny ``model`` section of the family (a few layers of a
+            few units, for a vocabulary of tokens not shared), what the tests
+            of every family train.
     """
 
     summary: str
@@ -71,12 +99,17 @@ class Family:
     prepare: Callable[..., Any]
     training: Callable[[TrainingSetup, Callable[..., Any]], Any]
     inference: Callable[[Trained, str, bool], Any]
+    engines: tuple[Engine, ...] = ()
+    run_files: tuple[str, ...] = ()
+    example: Mapping[str, Any] = field(default_factory=dict)
+    upgrade_weights: Callable[[dict[str, torch.Tensor]], dict[str, torch.Tensor]] = (
+        same_weights
+    )
 
     @property
     def arch(self) -> str:
         """The name ``model.arch`` gives the family: its section's one value."""
-        (name,) = get_args(self.config.model_fields["arch"].annotation)
-        return name
+        return self.config.arch_name()
 
     def training_task(self, setup: TrainingSetup) -> Any:
         """The task that trains ``setup.model``, validated with this family's

@@ -114,3 +114,14 @@ class EncoderDecoder(nn.Module):
         )
         logits = self.output_proj(features[:, -1])
         return torch.log_softmax(logits.float(), dim=-1), state
+
+
+def output_projection_moved(stored: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """A checkpoint of a Rosetta whose decoder held the output projection
+    (``decoder.output_proj.*``), with the names it has as a part of its own
+    (``output_proj.*``)."""
+    old = "decoder.output_proj."
+    return {
+        name.removeprefix("decoder.") if name.startswith(old) else name: tensor
+        for name, tensor in stored.items()
+    }

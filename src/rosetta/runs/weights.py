@@ -3,6 +3,7 @@ task, each checked before use: names, shapes, dtypes, finite values."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,12 +14,6 @@ from torch import nn
 
 from rosetta.errors import RosettaError
 from rosetta.runs.checkpoint import MODEL_FILE, OPTIMIZER_FILE, STATE_FILE, alias_key
-
-# Tensors that earlier versions of Rosetta stored under another name.
-RENAMED = {
-    "decoder.output_proj.weight": "output_proj.weight",
-    "decoder.output_proj.bias": "output_proj.bias",
-}
 
 
 def check_tensors(
@@ -39,8 +34,18 @@ def check_tensors(
         raise RosettaError(f"{path}: {bad} holds NaN or infinite values")
 
 
-def load_weights(folder: Path, model: nn.Module, device: torch.device) -> None:
-    """Load ``model.safetensors`` into ``model``, in place.
+Upgrade = Callable[[dict[str, torch.Tensor]], dict[str, torch.Tensor]]
+
+
+def load_weights(
+    folder: Path,
+    model: nn.Module,
+    device: torch.device,
+    upgrade: Upgrade = lambda stored: stored,
+) -> None:
+    """Load ``model.safetensors`` into ``model``, in place, its names first
+    given by ``upgrade`` (the family's ``upgrade_weights``: a checkpoint of
+    an earlier Rosetta with today's names).
 
     A tied tensor is stored once, under any one of its names; every other
     name must be in the file, and nothing else.
@@ -50,7 +55,7 @@ def load_weights(folder: Path, model: nn.Module, device: torch.device) -> None:
         stored = load_file(str(path), device=str(device))
     except (SafetensorError, OSError, RuntimeError) as error:
         raise RosettaError(f"{path}: cannot load weights: {error}") from None
-    stored = {RENAMED.get(name, name): tensor for name, tensor in stored.items()}
+    stored = upgrade(stored)
     current = model.state_dict()
     check_tensors(stored, current, path)
     names_of: dict[tuple, list[str]] = {}

@@ -79,9 +79,10 @@ def check_resumed_config(meta: dict, current: dict, where: str) -> list[str]:
     return accepted
 
 
-def resume_training(trainer: Trainer) -> None:
-    """Put ``trainer`` where its run's latest checkpoint left off: weights,
-    optimizer, position in the data, random states, the task's tensors."""
+def resume_training(trainer: Trainer, upgrade: weights.Upgrade) -> None:
+    """Put ``trainer`` where its run's latest checkpoint left off: weights
+    (their names as ``upgrade``, the family's, gives them), optimizer,
+    position in the data, random states, the task's tensors."""
     for done in finish_swaps(trainer.run_dir):
         trainer.log(done)
     index = ckpt.read_index(trainer.run_dir)
@@ -103,7 +104,7 @@ def resume_training(trainer: Trainer) -> None:
             f"{folder}: written by {len(ranks)} training process(es); resume "
             f"it with as many, not {group.world_size}"
         )
-    weights.load_weights(folder, trainer.model, trainer.device)
+    weights.load_weights(folder, trainer.model, trainer.device, upgrade)
     weights.load_optimizer(folder, trainer.optimizer, meta)
     trainer.state = parse_record(
         meta.get("trainer"),

@@ -11,11 +11,9 @@ from typing import Any
 import torch
 
 from rosetta.config.schema import Config
-from rosetta.data.fertilities import ALIGNMENTS_FILE, FERTILITY_DIR
 from rosetta.data.store import STORE_DIR
 from rosetta.errors import RosettaError
-from rosetta.families import check_model_fits, family_of
-from rosetta.families.family import TrainingSetup
+from rosetta.families import FAMILIES, check_model_fits, family_of
 from rosetta.runs.checkpoint import INDEX_FILE, read_index
 from rosetta.runs.lock import run_lock
 from rosetta.runtime.devices import pick_device
@@ -26,7 +24,7 @@ from rosetta.train.distributed import SINGLE_PROCESS, Group, local_device
 from rosetta.train.metrics import METRICS_FILE
 from rosetta.train.prepare import TOKENIZER_FILE, PreparedData
 from rosetta.train.resume import resume_training
-from rosetta.train.task import Task
+from rosetta.train.task import Task, TrainingSetup
 from rosetta.train.tensorboard import TENSORBOARD_DIR
 from rosetta.train.trainer import Trainer, TrainerState
 
@@ -45,17 +43,17 @@ def configure_torch(config: Config) -> None:
 
 # What a run that stopped before its first checkpoint may have left: a new
 # run in that folder starts over and may replace these (and nothing else).
-EARLY_RUN_FILES = {
+# what a run writes before its first checkpoint (folders end in "/"), with
+# what each family's prepare writes besides
+EARLY_RUN_PLACES = {
     TOKENIZER_FILE,
-    STORE_DIR,
+    f"{STORE_DIR}/",
     METRICS_FILE,
-    TENSORBOARD_DIR,
-    ALIGNMENTS_FILE,
-    FERTILITY_DIR,
+    f"{TENSORBOARD_DIR}/",
+    *(place for family in FAMILIES for place in family.run_files),
 }
-
-
-EARLY_RUN_FOLDERS = {STORE_DIR, TENSORBOARD_DIR, FERTILITY_DIR}
+EARLY_RUN_FILES = {place.rstrip("/") for place in EARLY_RUN_PLACES}
+EARLY_RUN_FOLDERS = {place[:-1] for place in EARLY_RUN_PLACES if place.endswith("/")}
 
 
 def check_new_run_folder(run_dir: Path) -> None:
@@ -176,7 +174,7 @@ def _train_locked(
         torch.manual_seed(config.train.seed + group.rank)
     trainer = Trainer(config, run_dir, model, task, device, group)
     if resume:
-        resume_training(trainer)
+        resume_training(trainer, family_of(config.model).upgrade_weights)
     return trainer.train()
 
 

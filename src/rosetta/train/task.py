@@ -3,11 +3,18 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
+from torch import nn
 
 from rosetta.data.tokenizer import TokenizerPair
+
+if TYPE_CHECKING:
+    from rosetta.config.schema import Config
 
 
 class Task(Protocol):
@@ -31,3 +38,22 @@ class Task(Protocol):
     def validate(self) -> dict[str, float]: ...
     def state_tensors(self) -> dict[str, torch.Tensor]: ...
     def load_state_tensors(self, tensors: dict[str, torch.Tensor]) -> None: ...
+
+
+@dataclass(frozen=True)
+class TrainingSetup:
+    """What a family's training task is made from.
+
+    ``data`` is what the family's ``prepare`` returned; ``rank`` and
+    ``world_size`` say which of how many training processes this is; ``log``
+    prints (on the main process) or does nothing.
+    """
+
+    config: Config
+    model: nn.Module
+    data: Any
+    device: torch.device
+    run_dir: Path
+    rank: int
+    world_size: int
+    log: Callable[[str], None]

@@ -26,7 +26,7 @@ from rosetta.train.validation import decoded_scores, validation_loss
 
 if TYPE_CHECKING:
     from rosetta.config.schema import Config
-    from rosetta.families.family import TrainingSetup
+    from rosetta.train.task import TrainingSetup
 
 # A family's inference object for a model: (Trained, precision) ->
 # translator (``Family.inference``).

@@ -53,4 +53,14 @@ FAMILY = Family(
     prepare=prepare_text,
     training=lm_training,
     inference=language_model,
+    example={
+        "arch": "transformer-xl",
+        "layers": 2,
+        "d_model": 32,
+        "heads": 2,
+        "d_ff": 64,
+        "segment_length": 16,
+        "memory_length": 16,
+        "eval_streams": 4,
+    },
 )

@@ -31,7 +31,7 @@ from rosetta.train.prepare import PreparedText
 
 if TYPE_CHECKING:
     from rosetta.config.schema import Config
-    from rosetta.families.family import TrainingSetup
+    from rosetta.train.task import TrainingSetup
 
 
 class Segment(NamedTuple):

@@ -3,7 +3,7 @@ reference fertilities of every pair, batches that carry them, the loss, and
 validation.
 
 With fertilities, the reference fertilities come from word alignments of
-the training pairs (``rosetta.data.fertilities``). The loss of a batch is
+the training pairs (``rosetta.families.nat.fertilities``). The loss of a batch is
 the label-smoothed cross-entropy of the target tokens, decoded from the
 reference fertilities, plus ``fertility_weight`` times the cross-entropy of
 those fertilities. With CTC (``length_model: ctc``) nothing is aligned
@@ -29,7 +29,6 @@ import torch
 import torch.nn.functional as F
 
 from rosetta.data.batching import Example, make_batches, pad, rank_share
-from rosetta.data.fertilities import Fertilities, fits, stored_fertilities
 from rosetta.data.tokenizer import TokenizerPair
 from rosetta.data.vocab import EOS_ID, PAD_ID
 from rosetta.errors import RosettaError
@@ -39,6 +38,7 @@ from rosetta.families.nat.ctc import (
     ctc_fits,
     ctc_negative_log_likelihood,
 )
+from rosetta.families.nat.fertilities import Fertilities, fits, stored_fertilities
 from rosetta.families.nat.glancing import glance
 from rosetta.families.nat.model import Glance, NonAutoregressiveTransformer
 from rosetta.runtime.precision import autocast
@@ -51,7 +51,7 @@ from rosetta.train.translation_task import MakeTranslator, TranslationTask
 
 if TYPE_CHECKING:
     from rosetta.config.schema import Config
-    from rosetta.families.family import TrainingSetup
+    from rosetta.train.task import TrainingSetup
 
 
 @dataclass

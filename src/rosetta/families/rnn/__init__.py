@@ -7,7 +7,7 @@ from rosetta.families.family import Family
 from rosetta.families.rnn.config import RNNConfig
 from rosetta.families.rnn.model import build_rnn_seq2seq
 from rosetta.inference.translator import Translator
-from rosetta.models.interface import EncoderDecoder
+from rosetta.models.interface import EncoderDecoder, output_projection_moved
 from rosetta.models.trained import Trained
 from rosetta.train.prepare import prepare_data
 from rosetta.train.translation_task import translation_training
@@ -52,4 +52,16 @@ FAMILY = Family(
     prepare=prepare_data,
     training=translation_training,
     inference=translator,
+    upgrade_weights=output_projection_moved,
+    example={
+        "arch": "rnn",
+        "cell": "gru",
+        "encoder_layers": 1,
+        "decoder_layers": 1,
+        "d_model": 32,
+        "hidden_size": 32,
+        "bidirectional": True,
+        "attention": "bahdanau",
+        "share_embeddings": False,
+    },
 )

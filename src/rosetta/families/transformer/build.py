@@ -5,13 +5,15 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from rosetta.data.tokenizer import TokenizerPair
+from rosetta.families.transformer.config import TransformerConfig
 from rosetta.families.transformer.layers import (
     TransformerDecoderLayer,
     TransformerEmbedding,
     TransformerEncoderLayer,
 )
 from rosetta.families.transformer.model import TransformerDecoder, TransformerEncoder
-from rosetta.families.transformer.number_positions import NumberPositions
+from rosetta.families.transformer.number_positions import NumberPositions, digit_mask
 from rosetta.families.transformer.positions import (
     POSITIONS,
     SCHEMES,
@@ -129,3 +131,25 @@ def build_transformer(
             encoder, decoder, output_proj, scheme.draw, number_offset
         )
     return EncoderDecoder(encoder, decoder, output_proj)
+
+
+def build(
+    config: TransformerConfig,
+    src_vocab: int,
+    tgt_vocab: int,
+    tokenizers: TokenizerPair | None = None,
+) -> EncoderDecoder:
+    """``tokenizers`` say which tokens are digits (``abacus``, ``coupled``)."""
+    digits = None
+    if tokenizers is not None:
+        digits = tuple(
+            digit_mask(side.id_pieces(range(len(side))))
+            for side in (tokenizers.src, tokenizers.tgt)
+        )
+    return build_transformer(
+        src_vocab,
+        tgt_vocab,
+        **config.layer_sizes(),
+        positions=config.positions,
+        digits=digits,  # type: ignore[arg-type]
+    )

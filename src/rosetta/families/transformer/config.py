@@ -10,6 +10,18 @@ from pydantic import Field, model_validator
 from rosetta.config import attention_keys
 from rosetta.config.sections import EncoderDecoderSection
 
+# a tiny attention model: the sizes of the Transformer's and the NAT's
+# ``Family.example``
+TINY_ATTENTION = {
+    "encoder_layers": 1,
+    "decoder_layers": 1,
+    "d_model": 32,
+    "heads": 2,
+    "d_ff": 64,
+    "share_embeddings": False,
+    "max_positions": 64,
+}
+
 
 class AttentionSection(EncoderDecoderSection):
     """What the attention-based encoder-decoders (``transformer``, ``nat``)

@@ -1,2 +1,27 @@
-"""CTranslate2 for Transformers: exporting a run (``export``) and translating
-with the export (``engine``)."""
+"""CTranslate2 for Transformers: the export (``export``) and translating with
+it (``engine``), declared to the rest of Rosetta as the Transformer family's
+``ENGINE``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rosetta.families.family import Engine
+from rosetta.families.transformer.ctranslate2.engine import CTranslate2Translator
+from rosetta.families.transformer.ctranslate2.export import ENGINE_FILE, write_export
+
+
+def load(folder: Path, device: str, precision: str, threads: int):
+    """An export's translator; ``threads`` 0 lets CTranslate2 choose."""
+    return CTranslate2Translator(folder, device, precision, threads)
+
+
+ENGINE = Engine(
+    name="ctranslate2",
+    summary="CTranslate2, a C++ inference engine (pip install 'rosetta[ct2]')",
+    marker=ENGINE_FILE,
+    kind="a CTranslate2 export",
+    quantizations=("int8", "int8_float32", "int16", "float16", "bfloat16"),
+    write=write_export,
+    load=load,
+)

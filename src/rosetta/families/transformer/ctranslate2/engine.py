@@ -20,11 +20,12 @@ from rosetta.config.reading import config_from_dict
 from rosetta.data.tokenizer import TokenizerPair
 from rosetta.data.vocab import EOS
 from rosetta.errors import RosettaError
+from rosetta.families.transformer.build import build
+from rosetta.families.transformer.config import TransformerConfig
 from rosetta.families.transformer.ctranslate2.export import (
     ENGINE_FILE,
     import_ctranslate2,
     read_engine_file,
-    write_export,
 )
 from rosetta.inference.text_translator import (
     Found,
@@ -32,8 +33,6 @@ from rosetta.inference.text_translator import (
     TextTranslator,
     Translation,
 )
-from rosetta.runs import checkpoint as ckpt
-from rosetta.runtime.devices import pick_device
 from rosetta.search.batched import Workers
 from rosetta.search.greedy import Hypothesis, max_lengths
 from rosetta.search.options import SearchOptions
@@ -45,8 +44,6 @@ COMPUTE_TYPES = {
     "fp16": "float16",
     "int8": "int8",
 }
-
-CACHE = ckpt.ENGINE_CACHE  # inside a checkpoint folder: its export
 
 
 def check_vocabularies(folder: Path, tokenizers: TokenizerPair) -> None:
@@ -79,7 +76,7 @@ class CTranslate2Translator(TextTranslator):
 
     For example:
 
-        translator = CTranslate2Translator.load("de-en-ct2")
+        translator = rosetta.load("de-en-ct2", engine="ctranslate2")
         translator.translate(["Ein Hund läuft im Schnee."])
     """
 
@@ -88,7 +85,10 @@ class CTranslate2Translator(TextTranslator):
     def __init__(self, folder: Path, device: str, precision: str, threads: int):
         ctranslate2 = import_ctranslate2()
         engine = read_engine_file(folder)
-        self.config = config_from_dict(engine["config"], str(folder))
+        # an export holds a Transformer: its section is the one to read
+        self.config = config_from_dict(
+            engine["config"], (TransformerConfig,), str(folder)
+        )
         self.tokenizers = TokenizerPair.from_dict(
             engine["tokenizers"], str(folder / ENGINE_FILE)
         )
@@ -115,25 +115,6 @@ class CTranslate2Translator(TextTranslator):
         self._target_ids = {
             piece: i for i, piece in enumerate(target.id_pieces(range(len(target))))
         }
-
-    @classmethod
-    def load(
-        cls,
-        path: str | Path,
-        device: str | torch.device | None = None,
-        precision: str = "fp32",
-        threads: int = 0,
-    ) -> CTranslate2Translator:
-        """Load an exported folder, or a run or checkpoint folder, exported
-        the first time into the checkpoint's ``ctranslate2/`` folder.
-        ``threads`` 0 lets CTranslate2 choose."""
-        folder = Path(path)
-        if not (folder / ENGINE_FILE).is_file():
-            checkpoint = ckpt.resolve_checkpoint(folder)
-            folder = checkpoint / CACHE
-            if not (folder / ENGINE_FILE).is_file():
-                write_export(checkpoint, folder)
-        return cls(folder, pick_device(device).type, precision, threads)
 
     @property
     def parameter_count(self) -> int:
@@ -278,10 +259,8 @@ def search_arguments(options: SearchOptions) -> dict[str, Any]:
 
 def _parameter_count(config: Any, tokenizers: TokenizerPair) -> int:
     """The PyTorch model's weight count, from its configuration."""
-    from rosetta.families import build_model
-
     with torch.device("meta"):
-        model = build_model(
+        model = build(
             config.model, len(tokenizers.src), len(tokenizers.tgt), tokenizers
         )
     return sum(p.numel() for p in model.parameters())

@@ -1,6 +1,6 @@
 """Export a Rosetta Transformer to CTranslate2, a C++ inference engine.
 
-``export_ctranslate2(run, folder)`` writes a CTranslate2 model that computes
+``write_export(restored, folder)`` writes a CTranslate2 model that computes
 what the Rosetta model computes: the same weights (the self-attention's query,
 key and value projections side by side, as CTranslate2 keeps them), the same
 sinusoidal position table, the embeddings scaled by sqrt(d), post-norm or
@@ -17,21 +17,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
 from rosetta.data.vocab import BOS, EOS, UNK
 from rosetta.errors import RosettaError
 from rosetta.families.transformer.model import TransformerDecoder, TransformerEncoder
 from rosetta.families.transformer.positions import SCHEMES
 from rosetta.runs import checkpoint as ckpt
-from rosetta.runs.restore import Restored, restore
-from rosetta.runtime.atomic import atomic_folder, write_json_atomic
-from rosetta.runtime.outputs import claim_folder
+from rosetta.runtime.atomic import write_json_atomic
 from rosetta.runtime.records import Record, read_checked
 
-ENGINE_FILE = "rosetta.json"
-EXPORT_KIND = "a CTranslate2 export"  # what the folder records it holds
-QUANTIZATIONS = ("int8", "int8_float32", "int16", "float16", "bfloat16")
+ENGINE_FILE = "rosetta.json"  # beside the model: tokenizers and configuration
 
 
 def import_ctranslate2() -> Any:
@@ -45,47 +40,14 @@ def import_ctranslate2() -> Any:
     return ctranslate2
 
 
-def export_ctranslate2(
-    model_path: Path,
-    output: Path,
-    quantization: str | None = None,
-    overwrite: bool = False,
-) -> Path:
-    """Write the CTranslate2 model of ``model_path`` (a run folder: its best
-    checkpoint, or a checkpoint folder) to ``output``; returns the checkpoint
-    exported. ``quantization`` is CTranslate2's weight type (None: float32).
-
-    ``output`` may not exist, or (with ``overwrite``) must be an earlier
-    export; it is written under a temporary name and renamed into place."""
-    if quantization is not None and quantization not in QUANTIZATIONS:
-        raise RosettaError(
-            f"quantization {quantization!r}: use one of {', '.join(QUANTIZATIONS)}"
-        )
+def write_export(restored: Any, output: Path, quantization: str | None) -> None:
+    """The CTranslate2 model of the restored checkpoint ``restored`` into the
+    empty folder ``output`` (``rosetta.families.engines`` makes it and renames
+    it into place). ``quantization`` is CTranslate2's weight type (None:
+    float32). A Transformer whose positions CTranslate2 cannot compute is
+    refused."""
     import_ctranslate2()
-    folder = ckpt.resolve_checkpoint(Path(model_path))
-    claim_folder(
-        output,
-        inputs=[model_path, folder],
-        overwrite=overwrite,
-        what=EXPORT_KIND,
-    )
-    write_export(folder, Path(output), quantization)
-    return folder
-
-
-def write_export(folder: Path, output: Path, quantization: str | None = None) -> None:
-    """Convert the checkpoint ``folder`` into the CTranslate2 folder
-    ``output``, all or nothing (no claim: ``export_ctranslate2`` makes it for
-    a user's output; the engine's own cache inside a checkpoint needs none)."""
-    import_ctranslate2()
-    restored = restore(folder, torch.device("cpu"))
-    model = restored.model.eval()
-    if not isinstance(getattr(model, "decoder", None), TransformerDecoder):
-        kind = restored.config.model.arch
-        raise RosettaError(
-            f"{folder}: a {kind} model; CTranslate2 runs Transformer "
-            "translation models only (arch transformer)"
-        )
+    folder = restored.folder
     scheme = SCHEMES[restored.config.model.positions]
     if scheme.relative:
         raise RosettaError(
@@ -116,12 +78,11 @@ def write_export(folder: Path, output: Path, quantization: str | None = None) ->
         "exported_from": str(folder),
         "quantization": quantization or "float32",
     }
-    with atomic_folder(output, kind=EXPORT_KIND) as tmp:
-        _convert(spec, tmp, quantization)
-        write_json_atomic(tmp / ENGINE_FILE, engine)
+    _convert(spec, output, quantization)
+    write_json_atomic(output / ENGINE_FILE, engine)
 
 
-def _transformer_spec(restored: Restored) -> Any:
+def _transformer_spec(restored: Any) -> Any:
     from ctranslate2.specs import transformer_spec
 
     model = restored.model
@@ -192,7 +153,7 @@ def _convert(spec: Any, output: Path, quantization: str | None) -> None:
             return spec
 
     # force: the converter refuses an existing folder, and ``output`` is the
-    # empty temporary folder made for it (``atomic_folder``)
+    # empty temporary folder made for it
     SpecConverter().convert(str(output), quantization=quantization, force=True)
 
 

@@ -1,6 +1,6 @@
 """Reference fertilities for training a non-autoregressive model: how many
 target tokens each source token accounts for, read from word alignments of
-the training pairs on the model's own tokens (``rosetta.data.align``), found
+the training pairs on the model's own tokens (``rosetta.families.nat.align``), found
 once and kept in the run folder (``alignments.txt``).
 
 The fertilities themselves are kept too, in flat arrays beside the token
@@ -19,11 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from rosetta.data.align import align, fertilities_from_links, parse_links
 from rosetta.data.batching import Example
 from rosetta.data.content import sha256_of
 from rosetta.data.encoded_pairs import EncodedPairs, SplitWriter, map_array
 from rosetta.data.store import MANIFEST_FILE, STORE_DIR
+from rosetta.families.nat.align import align, fertilities_from_links, parse_links
 from rosetta.runtime.atomic import atomic_folder, write_text_atomic
 
 ALIGNMENTS_FILE = "alignments.txt"

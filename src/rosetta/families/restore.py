@@ -10,11 +10,11 @@ from typing import Any
 import torch
 from torch import nn
 
-from rosetta.config.reading import config_from_dict
 from rosetta.config.schema import Config
 from rosetta.data.tokenizer import TokenizerPair
 from rosetta.families import Family, check_model_fits, family_of
 from rosetta.models.trained import Trained
+from rosetta.run_config import config_from_dict
 from rosetta.runs import checkpoint as ckpt
 from rosetta.runs import weights
 
@@ -49,5 +49,5 @@ def restore(path: str | Path, device: torch.device, which: str = "best") -> Rest
     sizes = len(tokenizers.src), len(tokenizers.tgt)
     check_model_fits(config.model, *sizes, tokenizers)
     model = family.build(config.model, *sizes, tokenizers)
-    weights.load_weights(folder, model, device)
+    weights.load_weights(folder, model, device, family.upgrade_weights)
     return Restored(folder, config, tokenizers, model, device, family)

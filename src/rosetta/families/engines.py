@@ -1,0 +1,118 @@
+"""Other inference engines, for the families whose record names them
+(``Family.engines``): exporting a trained model (``rosetta export NAME``)
+and loading an export, or a run exported on first use (``--engine NAME``).
+
+What every engine shares lives here: the engine found by name or by the
+file its exports hold, the refusal of a model whose family it does not run,
+the output claimed and written all or nothing; each engine only writes its
+files and reads them back.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from rosetta.errors import RosettaError
+from rosetta.families import FAMILIES
+from rosetta.families.family import Engine, Family
+from rosetta.families.restore import restore
+from rosetta.runs import checkpoint as ckpt
+from rosetta.runtime.atomic import atomic_folder
+from rosetta.runtime.devices import pick_device
+from rosetta.runtime.outputs import claim_folder
+
+
+def all_engines() -> tuple[Engine, ...]:
+    """Every engine some family names, each once, in the families' order."""
+    found: dict[str, Engine] = {}
+    for family in FAMILIES:
+        for engine in family.engines:
+            found.setdefault(engine.name, engine)
+    return tuple(found.values())
+
+
+def engine_named(name: str) -> Engine:
+    for engine in all_engines():
+        if engine.name == name:
+            return engine
+    names = ", ".join(engine.name for engine in all_engines())
+    raise RosettaError(f"engine {name!r}: use rosetta or one of {names}")
+
+
+def export_engine(folder: Path) -> Engine | None:
+    """The engine ``folder`` is an export for, if it is one."""
+    for engine in all_engines():
+        if (Path(folder) / engine.marker).is_file():
+            return engine
+    return None
+
+
+def check_engine_runs(engine: Engine, family: Family, folder: Path) -> None:
+    """A clear refusal where ``engine`` cannot run ``family``'s models."""
+    if engine in family.engines:
+        return
+    runs = [f"{f.summary} (arch {f.arch})" for f in FAMILIES if engine in f.engines]
+    raise RosettaError(
+        f"{folder}: {family.summary} (arch {family.arch}); {engine.name} runs "
+        f"{' and '.join(runs)} only"
+    )
+
+
+def write_engine_export(
+    engine: Engine, checkpoint: Path, output: Path, quantization: str | None = None
+) -> None:
+    """The checkpoint folder ``checkpoint`` exported for ``engine`` into
+    ``output``, all or nothing (no claim: ``export_model`` makes it for a
+    user's output; an engine's copy inside a checkpoint needs none)."""
+    if quantization is not None and quantization not in engine.quantizations:
+        raise RosettaError(
+            f"quantization {quantization!r}: use one of "
+            f"{', '.join(engine.quantizations)}"
+        )
+    restored = restore(checkpoint, torch.device("cpu"))
+    check_engine_runs(engine, restored.family, checkpoint)
+    with atomic_folder(output, kind=engine.kind) as folder:
+        engine.write(restored, folder, quantization)
+
+
+def export_model(
+    engine_name: str,
+    model_path: Path,
+    output: Path,
+    quantization: str | None = None,
+    overwrite: bool = False,
+) -> Path:
+    """Write the export for engine ``engine_name`` of ``model_path`` (a run
+    folder: its best checkpoint, or a checkpoint folder) to ``output``;
+    returns the checkpoint exported. ``output`` may not exist, or (with
+    ``overwrite``) must be an earlier export."""
+    engine = engine_named(engine_name)
+    folder = ckpt.resolve_checkpoint(Path(model_path))
+    claim_folder(
+        output, inputs=[model_path, folder], overwrite=overwrite, what=engine.kind
+    )
+    write_engine_export(engine, folder, Path(output), quantization)
+    return folder
+
+
+def load_engine(
+    engine_name: str,
+    path: str | Path,
+    device: str | torch.device | None = None,
+    precision: str = "fp32",
+    threads: int = 0,
+) -> Any:
+    """The translator of ``engine_name`` for ``path``: an export, or a run or
+    checkpoint folder, exported the first time into the checkpoint's folder
+    named after the engine. ``threads`` 0 lets the engine choose."""
+    engine = engine_named(engine_name)
+    folder = Path(path)
+    if not (folder / engine.marker).is_file():
+        checkpoint = ckpt.resolve_checkpoint(folder)
+        folder = checkpoint / engine.name
+        if not (folder / engine.marker).is_file():
+            write_engine_export(engine, checkpoint, folder)
+    return engine.load(folder, pick_device(device).type, precision, threads)

@@ -1,0 +1,34 @@
+"""A run's configuration, its ``model`` section one of every family's.
+
+``rosetta.config`` reads a configuration given the model sections to pick
+from, and knows no family; here they are those of ``rosetta.families``:
+
+    config = load_config("configs/multi30k-de-en-transformer.yaml",
+                         ["train.max_steps=100"])
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rosetta.config import reading
+from rosetta.config.schema import Config
+from rosetta.families import FAMILIES
+
+MODEL_SECTIONS = tuple(family.config for family in FAMILIES)
+
+
+def load_config(path: str | Path, overrides: list[str] | None = None) -> Config:
+    """Read a YAML config, apply ``KEY=VALUE`` overrides and validate it."""
+    return reading.load_config(path, MODEL_SECTIONS, overrides)
+
+
+def config_from_dict(
+    raw: dict[str, Any],
+    source: str = "config",
+    overridden: frozenset[str] = frozenset(),
+) -> Config:
+    """``raw`` (as ``config_to_dict`` writes it, or a YAML file's) validated;
+    ``source`` names it in errors."""
+    return reading.config_from_dict(raw, MODEL_SECTIONS, source, overridden)

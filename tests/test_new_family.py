@@ -1,0 +1,140 @@
+"""A family written outside Rosetta's source (``tests/toy_family``: its own
+section, model and translator), added by one line in the list of families
+and no other edit: the whole family suite, training, translation and the
+server run on it."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.toy import toy_config_file
+from tests.toy_family import FAMILY
+
+ROOT = Path(__file__).resolve().parent.parent
+# a Python that lists the toy family, then runs the command line
+ROSETTA = [
+    sys.executable,
+    "-c",
+    "import sys, tests.toy_family.listed; from rosetta.cli import main; "
+    "sys.exit(main(sys.argv[1:]))",
+]
+ENV = os.environ | {"PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "src")])}
+
+
+def rosetta(*args: str, **options) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [*ROSETTA, *map(str, args)],
+        cwd=ROOT,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        **options,
+    )
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("toy-family")
+    config = toy_config_file(folder, model=json.dumps(dict(FAMILY.example)))
+    trained = rosetta(
+        "train",
+        config,
+        "-o",
+        folder / "run",
+        *("--set", "train.max_epochs=null", "--set", "train.max_steps=20"),
+    )
+    assert trained.returncode == 0, trained.stderr[-2000:]
+    assert "model: toy" in trained.stdout
+    return folder / "run"
+
+
+@pytest.mark.slow
+def test_the_family_suite_runs_on_the_new_family():
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "tests.toy_family.listed",
+            "tests/test_families.py",
+            "-k",
+            "toy",
+        ],
+        cwd=ROOT,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert "3 passed" in done.stdout, done.stdout[-1000:]
+
+
+@pytest.mark.slow
+def test_the_new_family_trains_and_translates(run):
+    sentences = "alpha beta gamma\ndelta eps\n\nkappa\n"
+    done = rosetta("translate", "-m", run, input=sentences)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert len(done.stdout.splitlines()) == 4  # one line out per line in
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_the_new_family_is_served_with_its_attention(run):
+    port = free_port()
+    server = subprocess.Popen(
+        [*ROSETTA, "serve", "-m", str(run), "--port", str(port)],
+        cwd=ROOT,
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert server.poll() is None, server.stdout.read()[-2000:]
+            assert time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.5)
+        answer = httpx.post(
+            f"{url}/translate",
+            json={"sentences": ["alpha beta"], "attention": True},
+            timeout=30,
+        )
+        assert answer.status_code == 200, answer.text
+        (result,) = answer.json()["translations"]
+        best = result["hypotheses"][0]
+        assert isinstance(best["text"], str)
+        # one layer of one head over the source tokens, per target token
+        # (and the end of the sentence, which has no id in token_ids)
+        rows = best["attention"]
+        assert len(rows) in (len(best["token_ids"]), len(best["token_ids"]) + 1)
+        assert all(len(row[0][0]) == len(best["source_tokens"]) for row in rows)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
