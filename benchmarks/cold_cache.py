@@ -10,7 +10,7 @@ step lays its weights out as it does.
 3. Every product of the decoder step after the 26 MB stream, by row count:
    ``F.linear`` on W as stored, ``addmm`` on W^T stored, and for the 8000 x 256
    vocabulary ``W x^T`` transposed back; which the packed step takes at that
-   row count (``rosetta.families.transformer.step``), and which was fastest.
+   row count (``rosetta.families.transformer.fast.step``), and which was fastest.
 
 Medians of interleaved repeats, one thread (``--threads`` for more).
 
@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 
 from quality_multi30k import cpu_name
-from rosetta.families.transformer.step import PackedVocabulary
+from rosetta.families.transformer.fast.step import PackedVocabulary
 
 ROW_COUNTS = [1, 2, 3, 4, 8, 16, 32, 64, 160]
 VOCABULARY = 8000  # words: the vocabulary product's output width

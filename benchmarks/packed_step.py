@@ -32,7 +32,7 @@ import torch
 from decode_speed import SEARCH, synchronize
 from quality_multi30k import device_name
 from rosetta.data.corpus import read_corpus
-from rosetta.families.transformer.packed import pack_for_inference
+from rosetta.families.transformer.fast.packed import pack_for_inference
 from rosetta.loading import load_translator
 from rosetta.run_config import load_config
 from rosetta.runtime.precision import autocast

@@ -3,8 +3,8 @@
 import pytest
 import torch
 
+from rosetta.families.transformer.fast.packed import pack_for_inference
 from rosetta.families.transformer.kv_cache import KeyValueCache
-from rosetta.families.transformer.packed import pack_for_inference
 from tests.test_transformer import random_batch, tiny_model
 
 ROWS, LAYERS, HEADS, D_K = 3, 2, 2, 4

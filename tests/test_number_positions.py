@@ -9,12 +9,12 @@ import pytest
 import torch
 
 from rosetta.families.transformer.build import build_transformer
+from rosetta.families.transformer.fast.packed import can_pack
 from rosetta.families.transformer.number_positions import (
     digit_mask,
     number_positions,
     shifted,
 )
-from rosetta.families.transformer.packed import can_pack
 from tests.test_transformer import tiny_model
 
 # "4 7 + 8 5 <eos>" and "1 2 3 <eos> <pad>"

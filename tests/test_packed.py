@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from rosetta.errors import RosettaError
-from rosetta.families.transformer.packed import pack_for_inference
+from rosetta.families.transformer.fast.packed import pack_for_inference
 from tests.test_transformer import random_batch, tiny_model
 from tests.test_transformer_step import step_log_probs
 

@@ -3,12 +3,12 @@ import torch
 from torch import nn
 
 from rosetta.families.transformer.build import build_transformer
+from rosetta.families.transformer.fast.packed import pack_for_inference
 from rosetta.families.transformer.layers import (
     TransformerDecoderLayer,
     TransformerEncoderLayer,
 )
 from rosetta.families.transformer.model import causal_mask
-from rosetta.families.transformer.packed import pack_for_inference
 from rosetta.families.transformer.positions import (
     POSITIONS,
     draw_offsets,

@@ -6,12 +6,12 @@ import pytest
 import torch
 from torch import nn
 
-from rosetta.families.transformer import packed as packed_module
-from rosetta.families.transformer.packed import (
+from rosetta.families.transformer.fast import packed as packed_module
+from rosetta.families.transformer.fast.packed import (
     PackedTransformerDecoder,
     pack_for_inference,
 )
-from rosetta.families.transformer.step import (
+from rosetta.families.transformer.fast.step import (
     PackedVocabulary,
     pack_linear,
     pack_vocabulary,

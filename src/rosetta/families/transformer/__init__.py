@@ -1,5 +1,17 @@
 """The Transformer (``model.arch: transformer``): an encoder and a decoder of
-attention layers, with a choice of position schemes (``positions``)."""
+attention layers, with a choice of position schemes (``positions``).
+
+Three layers, read in this order:
+
+1. The model: ``config`` (its section), ``layers`` (attention and
+   feed-forward sublayers), ``positions`` and ``number_positions`` (one
+   scheme per ``positions`` value), ``kv_cache`` and ``state`` (what
+   decoding carries from step to step), ``model`` (the encoder and decoder
+   stacks), ``build`` (the model assembled from its section).
+2. ``fast``: the decoding fast path, a transform of a trained model
+   (``pack_for_inference``) tested equal to the layers.
+3. ``ctranslate2``: the other engine, an export and its translator.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +19,7 @@ from rosetta.families.family import Family
 from rosetta.families.transformer.build import build
 from rosetta.families.transformer.config import TINY_ATTENTION, TransformerConfig
 from rosetta.families.transformer.ctranslate2 import ENGINE as CTRANSLATE2
-from rosetta.families.transformer.packed import pack_for_inference
+from rosetta.families.transformer.fast.packed import pack_for_inference
 from rosetta.inference.translator import Translator
 from rosetta.models.interface import output_projection_moved
 from rosetta.models.trained import Trained

@@ -3,7 +3,7 @@
 Search feeds the decoder one token per row and step. ``pack_for_inference``
 returns a new model, for inference only, whose decoder computes that step, and
 whose output projection the step's logits, on packed weights
-(``rosetta.families.transformer.step``); everything else (teacher forcing,
+(``rosetta.families.transformer.fast.step``); everything else (teacher forcing,
 attention weights for display) goes through the layers. Like
 ``quantize_int8`` it is applied by the caller, once, where a model is made
 ready to translate:
@@ -32,9 +32,7 @@ import torch
 from torch import nn
 
 from rosetta.errors import RosettaError
-from rosetta.families.transformer.model import TransformerDecoder
-from rosetta.families.transformer.state import TransformerState
-from rosetta.families.transformer.step import (
+from rosetta.families.transformer.fast.step import (
     PackedDecoder,
     PackedVocabulary,
     decoder_step,
@@ -42,6 +40,8 @@ from rosetta.families.transformer.step import (
     pack_decoder,
     pack_vocabulary,
 )
+from rosetta.families.transformer.model import TransformerDecoder
+from rosetta.families.transformer.state import TransformerState
 from rosetta.models.interface import Decoder, EncoderDecoder
 from rosetta.runtime.precision import autocast_dtype
 

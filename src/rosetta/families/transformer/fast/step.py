@@ -25,8 +25,8 @@ Why each choice pays, measured, is on the performance page (docs/performance.md,
 "Design choices measured").
 
 ``pack_decoder`` builds the packed weights from a decoder's layers;
-``rosetta.families.transformer.packed.pack_for_inference`` is the transform that callers
-apply to a whole model to decode with them.
+``pack_for_inference`` (``rosetta.families.transformer.fast.packed``) is the
+transform that callers apply to a whole model to decode with them.
 """
 
 from __future__ import annotations
