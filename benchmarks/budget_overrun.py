@@ -22,9 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from busy import competing_load
+from harness import ROOT, competing_load
 
-ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = {
     "language model": ROOT / "configs" / "tinyshakespeare-char-xl-cpu.yaml",
     "translation": ROOT / "configs" / "multi30k-de-en-transformer.yaml",

@@ -29,10 +29,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from busy import competing_load
+from harness import ROOT, competing_load
 from rosetta.runtime.threads import cores
 
-ROOT = Path(__file__).resolve().parent.parent
 TRANSLATION_CONFIG = ROOT / "configs" / "multi30k-de-en-transformer.yaml"
 LM_CONFIG = ROOT / "configs" / "tinyshakespeare-char-xl-cpu.yaml"
 MULTI30K = ROOT / "data" / "multi30k"

@@ -21,7 +21,7 @@ and gives the medians and their ratio:
 
 With ``--device cuda`` every piece runs on the GPU (Rosetta's dropout as its
 16-bit draw, which ``rosetta.nn.dropout`` leaves to torch there), the clocks are
-read after ``torch.cuda.synchronize()``, and the LSTM row, a CPU matter, is
+read after ``torch.cuda.synchronize(DEVICE)``, and the LSTM row, a CPU matter, is
 left out: which of the pieces pays on the GPU.
 """
 
@@ -31,11 +31,11 @@ import argparse
 import statistics
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
+from harness import ROOT, synchronize
 from length_scaling import VOCAB, training_step
 from quality_multi30k import device_name
 from rosetta.families import build_model
@@ -47,15 +47,7 @@ from rosetta.train.loss import (
     projected_label_smoothed_cross_entropy,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
 DEVICE = torch.device("cpu")  # --device
-
-
-def synchronize() -> None:
-    if DEVICE.type == "cuda":
-        torch.cuda.synchronize(DEVICE)
 
 
 def compare(ours: Callable, theirs: Callable, repeats: int) -> tuple[float, float]:
@@ -64,10 +56,10 @@ def compare(ours: Callable, theirs: Callable, repeats: int) -> tuple[float, floa
     times: tuple[list[float], list[float]] = ([], [])
     for _ in range(repeats):
         for function, record in zip((ours, theirs), times, strict=True):
-            synchronize()
+            synchronize(DEVICE)
             began = time.perf_counter()
             function()
-            synchronize()
+            synchronize(DEVICE)
             record.append(time.perf_counter() - began)
     return statistics.median(times[0]), statistics.median(times[1])
 

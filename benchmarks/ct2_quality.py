@@ -10,12 +10,12 @@ import argparse
 import time
 from pathlib import Path
 
+from harness import ROOT
 from rosetta import SearchOptions
 from rosetta.data.corpus import read_lines
 from rosetta.evaluate import chrf_score, sacrebleu_score
 from rosetta.loading import load, load_translator
 
-ROOT = Path(__file__).resolve().parent.parent
 TEST = ROOT / "data/multi30k/test_2016_flickr"
 
 

@@ -27,7 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from harness import ROOT
+
 CONFIG = ROOT / "configs/multi30k-de-en-transformer.yaml"
 
 SETTINGS = {

@@ -44,9 +44,8 @@ from pathlib import Path
 
 import numpy as np
 
-from busy import competing_load
+from harness import ROOT, competing_load
 
-ROOT = Path(__file__).resolve().parent.parent
 MULTI30K = ROOT / "data" / "multi30k"
 CONFIG = ROOT / "configs" / "multi30k-de-en-transformer.yaml"
 TINY_MODEL = [  # the data is measured, not the model: keep the update cheap

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import torch
 
+from harness import synchronize
 from peers import check_copy, to_marian
 from quality_multi30k import device_name
 from rosetta.data.corpus import read_corpus
@@ -81,12 +82,6 @@ def working_ct2(make, folder, device, inter, intra, probe):
         print(f"CTranslate2 on {device} sits out: {error}", flush=True)
         return None
     return ct2
-
-
-def synchronize(device: torch.device) -> None:
-    """A GPU runs asynchronously: wait for its queued work before a clock."""
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 def identical(outputs: list[list[int]], reference: list[list[int]]) -> float:

@@ -32,7 +32,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from harness import ROOT
+
 MULTI30K = ROOT / "data" / "multi30k"
 SHAKESPEARE = ROOT / "data" / "tinyshakespeare"
 SENTENCES = 300  # of test_2016: enough to see any difference, quick to decode

@@ -45,8 +45,7 @@ import time
 from pathlib import Path
 
 from gpu_check_stages import SIZES, Stage, stages_for
-
-ROOT = Path(__file__).resolve().parent.parent
+from harness import ROOT
 
 
 def pip_install(files: list[Path], site: Path, log) -> bool:

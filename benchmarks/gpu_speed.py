@@ -21,6 +21,7 @@ import json
 
 import torch
 
+from harness import synchronize
 from train_speed import (
     CONFIG,
     load_batches,
@@ -30,7 +31,6 @@ from train_speed import (
     rosetta_step,
     settings,
     step_flops,
-    synchronize,
     timed_steps,
 )
 

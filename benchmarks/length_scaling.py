@@ -27,13 +27,13 @@ from pathlib import Path
 import torch
 from matplotlib.figure import Figure
 
+from harness import ROOT
 from quality_multi30k import cpu_name
 from rosetta.data.vocab import BOS_ID, PAD_ID
 from rosetta.families import build_model
 from rosetta.run_config import load_config
 from rosetta.train.loss import label_smoothed_cross_entropy
 
-ROOT = Path(__file__).resolve().parent.parent
 MODELS = {
     "Transformer": "multi30k-de-en-transformer",
     "GRU + attention": "multi30k-de-en-gru-attention",

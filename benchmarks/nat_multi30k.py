@@ -43,6 +43,7 @@ from pathlib import Path
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
+from harness import synchronize
 from rosetta import Translator
 from rosetta.data.corpus import read_parallel
 from rosetta.evaluate import chrf_score, sacrebleu_score, tokenized_lowercase_bleu
@@ -105,11 +106,6 @@ def flops_per_sentence(run, sentences: list[str]) -> float:
             run([sentence], 1)
         counts.append(counter.get_total_flops())
     return statistics.median(counts)
-
-
-def synchronise(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize()
 
 
 def main() -> None:
@@ -201,10 +197,10 @@ def main() -> None:
     lengths: dict[str, list[int]] = {name: [] for name, _ in rows}
     for sentence in timed:
         for name, run in rows:
-            synchronise(device)
+            synchronize(device)
             started = time.perf_counter()
             output = run([sentence], 1)
-            synchronise(device)
+            synchronize(device)
             latencies[name].append(time.perf_counter() - started)
             lengths[name].append(len(output[0].split()))
 
@@ -212,10 +208,10 @@ def main() -> None:
     speeds: dict[str, list[float]] = {name: [] for name, _ in rows}
     for _ in range(args.rounds):
         for name, run in rows:
-            synchronise(device)
+            synchronize(device)
             started = time.perf_counter()
             run(sources, args.batch)
-            synchronise(device)
+            synchronize(device)
             speeds[name].append(len(sources) / (time.perf_counter() - started))
 
     print(f"arithmetic: {args.flops_sentences} sentences at batch 1", flush=True)

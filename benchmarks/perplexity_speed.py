@@ -21,18 +21,16 @@ import argparse
 import gzip
 import statistics
 import time
-from pathlib import Path
 
 import torch
 
-from busy import competing_load
+from harness import ROOT, competing_load
 from rosetta.data.text import encode_text
 from rosetta.data.tokenizer import CharacterTokenizer
 from rosetta.families import build_model
 from rosetta.families.language_model.scoring import score_text
 from rosetta.run_config import load_config
 
-ROOT = Path(__file__).resolve().parent.parent
 CONFIG = ROOT / "configs" / "tinyshakespeare-char-xl-cpu.yaml"
 SHAKESPEARE = ROOT / "data" / "tinyshakespeare"
 

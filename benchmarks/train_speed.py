@@ -41,9 +41,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from harness import ROOT, synchronize
 from rosetta.families import family_of
 
-ROOT = Path(__file__).resolve().parent.parent
 CONFIG = ROOT / "configs/multi30k-de-en-transformer.yaml"
 CACHE = ROOT / "runs/bench-train-speed"  # the tokenizers, trained once
 SHAPES = {
@@ -94,13 +94,6 @@ def step_flops(batch, d: int, ffn: int, layers: int, vocab: int) -> float:
     )
     output = 2 * nt * d * vocab
     return 3.0 * (layers * (encoder + decoder) + output)
-
-
-def synchronize(device: torch.device) -> None:
-    """Wait for the device's queued work, so that a clock read after it counts
-    that work (a GPU runs asynchronously to the host)."""
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 def settings(shape: str, batch_tokens: int | None, device: torch.device) -> list[str]:

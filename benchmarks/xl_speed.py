@@ -34,7 +34,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
-from busy import competing_load
+from harness import competing_load
 from rosetta.families.language_model.model import MemoryTransformerLM
 from rosetta.nn.feedforward import PositionwiseFeedForward
 from rosetta.nn.init import xavier_linear_layers
