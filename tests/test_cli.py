@@ -175,3 +175,53 @@ def test_a_source_tree_not_installed_runs_and_says_so(monkeypatch, capsys):
     monkeypatch.setattr(rosetta.cli, "version", missing)
     assert rosetta.cli.main(["--version"]) == 0
     assert "not installed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["translate", "-m", "run", "--beams", "5"], "did you mean --beam?"),
+        (["train", "c.yaml", "--resmue"], "did you mean --resume?"),
+        (["serve", "-m", "run", "--prot", "80"], "did you mean --port?"),
+        (
+            ["export", "ctranslate2", "-m", "r", "-o", "o", "--quantisation"],
+            "did you mean --quantization?",
+        ),
+    ],
+)
+def test_a_mistyped_option_gets_the_commands_closest_and_its_help(
+    capsys, argv, expected
+):
+    import rosetta.cli
+
+    assert rosetta.cli.main(argv) == 2
+    err = capsys.readouterr().err
+    prog = " ".join(["rosetta", *argv[: 2 if argv[0] == "export" else 1]])
+    assert err.startswith(f"{prog}: error: unknown option"), err
+    assert expected in err and f"(see {prog} --help)" in err, err
+    assert err.count("\n") == 1
+
+
+def test_every_option_of_every_command_is_suggested_when_mistyped():
+    """Each long option with an ``s`` appended (not itself an option) names
+    that option as the closest."""
+    import argparse
+
+    import rosetta.cli
+
+    def parsers(parser):
+        yield parser
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for child in action.choices.values():
+                    yield from parsers(child)
+
+    checked = 0
+    for parser in parsers(rosetta.cli.build_parser()):
+        options = [o for a in parser._actions for o in a.option_strings]
+        for option in options:
+            if option.startswith("--") and option + "s" not in options:
+                message = rosetta.cli.unrecognized([option + "s"], parser)
+                assert message.endswith(f"did you mean {option}?"), message
+                checked += 1
+    assert checked > 100

@@ -252,3 +252,28 @@ def test_training_gives_the_caller_its_process_settings_back(tmp_path):
     run_training(config, tmp_path / "run")
     after = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
     assert after == before and not _flushes_denormals()
+
+
+def test_a_tie_of_the_best_metric_goes_to_the_lower_validation_loss():
+    """Two validations with the same exact-match score: the later one, whose
+    loss is lower, is the best; an equal score is still no gain for early
+    stopping, and a higher loss at that score does not move the best."""
+    from types import SimpleNamespace
+
+    from rosetta.train.trainer import Trainer, TrainerState
+
+    fake = SimpleNamespace(
+        cfg=SimpleNamespace(early_stopping=SimpleNamespace(patience=None)),
+        best_metric="exact",
+        state=TrainerState(),
+        record=lambda *a, **k: None,
+        is_main=False,
+        task=SimpleNamespace(examples=[]),
+        log=lambda *a: None,
+    )
+    for step, loss in ((272, 1.9), (500, 1.2), (700, 1.5)):
+        fake.state.step = step
+        Trainer.after_validation(fake, {"exact": 0.0, "loss": loss})
+    assert fake.state.best_step == 500
+    assert fake.state.best_loss == 1.2
+    assert fake.state.validations_without_gain == 2

@@ -46,6 +46,15 @@ class Parser(argparse.ArgumentParser):
         kwargs.setdefault("formatter_class", DefaultsFormatter)
         super().__init__(*args, **kwargs)
 
+    def parse_args(self, args=None, namespace=None):  # type: ignore[override]
+        """Arguments no parser took are the chosen command's error, with the
+        closest of its options (argparse would blame the top-level parser)."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            chosen = chosen_parser(self, parsed)
+            chosen.error(unrecognized(extras, chosen))
+        return parsed
+
     def error(self, message: str) -> NoReturn:
         """A usage error in one line, with a suggestion for a mistyped
         command or choice and where to read more (argparse would print the
@@ -74,6 +83,31 @@ def with_suggestion(message: str, prog: str) -> str:
         else "choose one of " + ", ".join(choices)
     )
     return f"unknown {what} {found['given']!r}: {hint}"
+
+
+def chosen_parser(
+    parser: argparse.ArgumentParser, parsed: argparse.Namespace
+) -> argparse.ArgumentParser:
+    """The innermost sub-command's parser that ``parsed`` went through."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            name = getattr(parsed, action.dest, None)
+            if name in action.choices:
+                return chosen_parser(action.choices[name], parsed)
+    return parser
+
+
+def unrecognized(extras: list[str], parser: argparse.ArgumentParser) -> str:
+    """What no option of ``parser`` took, with the closest option name."""
+    options = [o for a in parser._actions for o in a.option_strings]
+    for extra in extras:
+        if extra.startswith("-"):
+            given = extra.split("=", 1)[0]
+            close = difflib.get_close_matches(given, options, n=1, cutoff=0.6)
+            if close:
+                return f"unknown option {given}: did you mean {close[0]}?"
+            return f"unknown option {given}"
+    return f"unrecognized arguments: {' '.join(extras)}"
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -56,6 +56,7 @@ class TrainerState:
     batch_in_epoch: int = 0  # next batch index inside the epoch
     best_score: float | None = None
     best_step: int | None = None
+    best_loss: float | None = None  # breaks a tie of the best metric
     validations_without_gain: int = 0
     elapsed_seconds: float = 0.0
     skipped_steps: int = 0
@@ -212,9 +213,14 @@ class Trainer:
         stopping = self.cfg.early_stopping
         metric = self.best_metric
         score = -result[metric] if metric == "loss" else result[metric]
-        state = self.state
-        if state.best_score is None or score > state.best_score:
+        state, loss = self.state, result.get("loss")
+        gained = state.best_score is None or score > state.best_score
+        # an equal score goes to the lower loss, but is no gain for stopping
+        tie = not gained and score == state.best_score and loss is not None
+        if gained or (tie and (state.best_loss is None or loss < state.best_loss)):
             state.best_score, state.best_step = score, state.step
+            state.best_loss = loss
+        if gained:
             state.validations_without_gain = 0
         else:
             state.validations_without_gain += 1
