@@ -36,13 +36,14 @@ NOT_RUN = {
     "make setup": "the set-up this test already runs in",
     "make bench": "a benchmark: minutes to hours",
     "python benchmarks/": "a benchmark: minutes to hours",
-    "source .venv/bin/activate": "this test puts .venv/bin on the PATH itself",
+    ". .venv/bin/activate": "this test puts .venv/bin on the PATH itself",
     "pip install": "the set-up this test already runs in",
     ".venv/bin/pytest": "the test suite, this test among it",
     "torchrun --nnodes": "needs several machines",
 }
 # files a page assumes its reader has: the reader's own corpus
 READERS_FILES = {"corpus.fr": "train.de.gz", "corpus.en": "train.en.gz"}
+DEMO = "runs/demo"  # what make demo trains (left out: a tiny one stands in)
 # what a command left out makes, and what stands in for it
 STAND_INS = {"runs/quality-multi30k-de-en-transformer": "runs/de-en"}
 # the placeholders of the guide's command templates
@@ -73,6 +74,7 @@ class Step:
     command: str = ""
     path: str = ""
     text: str = ""
+    shell: str = "sh"  # the one its block names: sh or bash
 
 
 def without_comment(line: str) -> str:
@@ -104,7 +106,8 @@ def steps_of(page: Path) -> list[Step]:
                 joined = "\n".join(block).replace("\\\n", " ")
                 for command in joined.splitlines():
                     if without_comment(command):
-                        steps.append(Step(command=without_comment(command)))
+                        command = without_comment(command)
+                        steps.append(Step(command=command, shell=language))
             named = re.findall(r"`([\w.-]+\.yaml)`", prose)
             if language == "yaml" and named:
                 steps.append(Step(path=named[-1], text="\n".join(block) + "\n"))
@@ -153,6 +156,23 @@ def as_run_here(command: str, number: int, port: int) -> str:
     return command
 
 
+def stand_in_for_the_demo(folder: Path, environment: dict[str, str]) -> None:
+    """What ``make demo`` leaves for the pages that follow it: a model in
+    ``runs/demo``, here a tiny one."""
+    command = [
+        "rosetta",
+        "train",
+        "configs/multi30k-de-en-transformer.yaml",
+        "-o",
+        DEMO,
+        *(flag for setting in TINY for flag in ("--set", setting)),
+    ]
+    done = subprocess.run(
+        command, cwd=folder, env=environment, capture_output=True, text=True
+    )
+    assert done.returncode == 0, f"the demo's stand-in: {done.stderr[-3000:]}"
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -188,6 +208,8 @@ def test_every_command_the_page_shows_runs(page, tmp_path):
                 continue
             if why_not_run(step.command):
                 continue
+            if DEMO in step.command and not (tmp_path / DEMO).exists():
+                stand_in_for_the_demo(tmp_path, environment)
             for needed, stand_in in STAND_INS.items():
                 if needed in step.command and not (tmp_path / needed).exists():
                     shutil.copytree(tmp_path / stand_in, tmp_path / needed)
@@ -195,7 +217,7 @@ def test_every_command_the_page_shows_runs(page, tmp_path):
             if command.startswith("rosetta serve"):
                 servers.append(
                     subprocess.Popen(
-                        ["bash", "-c", f"exec {command}"],
+                        [step.shell, "-c", f"exec {command}"],
                         cwd=tmp_path,
                         env=environment,
                         stdout=subprocess.DEVNULL,
@@ -207,7 +229,7 @@ def test_every_command_the_page_shows_runs(page, tmp_path):
                 ran += 1
                 continue
             done = subprocess.run(
-                ["bash", "-c", command],
+                [step.shell, "-c", command],
                 cwd=tmp_path,
                 env=environment,
                 input="Ein Hund läuft durch den Schnee.\n",
