@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from torch import nn
@@ -21,9 +21,6 @@ from torch import nn
 from rosetta.config.sections import ModelSection
 from rosetta.models.trained import Trained
 from rosetta.train.task import TrainingSetup
-
-if TYPE_CHECKING:
-    pass
 
 
 @dataclass(frozen=True)
