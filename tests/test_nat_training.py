@@ -18,6 +18,8 @@ from rosetta.families.nat.search import (
 from rosetta.families.nat.task import collate_nat
 from rosetta.families.nat.translator import NATTranslator
 from rosetta.loading import load_translator
+from rosetta.search.batched import decode_in_batches
+from rosetta.search.options import SearchOptions
 from tests.toy import NAT, NAT_CTC_GLANCING, assert_resume_is_exact, toy_config
 
 
@@ -78,14 +80,28 @@ def test_a_resumed_nat_run_ends_with_the_uninterrupted_weights(tmp_path):
 @pytest.mark.slow
 @pytest.mark.reference
 def test_teacher_forced_scores_equal_the_scores_of_step_by_step_search(toy_run):
+    """``log P(y + <eos> | x)`` in one pass equals greedy search's score of
+    every hypothesis that ended with ``<eos>`` (one stopped by the length
+    limit has no ``<eos>`` in its score)."""
     teacher = load_translator(toy_run("transformer"), device="cpu", packed=False)
-    sources = [teacher.encode(s) for s in ["alpha beta gamma", "eta", "iota iota"]]
-    found = teacher.translate_ids(sources)
-    targets = [hypotheses[0].token_ids for hypotheses in found]
-    scores = teacher_log_probabilities(
-        teacher.model, sources, targets, torch.device("cpu")
+    sentences = ["alpha beta gamma", "eta", "iota iota", "delta eps", "kappa zeta"]
+    sources = [teacher.encode(s) for s in sentences]
+    found = decode_in_batches(
+        teacher.model,
+        sources,
+        torch.device("cpu"),
+        batch_size=8,
+        options=teacher.complete(SearchOptions()),
     )
-    expected = [hypotheses[0].score for hypotheses in found]
+    ended = [(s, h[0]) for s, h in zip(sources, found, strict=True) if h[0].ended]
+    assert len(ended) >= 2
+    scores = teacher_log_probabilities(
+        teacher.model,
+        [source for source, _ in ended],
+        [hypothesis.tokens for _, hypothesis in ended],
+        torch.device("cpu"),
+    )
+    expected = [hypothesis.score for _, hypothesis in ended]
     assert scores.tolist() == pytest.approx(expected, abs=1e-4)
 
 

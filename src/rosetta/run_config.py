@@ -28,7 +28,9 @@ def config_from_dict(
     raw: dict[str, Any],
     source: str = "config",
     overridden: frozenset[str] = frozenset(),
+    stored: bool = False,
 ) -> Config:
     """``raw`` (as ``config_to_dict`` writes it, or a YAML file's) validated;
-    ``source`` names it in errors."""
-    return reading.config_from_dict(raw, MODEL_SECTIONS, source, overridden)
+    ``source`` names it in errors (``stored``: in one line, for a
+    configuration Rosetta wrote)."""
+    return reading.config_from_dict(raw, MODEL_SECTIONS, source, overridden, stored)

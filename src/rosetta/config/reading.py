@@ -137,12 +137,18 @@ def config_from_dict(
     sections: Sections,
     source: str = "config",
     overridden: frozenset[str] = frozenset(),
+    stored: bool = False,
 ) -> Config:
-    """``raw`` validated, its ``model`` one of ``sections``."""
+    """``raw`` validated, its ``model`` one of ``sections``. ``stored``: a
+    configuration Rosetta wrote (a checkpoint's, an export's), whose damage
+    is one line, not a list of keys to fix."""
     try:
         return config_class(tuple(sections)).model_validate(raw)
     except ValidationError as error:
         message = format_validation_error(error, source, sections, overridden)
+        if stored:
+            problems = "; ".join(line.strip() for line in message.splitlines()[1:])
+            message = f"{source}: a damaged configuration ({problems})"
         raise RosettaError(message) from None
 
 

@@ -41,7 +41,7 @@ def restore(path: str | Path, device: torch.device, which: str = "best") -> Rest
     of one checkpoint folder, its weights loaded onto ``device``."""
     folder = ckpt.resolve_checkpoint(Path(path), which)
     meta = ckpt.read_meta(folder)
-    config = config_from_dict(meta["config"], str(folder / ckpt.META_FILE))
+    config = config_from_dict(meta["config"], str(folder / ckpt.META_FILE), stored=True)
     tokenizers = TokenizerPair.from_dict(
         meta["tokenizers"], str(folder / ckpt.META_FILE)
     )

@@ -87,7 +87,7 @@ class CTranslate2Translator(TextTranslator):
         engine = read_engine_file(folder)
         # an export holds a Transformer: its section is the one to read
         self.config = config_from_dict(
-            engine["config"], (TransformerConfig,), str(folder)
+            engine["config"], (TransformerConfig,), str(folder), stored=True
         )
         self.tokenizers = TokenizerPair.from_dict(
             engine["tokenizers"], str(folder / ENGINE_FILE)
