@@ -148,3 +148,25 @@ def test_a_checkpoint_configuration_without_a_section_is_one_line(
     err = capsys.readouterr().err
     assert "a damaged configuration (data: Field required)" in err, err
     assert err.count("\n") <= 2, err
+
+
+def test_a_checkpoint_without_its_random_state_is_not_resumed(
+    toy_run, tmp_path, capsys
+):
+    """Found by the damage above: a resealed checkpoint without ``rng`` is
+    refused in one line by ``--resume`` (not a KeyError)."""
+    template = toy_run("transformer")
+    run = tmp_path / "run"
+    shutil.copytree(template, run)
+    path = run / read_index(run)["latest"] / "checkpoint.json"
+    meta = json.loads(path.read_text())
+    meta.pop("rng", None)
+    meta.pop("rng_ranks", None)
+    path.write_text(
+        json.dumps(seal_meta({k: v for k, v in meta.items() if k != "meta_sha256"}))
+    )
+    argv = [*command(template, run, tmp_path, "resume"), "--set", "train.max_steps=61"]
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "no random state of training" in err and err.count("\n") <= 2, err

@@ -75,10 +75,18 @@ def load_weights(
             f"(missing: {', '.join(missing) or 'none'}; "
             f"unexpected: {', '.join(unexpected) or 'none'})"
         )
+    for name, tensor in state.items():
+        if tensor.shape != current[name].shape:  # torch would list every one
+            raise RosettaError(
+                f"{path}: cannot load weights: {name} is {tuple(tensor.shape)} in "
+                f"the file, {tuple(current[name].shape)} in the model its "
+                "configuration builds"
+            )
     try:
         model.load_state_dict(state, strict=True)
-    except RuntimeError as error:
-        raise RosettaError(f"{path}: cannot load weights: {error}") from None
+    except RuntimeError as error:  # one line: torch's message has several
+        reason = " ".join(str(error).split())
+        raise RosettaError(f"{path}: cannot load weights: {reason}") from None
 
 
 def load_optimizer(

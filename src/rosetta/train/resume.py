@@ -98,7 +98,12 @@ def resume_training(trainer: Trainer, upgrade: weights.Upgrade) -> None:
     if accepted:
         trainer.log("resuming with changed settings: " + "; ".join(accepted))
     group = trainer.group
-    ranks = meta.get("rng_ranks", [meta["rng"]])
+    ranks = meta.get("rng_ranks") or [meta.get("rng")]
+    if None in ranks:  # an averaged or damaged checkpoint: no training's state
+        raise RosettaError(
+            f"{folder / ckpt.META_FILE}: no random state of training (rng); "
+            "not a checkpoint to resume from"
+        )
     if len(ranks) != group.world_size:
         raise RosettaError(
             f"{folder}: written by {len(ranks)} training process(es); resume "
@@ -121,8 +126,13 @@ def resume_training(trainer: Trainer, upgrade: weights.Upgrade) -> None:
             if key.startswith(prefix)
         }
     )
-    if trainer.updater.scaler is not None and "grad_scaler" in meta:
-        trainer.updater.scaler.load_state_dict(meta["grad_scaler"])
+    if trainer.updater.scaler is not None and meta.get("grad_scaler") is not None:
+        try:
+            trainer.updater.scaler.load_state_dict(meta["grad_scaler"])
+        except (KeyError, TypeError, ValueError, RuntimeError) as error:
+            raise RosettaError(
+                f"{folder / ckpt.META_FILE}: grad_scaler: {error!r}"
+            ) from None
     trainer.forget_metrics_after_state()
     trainer.saved_step = trainer.state.step
     state = trainer.state
