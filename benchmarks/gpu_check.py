@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -45,7 +46,8 @@ import time
 from pathlib import Path
 
 from gpu_check_stages import SIZES, Stage, stages_for
-from harness import ROOT
+from harness import ROOT, write_json
+from rosetta.errors import RosettaError
 
 
 def pip_install(files: list[Path], site: Path, log) -> bool:
@@ -138,8 +140,8 @@ def run_stage(stage: Stage, env: dict, seconds: float, log) -> dict:
     if stage.summarise is not None:
         try:
             record.update(stage.summarise())
-        except (OSError, ValueError, KeyError) as error:
-            record["summary_error"] = repr(error)
+        except (OSError, ValueError, KeyError, RosettaError) as error:
+            record["summary_error"] = repr(error)  # e.g. stopped before a checkpoint
     return record
 
 
@@ -176,7 +178,7 @@ def write_report(out: Path, report: dict) -> None:
         if record.get("tables"):
             lines += ["", f"## {name}", "", record["tables"]]
     (out / "gpu-check.md").write_text("\n".join(lines) + "\n")
-    (out / "gpu-check.json").write_text(json.dumps(report, indent=1) + "\n")
+    write_json(out / "gpu-check.json", report)
 
 
 def main() -> None:
@@ -191,7 +193,8 @@ def main() -> None:
         action="append",
         default=[],
         metavar="SIZE=VALUE",
-        help="change one of the sizes (gpu_check_stages.Sizes), e.g. lm_minutes=3",
+        help="change one of the sizes (gpu_check_stages.Sizes), e.g. "
+        "lm=train.max_minutes=3,train.validate_every=200",
     )
     args = parser.parse_args()
     began = time.perf_counter()
@@ -225,16 +228,19 @@ def main() -> None:
     if args.device == "cuda" and not report["machine"].get("gpu"):
         raise SystemExit(f"--device cuda, but this PyTorch sees no GPU: {report}")
     budget = 60 * args.minutes
-    for stage in stages_for(args.device, sizes, work, args.stages):
-        left = budget - (time.perf_counter() - began)
-        if left < stage.least_seconds:
-            record = {"status": f"skipped: {left:.0f} s left"}
-        else:
-            record = run_stage(stage, env, min(stage.seconds, left), log)
-        report["stages"][stage.name] = record
-        report["seconds"] = time.perf_counter() - began
-        write_report(args.out, report)
-        print(f"{stage.name}: {record['status']} {record.get('headline', '')}")
+    try:
+        for stage in stages_for(args.device, sizes, work, args.stages):
+            left = budget - (time.perf_counter() - began)
+            if left < stage.least_seconds:
+                record = {"status": f"skipped: {left:.0f} s left"}
+            else:
+                record = run_stage(stage, env, min(stage.seconds, left), log)
+            report["stages"][stage.name] = record
+            report["seconds"] = time.perf_counter() - began
+            write_report(args.out, report)
+            print(f"{stage.name}: {record['status']} {record.get('headline', '')}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)  # runs, wheels installed: minutes' work
     print((args.out / "gpu-check.md").read_text())
     failed = [n for n, r in report["stages"].items() if r["status"] != "passed"]
     if failed:

@@ -112,8 +112,13 @@ def settings(*overrides: str) -> list[str]:
     return [flag for o in overrides for flag in ("--set", o)]
 
 
-def valid_curve(run: Path, batch_tokens: int) -> dict:
-    """The language model's validation losses against tokens seen."""
+def valid_curve(run: Path) -> dict:
+    """The language model's validation losses against tokens seen (updates
+    times the run's own ``train.batch_tokens``)."""
+    from rosetta.runs.checkpoint import read_index, read_meta
+
+    meta = read_meta(run / read_index(run)["latest"])
+    batch_tokens = meta["config"]["train"]["batch_tokens"]
     records = [
         json.loads(line)
         for line in (run / "metrics.jsonl").read_text().splitlines()
@@ -135,7 +140,8 @@ def valid_curve(run: Path, batch_tokens: int) -> dict:
         "curve": curve,
         "tables": "\n".join(rows),
         "headline": f"valid loss {best['loss']:.4f} at {best['tokens'] / 1e6:.1f}M "
-        f"tokens ({share:.0%} of nanoGPT's 81.9M, its 1.4697)",
+        f"tokens ({share:.0%} of nanoGPT's {NANOGPT_TOKENS / 1e6:.1f}M, "
+        f"its {NANOGPT_LOSS})",
     }
 
 
@@ -145,22 +151,13 @@ def read_json(path: Path) -> dict:
 
 def speed_headline(path: Path) -> dict:
     rows = read_json(path)["rows"]
-    parts = []
-    for row in rows:
-        if row["engine"] != "rosetta":
-            continue
-        peer = [
-            r
-            for r in rows
-            if r["engine"] == "marian"
-            and (r["shape"], r["precision"]) == (row["shape"], row["precision"])
-        ]
-        ratio = (
-            f" {row['target_tokens_per_s'] / peer[0]['target_tokens_per_s']:.2f}× HF"
-            if peer
-            else ""
-        )
-        parts.append(f"{row['shape']} {row['precision']}{ratio}, MFU {row['mfu']:.0%}")
+    parts = [
+        f"{row['shape']} {row['precision']}"
+        + (f" {row['vs_hf']:.2f}× HF" if "vs_hf" in row else "")
+        + f", MFU {row['mfu']:.0%}"
+        for row in rows
+        if row["engine"] == "rosetta"
+    ]
     return {"rows": rows, "headline": "; ".join(parts)}
 
 
@@ -222,7 +219,6 @@ def stages_for(
     pick = ["-k", "cuda"] if device == "cuda" else []
     env_note = ["env", "ROSETTA_REQUIRE_CUDA=1"] if device == "cuda" else []
     xml = work / "tests.xml"
-    lm_tokens = 16384 if device == "cuda" else 512
     gold = ROOT / "data/multi30k/train.en.gz"
     s = sizes.seconds
     stages = [
@@ -317,7 +313,7 @@ def stages_for(
             ],
             s["lm"],
             30,
-            lambda: valid_curve(lm, lm_tokens),
+            lambda: valid_curve(lm),
         ),
         Stage(
             "nat",

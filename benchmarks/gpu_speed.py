@@ -24,13 +24,13 @@ import torch
 from harness import synchronize
 from train_speed import (
     CONFIG,
+    batch_work,
     load_batches,
     marian_step,
     matmul_ceiling,
     peak_memory_mib,
     rosetta_step,
     settings,
-    step_flops,
     timed_steps,
 )
 
@@ -46,17 +46,10 @@ def have_transformers() -> bool:
 
 
 def measure(engine, shape, tokens, precision, device, warmup, steps) -> dict:
-    from rosetta.data.batching import collate
-
     torch.manual_seed(0)
     overrides = settings(shape, tokens, device)
     config, data, batches = load_batches(warmup + steps, precision, CONFIG, *overrides)
-    m, vocab = config.model, len(data.tokenizers.tgt)
-    target = flops = 0.0
-    for indices in batches[warmup:]:
-        batch = collate([data.train[i] for i in indices])
-        target += batch.num_tgt_tokens
-        flops += step_flops(batch, m.d_model, m.d_ff, m.encoder_layers, vocab)
+    target, _, flops = batch_work(config, data, batches[warmup:])
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     step = STEPS[engine](config, data, device)
@@ -86,8 +79,7 @@ def profile(shape, tokens, precision, device, steps: int = 4) -> str:
     from torch.profiler import profile as profiler
 
     overrides = settings(shape, tokens, device)
-    _, data, batches = load_batches(2 + steps, precision, CONFIG, *overrides)
-    config = load_batches(1, precision, CONFIG, *overrides)[0]
+    config, data, batches = load_batches(2 + steps, precision, CONFIG, *overrides)
     step = rosetta_step(config, data, device)
     for indices in batches[:2]:
         step(indices)
@@ -110,31 +102,19 @@ def profile(shape, tokens, precision, device, steps: int = 4) -> str:
     return averages.table(row_limit=30)
 
 
-def table(rows: list[dict], ceilings: dict[str, float]) -> str:
+def table(rows: list[dict]) -> str:
     lines = [
         "| shape | batch tokens | precision | engine | target tok/s | TFLOP/s "
         "| MFU | peak MiB | Rosetta ÷ HF |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
-        peer = next(
-            (
-                r
-                for r in rows
-                if r["engine"] == "marian"
-                and (r["shape"], r["precision"]) == (row["shape"], row["precision"])
-            ),
-            None,
-        )
-        ratio = ""
-        if row["engine"] == "rosetta" and peer:
-            ratio = f"{row['target_tokens_per_s'] / peer['target_tokens_per_s']:.2f}"
-        mfu = row["tflops"] * 1e3 / ceilings[row["precision"]]
+        ratio = f"{row['vs_hf']:.2f}" if "vs_hf" in row else ""
         engine = "Rosetta" if row["engine"] == "rosetta" else "HF Marian"
         lines.append(
             f"| {row['shape']} | {row['batch_tokens']} | {row['precision']} "
             f"| {engine} | {row['target_tokens_per_s']:.0f} | {row['tflops']:.1f} "
-            f"| {mfu:.0%} | {row['peak_mib']} | {ratio} |"
+            f"| {row['mfu']:.0%} | {row['peak_mib']} | {ratio} |"
         )
     return "\n".join(lines)
 
@@ -180,9 +160,13 @@ def main() -> None:
                     args.steps,
                 )
                 row["mfu"] = round(row["tflops"] * 1e3 / ceilings[precision], 4)
+                if engine == "marian":  # Rosetta's row of the same shape is last
+                    ours = rows[-1]
+                    speed = ours["target_tokens_per_s"] / row["target_tokens_per_s"]
+                    ours["vs_hf"] = round(speed, 3)
                 rows.append(row)
                 print(json.dumps(row), flush=True)
-    print(table(rows, ceilings))
+    print(table(rows))
     text = ", ".join(f"{p} {c:.0f}" for p, c in ceilings.items())
     print(f"\nmeasured matrix-product ceiling, GFLOP/s: {text}")
     for spec in args.profile:

@@ -171,6 +171,22 @@ def marian_step(config, data, device: torch.device):
     return step
 
 
+def batch_work(config, data, batches) -> tuple[int, int, float]:
+    """Target tokens, source tokens and model FLOPs of ``batches``: what the
+    timed steps compute."""
+    from rosetta.data.batching import collate
+
+    m, vocab = config.model, len(data.tokenizers.tgt)
+    target = source = 0
+    flops = 0.0
+    for indices in batches:
+        batch = collate([data.train[i] for i in indices])
+        target += batch.num_tgt_tokens
+        source += int(batch.src_mask.sum())
+        flops += step_flops(batch, m.d_model, m.d_ff, m.encoder_layers, vocab)
+    return target, source, flops
+
+
 def timed_steps(step, batches: list, warmup: int, device: torch.device) -> float:
     """Seconds the steps after the first ``warmup`` take, the device's queued
     work included."""
@@ -212,7 +228,6 @@ def peak_memory_mib(device: torch.device) -> float:
 def worker(engine: str, threads: int, args) -> None:
     torch.set_num_threads(threads)
     torch.manual_seed(0)
-    from rosetta.data.batching import collate
 
     device = torch.device(args.device)
     warmup, steps = args.warmup, args.steps
@@ -222,15 +237,7 @@ def worker(engine: str, threads: int, args) -> None:
     )
     make_step = rosetta_step if engine == "rosetta" else marian_step
     step = make_step(config, data, device)
-    m = config.model
-    vocab = len(data.tokenizers.tgt)
-    target = source = 0
-    flops = 0.0
-    for indices in batches[warmup:]:  # what the timed steps compute
-        batch = collate([data.train[i] for i in indices])
-        target += batch.num_tgt_tokens
-        source += int(batch.src_mask.sum())
-        flops += step_flops(batch, m.d_model, m.d_ff, m.encoder_layers, vocab)
+    target, source, flops = batch_work(config, data, batches[warmup:])
     elapsed = timed_steps(step, batches, warmup, device)
     peak_mib = peak_memory_mib(device)
     print(

@@ -52,11 +52,6 @@ class Engine:
     load: Callable[[Path, str, str, int], Any]
 
 
-def same_weights(stored: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """A checkpoint's tensors as they are: a family with nothing renamed."""
-    return stored
-
-
 @dataclass(frozen=True)
 class Family:
     """One model family.
@@ -99,9 +94,9 @@ class Family:
     engines: tuple[Engine, ...] = ()
     run_files: tuple[str, ...] = ()
     example: Mapping[str, Any] = field(default_factory=dict)
-    upgrade_weights: Callable[[dict[str, torch.Tensor]], dict[str, torch.Tensor]] = (
-        same_weights
-    )
+    upgrade_weights: (
+        Callable[[dict[str, torch.Tensor]], dict[str, torch.Tensor]] | None
+    ) = None
 
     @property
     def arch(self) -> str:

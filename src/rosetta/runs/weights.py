@@ -41,7 +41,7 @@ def load_weights(
     folder: Path,
     model: nn.Module,
     device: torch.device,
-    upgrade: Upgrade = lambda stored: stored,
+    upgrade: Upgrade | None = None,
 ) -> None:
     """Load ``model.safetensors`` into ``model``, in place, its names first
     given by ``upgrade`` (the family's ``upgrade_weights``: a checkpoint of
@@ -55,7 +55,8 @@ def load_weights(
         stored = load_file(str(path), device=str(device))
     except (SafetensorError, OSError, RuntimeError) as error:
         raise RosettaError(f"{path}: cannot load weights: {error}") from None
-    stored = upgrade(stored)
+    if upgrade is not None:
+        stored = upgrade(stored)
     current = model.state_dict()
     check_tensors(stored, current, path)
     names_of: dict[tuple, list[str]] = {}

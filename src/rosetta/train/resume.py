@@ -79,7 +79,7 @@ def check_resumed_config(meta: dict, current: dict, where: str) -> list[str]:
     return accepted
 
 
-def resume_training(trainer: Trainer, upgrade: weights.Upgrade) -> None:
+def resume_training(trainer: Trainer, upgrade: weights.Upgrade | None) -> None:
     """Put ``trainer`` where its run's latest checkpoint left off: weights
     (their names as ``upgrade``, the family's, gives them), optimizer,
     position in the data, random states, the task's tensors."""
