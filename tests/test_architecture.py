@@ -130,6 +130,7 @@ LAYERS = (
         "rosetta.run_config",
         "rosetta.families.restore",
         "rosetta.families.engines",
+        "rosetta.families.importers",
         "rosetta.train.run",
     ),
     ("rosetta.loading", "rosetta.distill", "rosetta.plots"),

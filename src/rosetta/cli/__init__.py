@@ -124,6 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
         distill,
         evaluate,
         export,
+        import_run,
         language_model,
         plot,
         serve,
@@ -133,7 +134,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     train.add_parsers(verbs)
-    for verb in (translate, distill, evaluate, average, export, serve, plot):
+    for verb in (
+        translate,
+        distill,
+        evaluate,
+        average,
+        export,
+        import_run,
+        serve,
+        plot,
+    ):
         verb.add_parser(verbs)
     language_model.add_parsers(verbs)
     task.add_parser(verbs)

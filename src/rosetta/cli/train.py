@@ -21,8 +21,9 @@ from rosetta.run_config import load_config
 from rosetta.runs.lock import run_lock
 from rosetta.runtime.limits import Count, number_flag
 from rosetta.runtime.threads import at_most_cores
+from rosetta.train.init import starting_checkpoint, write_starting_tokenizers
 from rosetta.train.interrupt import SIGNALS
-from rosetta.train.prepare import PrepareOptions
+from rosetta.train.prepare import PrepareOptions, require_corpus
 from rosetta.train.run import check_new_run_folder, run_training
 
 
@@ -36,8 +37,12 @@ def cmd_prepare(args: argparse.Namespace) -> None:
     check_new_run_folder(run_dir)
     workers = args.workers and at_most_cores(args.workers, "--workers")
     options = PrepareOptions(workers=workers, refresh=True)
+    require_corpus(config)
+    start = starting_checkpoint(config)
     with run_lock(run_dir):
         check_new_run_folder(run_dir)
+        if start is not None:
+            write_starting_tokenizers(config, run_dir, *start)
         family_of(config.model).prepare(config, run_dir, print, options)
     print(f"prepared: {run_dir}")
 
@@ -45,6 +50,8 @@ def cmd_prepare(args: argparse.Namespace) -> None:
 def cmd_train(args: argparse.Namespace) -> None:
     if args.threads is not None:  # for every process torchrun starts, too
         args.set.append(f"train.threads={args.threads}")
+    if args.init is not None:
+        args.set.append(f"train.init={Path(args.init).resolve()}")
     config = load_config(args.config, args.set)
     run_dir = Path(args.output or default_run_dir(args.config))
     if args.nproc > 1:
@@ -180,6 +187,12 @@ def add_parsers(verbs: argparse._SubParsersAction) -> None:
         "--resume",
         action="store_true",
         help="continue from the run folder's latest checkpoint",
+    )
+    train.add_argument(
+        "--init",
+        metavar="RUN",
+        help="start from RUN's weights and tokenizers (a run, a checkpoint or an "
+        "imported model) with a fresh optimizer: fine-tuning (train.init)",
     )
     number_flag(
         train,

@@ -49,7 +49,11 @@ def apply_override(raw: dict[str, Any], assignment: str) -> str:
 
 
 def _resolve_paths(raw: dict[str, Any], base: Path) -> None:
-    """Make data paths relative to the config file's folder, not the cwd."""
+    """Make data paths (and ``train.init``) relative to the config file's
+    folder, not the cwd."""
+    train = raw.get("train")
+    if isinstance(train, dict) and isinstance(train.get("init"), str):
+        train["init"] = str((base / train["init"]).resolve())
     data = raw.get("data")
     if not isinstance(data, dict):
         return

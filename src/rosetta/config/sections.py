@@ -97,7 +97,11 @@ class DataConfig(Section):
                 data[split] = {**files, "columns": languages}
         return data
 
-    train: CorpusFiles = Field(description="the training corpus")
+    train: CorpusFiles | None = Field(
+        None,
+        description="the training corpus (training needs one; a model imported "
+        "with rosetta import has none)",
+    )
     valid: CorpusFiles | None = Field(
         None,
         description="validation corpus: loss and BLEU at every validation, the "
@@ -207,6 +211,12 @@ TO_A_FLOOR = ("cosine", "linear")
 
 class TrainConfig(Section):
     seed: Seed = Field(1, description="seed of every random generator")
+    init: Path | None = Field(
+        None,
+        description="start from this run's (or checkpoint's) weights and "
+        "tokenizers, with a fresh optimizer and schedule (fine-tuning; "
+        "rosetta train --init sets it); its model section must be this one",
+    )
     batch_tokens: int = Field(
         4096, gt=0, description="padded tokens per batch (length-bucketed)"
     )

@@ -17,12 +17,14 @@ from typing import Any, Protocol
 import sentencepiece as spm
 
 from rosetta.config.sections import TokenizerConfig
+from rosetta.data.piece_table import PieceTableTokenizer
 from rosetta.data.vocab import BOS, EOS, PAD, SPECIALS, UNK, Vocabulary
 from rosetta.errors import RosettaError
 
 
 class Tokenizer(Protocol):
-    """Text <-> ids. Implementations: SentencePieceTokenizer, WordTokenizer."""
+    """Text <-> ids. Implementations: SentencePieceTokenizer, WordTokenizer,
+    CharacterTokenizer, PieceTableTokenizer (``rosetta.data.piece_table``)."""
 
     def encode(self, text: str) -> list[int]: ...
     def encode_many(self, texts: list[str], threads: int = 1) -> list[list[int]]:
@@ -217,6 +219,8 @@ def tokenizer_from_dict(state: dict[str, Any]) -> Tokenizer:
         return WordTokenizer(Vocabulary(state["tokens"]))
     if kind == "char":
         return CharacterTokenizer(Vocabulary(state["tokens"]))
+    if kind == "sentencepiece-table":
+        return PieceTableTokenizer.from_dict(state)
     raise RosettaError(f"unknown tokenizer kind {kind!r}")
 
 

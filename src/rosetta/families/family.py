@@ -53,6 +53,27 @@ class Engine:
 
 
 @dataclass(frozen=True)
+class Importer:
+    """Models of another toolkit brought in as runs of the family whose
+    record names it: ``rosetta import NAME SOURCE -o RUN``
+    (``rosetta.families.importers`` claims the output, writes it all or
+    nothing and loads it back before it takes its place).
+
+    Attributes:
+        name: its name on the command line.
+        summary: what it reads (the command's help).
+        source: what SOURCE is (its help).
+        write: ``(source, folder, log)``: the run of ``source`` written into
+            ``folder``, an empty temporary folder.
+    """
+
+    name: str
+    summary: str
+    source: str
+    write: Callable[[str, Path, Callable[[str], None]], None]
+
+
+@dataclass(frozen=True)
 class Family:
     """One model family.
 
@@ -76,6 +97,7 @@ class Family:
 
     Attributes:
         engines: the other engines its models can be exported to.
+        importers: the other toolkits whose models it can import.
         run_files: the files and folders (names ending in ``/``) its
             ``prepare`` writes into a run folder before the first checkpoint.
         upgrade_weights: ``(stored tensors) -> tensors``: a checkpoint of an
@@ -92,6 +114,7 @@ class Family:
     training: Callable[[TrainingSetup, Callable[..., Any]], Any]
     inference: Callable[[Trained, str, bool], Any]
     engines: tuple[Engine, ...] = ()
+    importers: tuple[Importer, ...] = ()
     run_files: tuple[str, ...] = ()
     example: Mapping[str, Any] = field(default_factory=dict)
     upgrade_weights: (

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from torch import nn
 
 from rosetta.nn.attention import MultiHeadAttention
-from rosetta.nn.feedforward import PositionwiseFeedForward
+from rosetta.nn.feedforward import Activation, PositionwiseFeedForward
 from rosetta.nn.relative_attention import RelativeMultiHeadAttention
 from rosetta.nn.residual import ResidualNorm
 
@@ -18,7 +18,7 @@ class LayerSizes:
     """Width ``d_model``, ``heads`` per attention, the feed-forward width
     ``d_ff``, the dropout after each sub-layer and inside attention, and
     where the LayerNorm sits (``norm_first``: before each sub-layer, and
-    once more after the last layer)."""
+    once more after the last layer), and the feed-forward's ``activation``."""
 
     d_model: int
     heads: int
@@ -26,6 +26,7 @@ class LayerSizes:
     dropout: float = 0.1
     attention_dropout: float = 0.0
     norm_first: bool = False
+    activation: Activation = "relu"
 
     def attention(self) -> MultiHeadAttention:
         return MultiHeadAttention(self.d_model, self.heads, self.attention_dropout)
@@ -42,7 +43,9 @@ class LayerSizes:
         return self.attention()
 
     def feed_forward(self) -> PositionwiseFeedForward:
-        return PositionwiseFeedForward(self.d_model, self.d_ff, self.dropout)
+        return PositionwiseFeedForward(
+            self.d_model, self.d_ff, self.dropout, self.activation
+        )
 
     def residual(self) -> ResidualNorm:
         return ResidualNorm(self.d_model, self.dropout, self.norm_first)

@@ -85,6 +85,16 @@ class TokenizerFile(Record):
     tokenizers: dict[str, Any]
 
 
+def require_corpus(config: Config) -> None:
+    """Training and ``prepare`` need ``data.train`` (an imported model's
+    configuration has none)."""
+    if config.data.train is None:
+        raise RosettaError(
+            "data.train: no training corpus in the configuration; training "
+            "and prepare need one"
+        )
+
+
 def made_with(state: dict[str, Any]) -> TokenizerConfig | None:
     """The settings saved tokenizers were made with (keys added to Rosetta
     since then take their defaults), or None if they cannot be read."""

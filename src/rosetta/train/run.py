@@ -21,8 +21,13 @@ from rosetta.runtime.outputs import refuse_kept_places
 from rosetta.runtime.threads import use_threads
 from rosetta.train import distributed
 from rosetta.train.distributed import SINGLE_PROCESS, Group, local_device
+from rosetta.train.init import (
+    load_starting_weights,
+    starting_checkpoint,
+    write_starting_tokenizers,
+)
 from rosetta.train.metrics import METRICS_FILE
-from rosetta.train.prepare import TOKENIZER_FILE, PreparedData
+from rosetta.train.prepare import TOKENIZER_FILE, PreparedData, require_corpus
 from rosetta.train.resume import resume_training
 from rosetta.train.task import Task, TrainingSetup
 from rosetta.train.tensorboard import TENSORBOARD_DIR
@@ -151,6 +156,7 @@ def check_run_folder(run_dir: Path, resume: bool) -> None:
 def _train_locked(
     config: Config, run_dir: Path, resume: bool, device: torch.device, group: Group
 ) -> TrainerState:
+    start = starting_checkpoint(config)
     if group.is_main:
         check_run_folder(run_dir, resume)  # again: another may have just ended
         trained = resume and read_index(run_dir).get("latest")
@@ -164,8 +170,14 @@ def _train_locked(
         if not resume:  # no checkpoint exists: any log here is from a run that died
             (run_dir / METRICS_FILE).unlink(missing_ok=True)
             shutil.rmtree(run_dir / TENSORBOARD_DIR, ignore_errors=True)
+        if not trained and start is not None:
+            write_starting_tokenizers(config, run_dir, *start)
     configure_torch(config)
     model, task = make_task(config, run_dir, device, group)
+    if start is not None and not (resume and read_index(run_dir).get("latest")):
+        log = print if group.is_main else lambda *_: None
+        upgrade = family_of(config.model).upgrade_weights
+        load_starting_weights(model, start[0], device, upgrade, log)
     if group.is_main:
         count = sum(p.numel() for p in model.parameters())
         processes = f", {group.world_size} processes" if group.distributed else ""
@@ -212,6 +224,7 @@ def make_task(
     them."""
     quiet = lambda *_: None  # noqa: E731
     family = family_of(config.model)
+    require_corpus(config)
     if group.is_main:
         data = family.prepare(config, run_dir, print)
     group.barrier()

@@ -11,6 +11,7 @@ Three layers, read in this order:
 2. ``fast``: the decoding fast path, a transform of a trained model
    (``pack_for_inference``) tested equal to the layers.
 3. ``ctranslate2``: the other engine, an export and its translator.
+4. ``marian``: MarianMT models (OPUS-MT) imported as runs.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from rosetta.families.transformer.build import build
 from rosetta.families.transformer.config import TINY_ATTENTION, TransformerConfig
 from rosetta.families.transformer.ctranslate2 import ENGINE as CTRANSLATE2
 from rosetta.families.transformer.fast.packed import pack_for_inference
+from rosetta.families.transformer.marian import IMPORTER as MARIAN
 from rosetta.inference.translator import Translator
 from rosetta.models.interface import output_projection_moved
 from rosetta.models.trained import Trained
@@ -41,6 +43,7 @@ FAMILY = Family(
     training=translation_training,
     inference=translator,
     engines=(CTRANSLATE2,),
+    importers=(MARIAN,),
     upgrade_weights=output_projection_moved,
     example={"arch": "transformer", **TINY_ATTENTION},
 )

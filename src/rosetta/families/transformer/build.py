@@ -43,6 +43,9 @@ def build_transformer(
     positions: str = "sinusoidal",
     number_offset: int = 100,
     number_table: str = "sinusoidal",
+    activation: str = "relu",
+    sinusoids: str = "interleaved",
+    output_bias: bool = False,
     digits: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> EncoderDecoder:
     """Assemble a Transformer; the sizes are those of ``ModelConfig``.
@@ -57,7 +60,10 @@ def build_transformer(
     to ``number_offset`` in training; ``digits``: which source and which
     target tokens are digits, ``number_positions.digit_mask``).
     ``number_table``: ``learned`` gives digit places learned vectors, one
-    table for both sides, instead of sinusoids."""
+    table for both sides, instead of sinusoids. ``activation``: the
+    feed-forward's (relu, gelu, swish); ``sinusoids``: the sines and cosines
+    of a position's vector interleaved or in two halves; ``output_bias``: a
+    bias added to the logits (MarianMT's)."""
     if share_embeddings and src_vocab != tgt_vocab:
         raise ValueError("shared embeddings need one vocabulary for source and target")
     if positions not in POSITIONS:
@@ -87,6 +93,7 @@ def build_transformer(
             dropout,
             scheme.encoder_sinusoids,
             table=table,
+            layout=sinusoids,  # type: ignore[arg-type]
         )
 
     def biases(layers: int, both_ends: bool = False) -> LinearBiases | None:
@@ -94,7 +101,15 @@ def build_transformer(
             return None
         return LinearBiases(layers, heads, both_ends)
 
-    sizes = LayerSizes(d_model, heads, d_ff, dropout, attention_dropout, norm_first)
+    sizes = LayerSizes(
+        d_model,
+        heads,
+        d_ff,
+        dropout,
+        attention_dropout,
+        norm_first,
+        activation,  # type: ignore[arg-type]
+    )
     src_embedding = embedding(src_vocab)
     tgt_embedding = src_embedding if share_embeddings else embedding(tgt_vocab)
     if scheme.decoder_sinusoids != scheme.encoder_sinusoids:  # same tokens
@@ -105,8 +120,11 @@ def build_transformer(
             dropout,
             scheme.decoder_sinusoids,
             tgt_embedding.token,
+            layout=sinusoids,  # type: ignore[arg-type]
         )
-    output_proj = nn.Linear(d_model, tgt_vocab, bias=False)
+    output_proj = nn.Linear(d_model, tgt_vocab, bias=output_bias)
+    if output_bias:
+        nn.init.zeros_(output_proj.bias)
     encoder_stack = [
         TransformerEncoderLayer(sizes, scheme.relative) for _ in range(encoder_layers)
     ]

@@ -105,6 +105,21 @@ class TransformerConfig(AttentionSection):
         "embeddings)",
     )
 
+    activation: Literal["relu", "gelu", "swish"] = Field(
+        "relu",
+        description="the feed-forward's nonlinearity: relu max(0, x), gelu "
+        "x Φ(x), swish x σ(x) (the OPUS-MT models')",
+    )
+    sinusoids: Literal["interleaved", "halves"] = Field(
+        "interleaved",
+        description="sinusoidal positions: a position's sines and cosines "
+        "interleaved (sin, cos, sin, cos, ...), or every sine then every cosine "
+        "(MarianMT's)",
+    )
+    output_bias: bool = Field(
+        False, description="a learned bias added to the logits (MarianMT's)"
+    )
+
     @model_validator(mode="after")
     def _learned_places_need_numbers(self) -> TransformerConfig:
         if self.number_table == "learned" and self.positions not in (

@@ -10,6 +10,7 @@ from torch import nn
 from rosetta.families.transformer.kv_cache import KeyValue, KeyValueCache
 from rosetta.nn import LayerSizes, positional_encoding
 from rosetta.nn.dropout import Dropout
+from rosetta.nn.positional import SinusoidLayout
 
 
 class TransformerEmbedding(nn.Module):
@@ -20,7 +21,8 @@ class TransformerEmbedding(nn.Module):
     learns where it is from its causal self-attention alone. ``token`` shares
     an existing token embedding (one vocabulary, two position schemes);
     ``table`` (max_positions, d) replaces the sinusoids by learned vectors
-    (digit places, ``number_table: learned``)."""
+    (digit places, ``number_table: learned``); ``layout``: the order of the
+    sinusoids' sines and cosines (``rosetta.nn.positional``)."""
 
     def __init__(
         self,
@@ -31,6 +33,7 @@ class TransformerEmbedding(nn.Module):
         absolute: bool = True,
         token: nn.Embedding | None = None,
         table: nn.Parameter | None = None,
+        layout: SinusoidLayout = "interleaved",
     ):
         super().__init__()
         self.absolute = absolute
@@ -40,7 +43,7 @@ class TransformerEmbedding(nn.Module):
         self.token = token
         self.scale = math.sqrt(d_model)
         if table is None:
-            table = positional_encoding(max_positions, d_model)
+            table = positional_encoding(max_positions, d_model, layout)
             self.register_buffer("positions", table, persistent=False)
         else:
             self.positions = table

@@ -108,10 +108,18 @@ def _transformer_spec(restored: Any) -> Any:
         linear(layer.ffn.linear_1, f"{scope}.ffn.linear2")
         norm(layer.ffn.layer_norm, f"{scope}.ffn_res.norm")
 
+    from ctranslate2.specs.common_spec import Activation
+
+    activations = {
+        "relu": Activation.RELU,
+        "gelu": Activation.GELU,
+        "swish": Activation.SWISH,
+    }
     spec = transformer_spec.TransformerSpec.from_config(
         (len(encoder.layers), len(decoder.layers)),
         encoder.layers[0].self_attn.heads,
         pre_norm=norm_first,
+        activation=activations[encoder.layers[0].ffn.activation],
     )
     spec.config.decoder_start_token = BOS
     spec.config.bos_token, spec.config.eos_token, spec.config.unk_token = BOS, EOS, UNK
@@ -121,6 +129,8 @@ def _transformer_spec(restored: Any) -> Any:
     spec.encoder.embeddings[0].weight = weights["encoder.embedding.token.weight"]
     spec.decoder.embeddings.weight = weights["decoder.embedding.token.weight"]
     spec.decoder.projection.weight = weights["output_proj.weight"]
+    if "output_proj.bias" in weights:
+        spec.decoder.projection.bias = weights["output_proj.bias"]
     if norm_first:  # the stacks' final layer norms
         norm(spec.encoder.layer_norm, "encoder.final_norm")
         norm(spec.decoder.layer_norm, "decoder.final_norm")

@@ -39,6 +39,7 @@ from torch import nn
 
 from rosetta.families.transformer.kv_cache import KeyValue, KeyValueCache
 from rosetta.nn.attention import MultiHeadAttention, fused_attention
+from rosetta.nn.feedforward import ACTIVATIONS
 
 
 @dataclass(frozen=True)
@@ -132,6 +133,7 @@ class PackedLayer:
     ffn_norm: nn.LayerNorm
     norm_first: bool
     heads: int
+    activation: str  # the feed-forward's, a key of ``ACTIVATIONS``
 
 
 @dataclass(frozen=True)
@@ -179,6 +181,7 @@ def pack_layer(layer: nn.Module, dtype: torch.dtype) -> PackedLayer:
         ffn_norm=layer.ffn_res.norm,
         norm_first=layer.self_res.norm_first,
         heads=self_attn.heads,
+        activation=layer.ffn.activation,
     )
 
 
@@ -228,7 +231,10 @@ def cross_attention(
 
 
 def feed_forward(layer: PackedLayer, x: torch.Tensor) -> torch.Tensor:
-    return layer.ffn_out(layer.ffn_in(x).relu_())
+    inner = layer.ffn_in(x)
+    if layer.activation == "relu":  # in place: one tensor fewer per step
+        return layer.ffn_out(inner.relu_())
+    return layer.ffn_out(ACTIVATIONS[layer.activation](inner))
 
 
 def layer_step(

@@ -1,0 +1,50 @@
+"""Models of other toolkits as Rosetta runs (``Family.importers``,
+``rosetta import NAME SOURCE -o RUN``).
+
+What every importer shares lives here: the importer found by name, the
+output claimed (never a folder Rosetta keeps, never the source), the run
+written into a temporary folder and loaded back, as every command will load
+it, before it takes its place: a model that cannot load is never left behind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+from rosetta.families import FAMILIES
+from rosetta.families.family import Importer
+from rosetta.families.restore import restore
+from rosetta.runtime.atomic import atomic_folder
+from rosetta.runtime.outputs import claim_folder
+
+IMPORTED_KIND = "an imported model"
+
+
+def all_importers() -> tuple[Importer, ...]:
+    """Every importer some family names, each once, in the families' order."""
+    found: dict[str, Importer] = {}
+    for family in FAMILIES:
+        for importer in family.importers:
+            found.setdefault(importer.name, importer)
+    return tuple(found.values())
+
+
+def import_run(
+    importer: Importer,
+    source: str,
+    output: Path,
+    overwrite: bool = False,
+    log: Callable[[str], None] = print,
+) -> None:
+    """The run of ``source`` written to the new folder ``output`` (with
+    ``overwrite``, in place of an earlier import that holds only what it
+    wrote)."""
+    inputs = [source] if Path(source).exists() else []
+    claim_folder(output, inputs=inputs, overwrite=overwrite, what=IMPORTED_KIND)
+    with atomic_folder(output, kind=IMPORTED_KIND) as folder:
+        importer.write(source, folder, log)
+        restored = restore(folder, torch.device("cpu"), which="latest")
+        log(f"import: loaded back as {restored.family.summary}")

@@ -1,0 +1,88 @@
+"""``train.init`` (``rosetta train --init RUN``): a run that starts from
+another's weights and tokenizers (a model imported with ``rosetta import``,
+or one trained here) with a fresh optimizer and schedule: fine-tuning.
+
+The configuration's ``model`` section must be the starting model's, key by
+key; the tokenizers are the starting run's, written into the new run before
+its data is encoded, so its token ids are the ones the weights know."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from rosetta.config.schema import Config
+from rosetta.errors import RosettaError
+from rosetta.runs import checkpoint as ckpt
+from rosetta.runs import weights
+from rosetta.runtime.atomic import write_json_atomic
+from rosetta.runtime.records import read_checked
+from rosetta.train.prepare import TOKENIZER_FILE, TokenizerFile
+
+
+def starting_checkpoint(config: Config) -> tuple[Path, dict[str, Any]] | None:
+    """The checkpoint ``train.init`` names (a run's best, or the checkpoint
+    itself) and its checked metadata; None without ``train.init``."""
+    if config.train.init is None:
+        return None
+    folder = ckpt.resolve_checkpoint(config.train.init)
+    meta = ckpt.read_meta(folder)
+    check_same_model(config, meta["config"], folder)
+    return folder, meta
+
+
+def check_same_model(config: Config, stored: dict[str, Any], folder: Path) -> None:
+    """The configuration's task and ``model`` section are the stored ones,
+    or one line naming the first key that differs."""
+    ours = {"task": config.task, **dump("model", config.model.model_dump(mode="json"))}
+    theirs = {"task": stored.get("task", "translate")}
+    theirs |= dump("model", stored.get("model", {}))
+    for key in sorted(ours.keys() | theirs.keys()):
+        if ours.get(key) != theirs.get(key):
+            raise RosettaError(
+                f"train.init {folder}: {key} is {theirs.get(key)!r} there and "
+                f"{ours.get(key)!r} in this configuration; the model section "
+                "must be the starting model's"
+            )
+
+
+def dump(prefix: str, section: dict[str, Any]) -> dict[str, Any]:
+    return {f"{prefix}.{key}": value for key, value in section.items()}
+
+
+def write_starting_tokenizers(
+    config: Config, run_dir: Path, folder: Path, meta: dict[str, Any]
+) -> None:
+    """The starting checkpoint's tokenizers as the run's ``tokenizers.json``;
+    a run that already has other tokenizers is refused."""
+    path = run_dir / TOKENIZER_FILE
+    if path.is_file():
+        state = read_checked(path, TokenizerFile, "a run's tokenizers file")
+        if state["tokenizers"] != meta["tokenizers"]:
+            raise RosettaError(
+                f"{path}: other tokenizers than train.init's ({folder}); "
+                "start the fine-tuning in a new folder"
+            )
+        return
+    run_dir.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(
+        path,
+        {
+            "config": config.tokenizer.model_dump(mode="json"),
+            "tokenizers": meta["tokenizers"],
+        },
+    )
+
+
+def load_starting_weights(
+    model: nn.Module,
+    folder: Path,
+    device: torch.device,
+    upgrade: weights.Upgrade | None,
+    log: Any = print,
+) -> None:
+    weights.load_weights(folder, model, device, upgrade)
+    log(f"weights: from {folder} (train.init); optimizer and schedule start afresh")

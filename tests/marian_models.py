@@ -1,0 +1,117 @@
+"""Small MarianMT models made offline with Hugging Face transformers, in the
+layout of an OPUS-MT repository: ``config.json``, ``model.safetensors`` (or
+``pytorch_model.bin``), ``source.spm``, ``target.spm``, one joint
+``vocab.json`` (``</s>`` 0, ``<unk>`` 1, the pieces, ``<pad>`` last) and
+``tokenizer_config.json``; random weights."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+from pathlib import Path
+
+import sentencepiece as spm
+import torch
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "multi30k"
+
+
+def sentences(language: str, count: int, split: str = "train") -> list[str]:
+    with gzip.open(DATA / f"{split}.{language}.gz", "rt", encoding="utf-8") as handle:
+        return [next(handle).rstrip("\n") for _ in range(count)]
+
+
+def train_spm(texts: list[str], size: int) -> bytes:
+    stream = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(texts),
+        model_writer=stream,
+        vocab_size=size,
+        model_type="unigram",
+        character_coverage=1.0,
+        # OPUS-MT's models: <unk> 0, <s> 1, </s> 2 inside SentencePiece; the
+        # ids that count are vocab.json's
+        minloglevel=2,
+    )
+    return stream.getvalue()
+
+
+def make_marian(
+    folder: Path,
+    *,
+    d_model: int = 32,
+    layers: int = 2,
+    heads: int = 4,
+    d_ff: int = 64,
+    activation: str = "swish",
+    languages: tuple[str, ...] = (),
+    weights: str = "safetensors",
+    init_std: float = 0.3,
+    eos_bias: float = 5.0,
+    seed: int = 0,
+) -> Path:
+    """A MarianMT model in ``folder``; ``languages``: target-language tokens
+    (``>>fra<<``) of a multilingual model; ``init_std``: the spread of the
+    random weights (wider than transformers' 0.02, so that the translations
+    of different sentences differ); ``eos_bias``: the logit bias of ``</s>``
+    (translations of many lengths)."""
+    from transformers import MarianConfig, MarianMTModel
+
+    folder.mkdir(parents=True, exist_ok=True)
+    source = train_spm(sentences("de", 3000), 300)
+    target = train_spm(sentences("en", 3000), 250)
+    (folder / "source.spm").write_bytes(source)
+    (folder / "target.spm").write_bytes(target)
+    pieces: list[str] = [f">>{code}<<" for code in languages]
+    for model in (source, target):
+        processor = spm.SentencePieceProcessor(model_proto=model)
+        for i in range(processor.get_piece_size()):
+            piece = processor.id_to_piece(i)
+            if piece not in ("<unk>", "<s>", "</s>") and piece not in pieces:
+                pieces.append(piece)
+    vocab = {"</s>": 0, "<unk>": 1}
+    vocab |= {piece: 2 + i for i, piece in enumerate(pieces)}
+    vocab["<pad>"] = len(vocab)
+    (folder / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False))
+    (folder / "tokenizer_config.json").write_text(
+        json.dumps({"source_lang": "de", "target_lang": "en", "separate_vocabs": False})
+    )
+    size = len(vocab)
+    config = MarianConfig(
+        vocab_size=size,
+        decoder_vocab_size=size,
+        d_model=d_model,
+        encoder_layers=layers,
+        decoder_layers=layers,
+        encoder_attention_heads=heads,
+        decoder_attention_heads=heads,
+        encoder_ffn_dim=d_ff,
+        decoder_ffn_dim=d_ff,
+        activation_function=activation,
+        max_position_embeddings=128,
+        pad_token_id=size - 1,
+        eos_token_id=0,
+        decoder_start_token_id=size - 1,
+        forced_eos_token_id=0,
+        scale_embedding=True,
+        share_encoder_decoder_embeddings=True,
+        dropout=0.1,
+        init_std=init_std,
+        num_beams=4,
+        max_length=64,
+        bad_words_ids=[[size - 1]],
+    )
+    torch.manual_seed(seed)
+    model = MarianMTModel(config).eval()
+    with torch.no_grad():
+        shared = model.model.shared.weight
+        shared[size - 1].zero_()  # the padding row, as in OPUS-MT
+        model.final_logits_bias.normal_(0, 0.5)
+        model.final_logits_bias[0, 0] = eos_bias  # </s>: sentences end
+    model.save_pretrained(folder)
+    if weights == "bin":
+        (folder / "model.safetensors").unlink()
+        state = {k: v.contiguous() for k, v in model.state_dict().items()}
+        torch.save(state, folder / "pytorch_model.bin")
+    return folder

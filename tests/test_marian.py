@@ -1,0 +1,224 @@
+"""MarianMT models imported as Rosetta runs (``rosetta import hf``), against
+Hugging Face transformers on the same models, made offline
+(``tests/marian_models.py``)."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import shutil
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+
+from rosetta.cli import main
+from rosetta.data.batching import Example, collate
+from rosetta.errors import RosettaError
+from rosetta.families.importers import all_importers, import_run
+from rosetta.families.transformer.marian.convert import imported_ids
+from rosetta.loading import load_translator
+from rosetta.search.options import SearchOptions
+from tests.marian_models import make_marian, sentences
+
+transformers = pytest.importorskip("transformers")
+HF = next(importer for importer in all_importers() if importer.name == "hf")
+LIMIT = 20  # output tokens, the same limit on both sides
+
+
+def quiet(*_):
+    pass
+
+
+@pytest.fixture(scope="module")
+def marian(tmp_path_factory) -> Path:
+    return make_marian(tmp_path_factory.mktemp("marian") / "opus-mt-de-en")
+
+
+@pytest.fixture(scope="module")
+def imported(marian, tmp_path_factory) -> Path:
+    run = tmp_path_factory.mktemp("imported") / "run"
+    import_run(HF, str(marian), run, log=quiet)
+    return run
+
+
+@pytest.fixture(scope="module")
+def reference(marian):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = transformers.MarianMTModel.from_pretrained(marian).eval()
+        tokenizer = transformers.MarianTokenizer.from_pretrained(marian)
+    return model, tokenizer
+
+
+def rosetta_column_of(marian: Path) -> torch.Tensor:
+    """For each MarianMT id, the Rosetta id of its row (``<pad>``: ``<bos>``,
+    the row the decoder starts from)."""
+    vocab = json.loads((marian / "vocab.json").read_text())
+    table = imported_ids(vocab, len(vocab), 0, len(vocab) - 1, "vocab.json")
+    column = {m: r for r, m in enumerate(table.rows) if r != 0}
+    return torch.tensor([column[m] for m in range(len(vocab))])
+
+
+@pytest.mark.reference
+def test_imported_logits_equal_transformers(marian, imported, reference):
+    hf_model, tokenizer = reference
+    texts = sentences("de", 8, "val")  # different lengths: padding
+    batch = tokenizer(texts, return_tensors="pt", padding=True)
+    assert not bool(batch["attention_mask"].all())
+    columns = rosetta_column_of(marian)
+    generator = torch.Generator().manual_seed(0)
+    decoder_in = torch.randint(2, 400, (8, 6), generator=generator)
+    decoder_in[:, 0] = tokenizer.pad_token_id  # the start token
+    translator = load_translator(imported, "cpu")
+    examples = collate([Example(translator.encode(t), []) for t in texts])
+    real = batch["attention_mask"].bool()
+    assert examples.src_mask.tolist() == real.tolist()
+    assert examples.src[real].tolist() == columns[batch["input_ids"]][real].tolist()
+    with torch.no_grad():
+        theirs = hf_model(**batch, decoder_input_ids=decoder_in).logits
+        features = translator.model(
+            examples.src, examples.src_mask, columns[decoder_in]
+        )
+        ours = translator.model.output_proj(features)[..., columns]
+    assert (ours - theirs).abs().max().item() <= 1e-4
+
+
+def generate(reference, texts: list[str], beams: int) -> list[str]:
+    model, tokenizer = reference
+    batch = tokenizer(texts, return_tensors="pt", padding=True)
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        found = model.generate(
+            **batch,
+            num_beams=beams,
+            do_sample=False,
+            max_new_tokens=LIMIT,
+            length_penalty=1.0,
+            early_stopping=True,
+            forced_eos_token_id=None,  # a limit reached ends without </s>
+        )
+    return tokenizer.batch_decode(found, skip_special_tokens=True)
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("beams", [1, 5])
+def test_imported_search_equals_generate(imported, reference, beams):
+    """Greedy, and beam search where the definitions coincide: transformers
+    ranks a finished hypothesis by Σ log P / L^length_penalty, L counting
+    its tokens and </s> (Rosetta's ``power`` penalty, α = length_penalty);
+    both keep k live prefixes (``refill``) and stop once k have finished
+    (``early_stopping=True``, ``stopping="k_finished"``)."""
+    texts = sentences("de", 100, "val")
+    options = SearchOptions(
+        beam_size=beams,
+        alpha=1.0,
+        refill=beams > 1,
+        stopping="k_finished" if beams > 1 else "exact",
+        max_len_a=0,
+        max_len_b=LIMIT,
+    )
+    ours = load_translator(imported, "cpu").translate(texts, options)
+    theirs = generate(reference, texts, beams)
+    assert ours == theirs
+    assert len(set(theirs)) > 30  # the sentences' translations differ
+    assert any(len(t.split()) < 10 for t in theirs)  # some end early
+
+
+def test_a_pickle_reads_like_safetensors(marian, imported, tmp_path):
+    folder = shutil.copytree(marian, tmp_path / "bin")
+    tensors = __import__("safetensors.torch").torch.load_file(
+        str(folder / "model.safetensors")
+    )
+    (folder / "model.safetensors").unlink()
+    torch.save(tensors, folder / "pytorch_model.bin")
+    import_run(HF, str(folder), tmp_path / "run", log=quiet)
+    texts = sentences("de", 10, "val")
+    options = SearchOptions(max_len_a=0, max_len_b=LIMIT)
+    assert load_translator(tmp_path / "run", "cpu").translate(
+        texts, options
+    ) == load_translator(imported, "cpu").translate(texts, options)
+
+
+class Marker:
+    """Unpickling this runs ``Path.touch`` on the marker: code, not data."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def __reduce__(self):
+        return (Path.touch, (self.path,))
+
+
+def test_a_pickle_that_runs_code_is_refused(marian, tmp_path):
+    folder = shutil.copytree(marian, tmp_path / "evil")
+    (folder / "model.safetensors").unlink()
+    marker = tmp_path / "MARKER"
+    with open(folder / "pytorch_model.bin", "wb") as handle:
+        pickle.dump({"model.shared.weight": Marker(marker)}, handle)
+    with pytest.raises(RosettaError, match="refused: the pickle asks for more"):
+        import_run(HF, str(folder), tmp_path / "run", log=quiet)
+    assert not marker.exists()
+    assert not (tmp_path / "run").exists()
+
+
+def broken(marian: Path, tmp_path: Path, how: str) -> Path:
+    folder = shutil.copytree(marian, tmp_path / how)
+    if how == "model_type":
+        config = json.loads((folder / "config.json").read_text())
+        config["model_type"] = "t5"
+        (folder / "config.json").write_text(json.dumps(config))
+    elif how == "no_spm":
+        (folder / "target.spm").unlink()
+    elif how == "vocab":
+        vocab = json.loads((folder / "vocab.json").read_text())
+        vocab.pop(next(p for p in vocab if p not in ("</s>", "<unk>", "<pad>")))
+        (folder / "vocab.json").write_text(json.dumps(vocab))
+    elif how == "truncated":
+        weights = folder / "model.safetensors"
+        weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+    elif how == "garbage_spm":
+        (folder / "source.spm").write_bytes(b"not a model")
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("how", "message"),
+    [
+        ("model_type", "model_type 't5'; rosetta import hf reads MarianMT"),
+        ("no_spm", "target.spm: missing"),
+        ("vocab", "pieces with ids that are not"),
+        ("truncated", "model.safetensors: cannot read weights"),
+        ("garbage_spm", "source.spm: not a SentencePiece model"),
+    ],
+)
+def test_a_broken_model_is_one_line_and_leaves_nothing(
+    marian, tmp_path, capsys, how, message
+):
+    folder = broken(marian, tmp_path, how)
+    output = tmp_path / "run"
+    assert main(["import", "hf", str(folder), "-o", str(output)]) != 0
+    error = capsys.readouterr().err.strip()
+    assert message in error
+    assert len(error.splitlines()) == 1
+    assert not output.exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_an_import_replaces_only_an_earlier_import(marian, tmp_path, capsys):
+    run = tmp_path / "run"
+    assert main(["import", "hf", str(marian), "-o", str(run)]) == 0
+    before = sorted(p.name for p in run.iterdir())
+    assert main(["import", "hf", str(marian), "-o", str(run)]) != 0
+    assert "pass --overwrite" in capsys.readouterr().err
+    assert main(["import", "hf", str(marian), "-o", str(run), "--overwrite"]) == 0
+    assert sorted(p.name for p in run.iterdir()) == before
+    (run / "notes.txt").write_text("mine")
+    assert main(["import", "hf", str(marian), "-o", str(run), "--overwrite"]) != 0
+    assert (run / "notes.txt").read_text() == "mine"
+
+
+def test_a_name_that_is_neither_folder_nor_hub_name(tmp_path, capsys):
+    assert main(["import", "hf", str(tmp_path / "no/such/x"), "-o", "o"]) != 0
+    assert "neither a MarianMT folder nor a Hub name" in capsys.readouterr().err
