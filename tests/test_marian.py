@@ -222,3 +222,105 @@ def test_an_import_replaces_only_an_earlier_import(marian, tmp_path, capsys):
 def test_a_name_that_is_neither_folder_nor_hub_name(tmp_path, capsys):
     assert main(["import", "hf", str(tmp_path / "no/such/x"), "-o", "o"]) != 0
     assert "neither a MarianMT folder nor a Hub name" in capsys.readouterr().err
+
+
+@pytest.mark.reference
+def test_import_then_export_gives_the_same_tensors(marian, imported, tmp_path):
+    from safetensors.torch import load_file
+
+    out = tmp_path / "hf"
+    assert main(["export", "hf", "-m", str(imported), "-o", str(out)]) == 0
+    original = load_file(str(marian / "model.safetensors"))
+    exported = load_file(str(out / "model.safetensors"))
+    assert original.keys() == exported.keys()
+    for name, tensor in original.items():
+        assert torch.equal(tensor, exported[name]), name
+    assert json.loads((out / "vocab.json").read_text()) == json.loads(
+        (marian / "vocab.json").read_text()
+    )
+
+
+@pytest.fixture(scope="module")
+def trained_here(tmp_path_factory) -> Path:
+    """A Transformer trained by Rosetta (interleaved sinusoids, its own
+    SentencePiece ids, no logits bias), briefly, on Multi30k's first lines."""
+    from rosetta.run_config import load_config
+    from rosetta.train.run import run_training
+
+    folder = tmp_path_factory.mktemp("trained-here")
+    for language in ("de", "en"):
+        text = "\n".join(sentences(language, 2000)) + "\n"
+        (folder / f"train.{language}").write_text(text)
+    (folder / "config.yaml").write_text(
+        "data: {train: {src: train.de, tgt: train.en}, src_lang: de, tgt_lang: en}\n"
+        "tokenizer: {vocab_size: 400, joint: true}\n"
+        "model: {encoder_layers: 2, decoder_layers: 2, d_model: 32, heads: 4,\n"
+        "        d_ff: 64, share_embeddings: true, max_positions: 128,\n"
+        "        activation: gelu}\n"
+        "train: {max_steps: 200, batch_tokens: 2000, warmup_steps: 20, lr: 0.003,\n"
+        "        max_epochs: null, keep_last: 1}\n"
+    )
+    config = load_config(folder / "config.yaml")
+    run_training(config, folder / "run")
+    return folder / "run"
+
+
+@pytest.mark.reference
+def test_an_export_translates_as_rosetta_does(trained_here, tmp_path):
+    out = tmp_path / "hf"
+    assert main(["export", "hf", "-m", str(trained_here), "-o", str(out)]) == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = transformers.MarianMTModel.from_pretrained(out).eval()
+        tokenizer = transformers.MarianTokenizer.from_pretrained(out)
+    texts = sentences("de", 100, "val")
+    options = SearchOptions(max_len_a=0, max_len_b=LIMIT)
+    ours = load_translator(trained_here, "cpu").translate(texts, options)
+    theirs = generate((model, tokenizer), texts, beams=1)
+    # Rosetta prints a translation's words one space apart (an undertrained
+    # model's "▁ ▁" pieces decode to two)
+    assert [" ".join(text.split()) for text in theirs] == ours
+    assert len(set(ours)) > 10  # not one translation for every sentence
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        ("model.positions=relative", "relative positions: MarianMT adds"),
+        ("model.norm=pre", "pre-norm layers"),
+        ("model.share_embeddings=false", "separate source and target"),
+        ("tokenizer.kind=word", "MarianMT's tokenizer reads SentencePiece"),
+    ],
+)
+def test_what_marian_cannot_express_is_refused(tmp_path, capsys, change, reason):
+    from tests.toy import toy_config_file
+
+    config = toy_config_file(tmp_path)
+    run = tmp_path / "run"
+    setting = [
+        "--set",
+        "train.max_steps=1",
+        "--set",
+        "train.max_epochs=null",
+        "--set",
+        change,
+    ]
+    if change != "model.share_embeddings=false":
+        setting += [
+            "--set",
+            "model.share_embeddings=true",
+            "--set",
+            "tokenizer.joint=true",
+        ]
+    assert main(["train", str(config), "-o", str(run), *setting]) == 0
+    capsys.readouterr()
+    assert main(["export", "hf", "-m", str(run), "-o", str(tmp_path / "hf")]) != 0
+    error = capsys.readouterr().err
+    assert reason in error and len(error.strip().splitlines()) == 1
+    assert not (tmp_path / "hf").exists()
+
+
+def test_other_families_are_refused(toy_run, tmp_path, capsys):
+    run = toy_run("rnn-attention")
+    assert main(["export", "hf", "-m", str(run), "-o", str(tmp_path / "hf")]) != 0
+    assert "hf runs the Transformer encoder-decoder" in capsys.readouterr().err

@@ -26,7 +26,8 @@ from rosetta.runtime.precision import Precision, check_precision
 if TYPE_CHECKING:
     from rosetta.families.language_model.inference import LanguageModel
 
-ENGINES = ("rosetta", *(engine.name for engine in all_engines()))
+# the engines that translate (an export-only one has no ``load``)
+ENGINES = ("rosetta", *(e.name for e in all_engines() if e.load is not None))
 
 
 def load(

@@ -15,7 +15,7 @@ def cmd_export(args: argparse.Namespace) -> None:
         args.engine,
         Path(args.model),
         Path(args.output),
-        args.quantization,
+        getattr(args, "quantization", None),
         args.overwrite,
     )
     print(f"{args.output}: {args.engine} model of {folder}")
@@ -30,11 +30,12 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
             "-m", "--model", required=True, help="run folder (its best) or checkpoint"
         )
         verb.add_argument("-o", "--output", required=True, help="folder to write")
-        verb.add_argument(
-            "--quantization",
-            choices=engine.quantizations,
-            default=None,
-            help="weight type (default: float32)",
-        )
+        if engine.quantizations:
+            verb.add_argument(
+                "--quantization",
+                choices=engine.quantizations,
+                default=None,
+                help="weight type (default: float32)",
+            )
         add_overwrite_flag(verb, "an earlier export")
         verb.set_defaults(run=cmd_export)

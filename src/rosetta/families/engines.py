@@ -109,6 +109,11 @@ def load_engine(
     checkpoint folder, exported the first time into the checkpoint's folder
     named after the engine. ``threads`` 0 lets the engine choose."""
     engine = engine_named(engine_name)
+    if engine.load is None:
+        raise RosettaError(
+            f"{engine.name}: Rosetta exports to it (rosetta export {engine.name}) "
+            "but does not translate with it"
+        )
     folder = Path(path)
     if not (folder / engine.marker).is_file():
         checkpoint = ckpt.resolve_checkpoint(folder)

@@ -40,7 +40,8 @@ class Engine:
             (``rosetta.families.restore.Restored``) written into ``folder``,
             an empty temporary folder renamed into place afterwards.
         load: ``(folder, device type, precision, threads) -> TextTranslator``
-            of an export.
+            of an export; None for an engine Rosetta exports to but does not
+            decode with (its users load the export themselves).
     """
 
     name: str
@@ -49,7 +50,7 @@ class Engine:
     kind: str
     quantizations: tuple[str, ...]
     write: Callable[[Any, Path, str | None], None]
-    load: Callable[[Path, str, str, int], Any]
+    load: Callable[[Path, str, str, int], Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from rosetta.families.transformer.build import build
 from rosetta.families.transformer.config import TINY_ATTENTION, TransformerConfig
 from rosetta.families.transformer.ctranslate2 import ENGINE as CTRANSLATE2
 from rosetta.families.transformer.fast.packed import pack_for_inference
+from rosetta.families.transformer.marian import EXPORT as MARIAN_EXPORT
 from rosetta.families.transformer.marian import IMPORTER as MARIAN
 from rosetta.inference.translator import Translator
 from rosetta.models.interface import output_projection_moved
@@ -42,7 +43,7 @@ FAMILY = Family(
     prepare=prepare_data,
     training=translation_training,
     inference=translator,
-    engines=(CTRANSLATE2,),
+    engines=(CTRANSLATE2, MARIAN_EXPORT),
     importers=(MARIAN,),
     upgrade_weights=output_projection_moved,
     example={"arch": "transformer", **TINY_ATTENTION},

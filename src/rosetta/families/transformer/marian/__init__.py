@@ -1,11 +1,14 @@
 """MarianMT models (the 1,000+ OPUS-MT models of the Hugging Face Hub) in and
 out of Rosetta's Transformer: ``hf_folder`` reads a model's files safely,
 ``convert`` maps the configuration, ids and tensor names both ways,
-``importer`` writes a run (``rosetta import hf``)."""
+``importer`` writes a run (``rosetta import hf``), ``exporter`` a MarianMT
+folder (``rosetta export hf``)."""
 
 from __future__ import annotations
 
-from rosetta.families.family import Importer
+from rosetta.families.family import Engine, Importer
+from rosetta.families.transformer.marian.exporter import write_marian
+from rosetta.families.transformer.marian.hf_folder import SOURCE_SPM
 from rosetta.families.transformer.marian.importer import import_marian
 
 IMPORTER = Importer(
@@ -14,4 +17,15 @@ IMPORTER = Importer(
     source="a MarianMT folder, or a Hub name such as Helsinki-NLP/opus-mt-de-en "
     "(downloaded with pip install 'rosetta[hub]')",
     write=import_marian,
+)
+
+EXPORT = Engine(
+    name="hf",
+    summary="a MarianMT folder for Hugging Face transformers "
+    "(MarianMTModel.from_pretrained); a post-norm Transformer with sinusoidal "
+    "positions, shared embeddings and SentencePiece tokenizers",
+    marker=SOURCE_SPM,
+    kind="a MarianMT export",
+    quantizations=(),
+    write=write_marian,
 )

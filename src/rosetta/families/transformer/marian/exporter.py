@@ -1,0 +1,170 @@
+"""``rosetta export hf -m RUN -o DIR``: a Rosetta Transformer as a MarianMT
+folder that Hugging Face transformers loads with
+``MarianMTModel.from_pretrained`` and ``MarianTokenizer.from_pretrained``.
+
+A model trained here puts a position's sines and cosines interleaved;
+MarianMT computes every sine first. The export permutes the model's width so
+that they land where MarianMT puts them (``halves_order``): the embeddings'
+columns, the rows of every layer that writes the residual stream and the
+columns of every layer that reads it, and the LayerNorms' entries. Dot
+products and LayerNorm do not see the order of a vector's entries, so the
+function is the same (tested on the logits).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors.torch import save_file
+
+from rosetta.data.piece_table import PieceTableTokenizer
+from rosetta.data.tokenizer import SentencePieceTokenizer
+from rosetta.errors import RosettaError
+from rosetta.families.transformer.marian.convert import (
+    exported_ids,
+    layer_names,
+    marian_config,
+    take_rows,
+)
+from rosetta.families.transformer.marian.hf_folder import (
+    CONFIG_FILE,
+    GENERATION_FILE,
+    SAFETENSORS_FILE,
+    SOURCE_SPM,
+    TARGET_SPM,
+    TOKENIZER_CONFIG,
+    VOCAB_FILE,
+)
+from rosetta.runs import checkpoint as ckpt
+
+# the residual stream's layers, by how they meet it: their weight's rows
+# (and bias) write it, their weight's columns read it
+WRITES = ("out_proj", "linear2")
+READS = ("q_proj", "k_proj", "v_proj", "linear1", "token", "output_proj")
+
+
+def refusal(model: Any) -> str | None:
+    """Why MarianMT cannot express the model ``model`` (a ``model``
+    section), or None."""
+    if model.arch != "transformer":
+        return f"arch {model.arch}: MarianMT is a Transformer encoder-decoder"
+    if model.positions != "sinusoidal":
+        return f"{model.positions} positions: MarianMT adds sinusoidal positions"
+    if model.norm != "post":
+        return (
+            "pre-norm layers: MarianMT normalises after each sub-layer and has "
+            "no final LayerNorm"
+        )
+    if not model.share_embeddings:
+        return (
+            "separate source and target embeddings: this export writes MarianMT's "
+            "shared table (train with model.share_embeddings: true)"
+        )
+    return None
+
+
+def halves_order(d_model: int) -> torch.Tensor:
+    """The width permutation that takes interleaved sinusoids to halves:
+    entry j of the new order is entry ``order[j]`` of the old."""
+    return torch.cat([torch.arange(0, d_model, 2), torch.arange(1, d_model, 2)])
+
+
+def permuted_width(
+    tensors: dict[str, torch.Tensor], order: torch.Tensor
+) -> dict[str, torch.Tensor]:
+    """Rosetta's tensors with the residual stream's entries in ``order``."""
+    out = {}
+    for name, tensor in tensors.items():
+        layer, kind = name.split(".")[-2:]
+        if layer == "norm" or layer in WRITES:  # LayerNorm: its entries
+            tensor = tensor[order]
+        elif layer in READS:
+            tensor = tensor[:, order] if kind == "weight" else tensor
+        else:  # never exported unpermuted
+            raise RosettaError(f"{name}: a tensor the export does not know")
+        out[name] = tensor.contiguous()
+    return out
+
+
+def write_marian(restored: Any, folder: Path, quantization: str | None) -> None:
+    """The checkpoint ``restored`` as a MarianMT folder in the empty
+    ``folder``."""
+    model = restored.config.model
+    why = refusal(model)
+    if why is not None:
+        raise RosettaError(f"{restored.folder}: {why}; not exportable to MarianMT")
+    tokenizers = restored.tokenizers
+    for side in (tokenizers.src, tokenizers.tgt):
+        if not isinstance(side, SentencePieceTokenizer | PieceTableTokenizer):
+            raise RosettaError(
+                f"{restored.folder}: {type(side).__name__}; MarianMT's tokenizer "
+                "reads SentencePiece models (tokenizer.kind: sentencepiece)"
+            )
+    tokens = tokenizers.src.id_pieces(range(len(tokenizers.src)))
+    vocab, rows = exported_ids(tokens)
+    tensors = {
+        name: t.detach().float().cpu()
+        for name, t in ckpt.model_tensors(restored.model).items()
+    }
+    if model.sinusoids == "interleaved":
+        tensors = permuted_width(tensors, halves_order(model.d_model))
+    save_file(marian_tensors(tensors, model, rows), str(folder / SAFETENSORS_FILE))
+    size = len(vocab)
+    config = marian_config(model, size, size)
+    write(folder / CONFIG_FILE, config)
+    meta = ckpt.read_meta(restored.folder)
+    generation = (meta.get("imported") or {}).get("generation") or {}
+    write(
+        folder / GENERATION_FILE,
+        {
+            "bad_words_ids": [[size - 1]],
+            "decoder_start_token_id": size - 1,
+            "eos_token_id": 0,
+            "forced_eos_token_id": 0,
+            "pad_token_id": size - 1,
+            "num_beams": generation.get("num_beams", 5),
+            "max_length": generation.get("max_length", model.max_positions),
+        },
+    )
+    data = restored.config.data
+    write(
+        folder / TOKENIZER_CONFIG,
+        {
+            "tokenizer_class": "MarianTokenizer",
+            "source_lang": data.src_lang,
+            "target_lang": data.tgt_lang,
+            "separate_vocabs": False,
+            "model_max_length": model.max_positions,
+        },
+    )
+    write(folder / VOCAB_FILE, vocab)
+    (folder / SOURCE_SPM).write_bytes(tokenizers.src.model_bytes)
+    (folder / TARGET_SPM).write_bytes(tokenizers.tgt.model_bytes)
+
+
+def marian_tensors(
+    tensors: dict[str, torch.Tensor], model: Any, rows: list[int]
+) -> dict[str, torch.Tensor]:
+    """MarianMT's names and id order for Rosetta's tensors (shared table)."""
+    sizes = {
+        "encoder_layers": model.encoder_layers,
+        "decoder_layers": model.decoder_layers,
+    }
+    out = {theirs: tensors[ours] for theirs, ours in layer_names(sizes).items()}
+    out["model.shared.weight"] = take_rows(
+        tensors["encoder.embedding.token.weight"], rows
+    )
+    bias = tensors.get("output_proj.bias")
+    out["final_logits_bias"] = torch.zeros(1, len(rows))
+    if bias is not None:
+        out["final_logits_bias"] = take_rows(bias, rows).unsqueeze(0)
+    if not model.tie_output:
+        out["lm_head.weight"] = take_rows(tensors["output_proj.weight"], rows)
+    return out
+
+
+def write(path: Path, value: Any) -> None:
+    path.write_text(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
