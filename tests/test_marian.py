@@ -324,3 +324,143 @@ def test_other_families_are_refused(toy_run, tmp_path, capsys):
     run = toy_run("rnn-attention")
     assert main(["export", "hf", "-m", str(run), "-o", str(tmp_path / "hf")]) != 0
     assert "hf runs the Transformer encoder-decoder" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def multilingual(tmp_path_factory) -> tuple[Path, Path]:
+    folder = tmp_path_factory.mktemp("multi")
+    marian = make_marian(folder / "opus-mt-de-mul", languages=("fra", "spa"), seed=1)
+    import_run(HF, str(marian), folder / "run", log=quiet)
+    return marian, folder / "run"
+
+
+@pytest.mark.reference
+def test_a_multilingual_model_translates_into_the_language_chosen(multilingual):
+    marian, run = multilingual
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = transformers.MarianMTModel.from_pretrained(marian).eval()
+        tokenizer = transformers.MarianTokenizer.from_pretrained(marian)
+    texts = sentences("de", 20, "val")
+    translator = load_translator(run, "cpu")
+    assert translator.target_languages == ["fra", "spa"]
+    options = SearchOptions(max_len_a=0, max_len_b=LIMIT)
+    found = {}
+    for code in ("fra", "spa"):
+        ours = translator.for_language(code).translate(texts, options)
+        tagged = [f">>{code}<< {text}" for text in texts]
+        assert ours == generate((model, tokenizer), tagged, beams=1)
+        found[code] = ours
+    assert found["fra"] != found["spa"]
+
+
+def test_a_wrong_or_missing_target_language_is_one_line(
+    multilingual, imported, tmp_path, capsys
+):
+    _, run = multilingual
+    source = tmp_path / "in.de"
+    source.write_text("Ein Hund.\n")
+    for flags, message in [
+        (["--target-lang", "deu"], "target language 'deu': use one of fra, spa"),
+        ([], "choose one with --target-lang (fra, spa)"),
+    ]:
+        assert main(["translate", "-m", str(run), "-i", str(source), *flags]) != 0
+        error = capsys.readouterr().err.strip().splitlines()
+        assert message in error[-1], error
+    with pytest.raises(RosettaError, match="translates into one language"):
+        load_translator(imported, "cpu").for_language("fra")
+
+
+@pytest.mark.reference
+def test_ctranslate2_translates_an_imported_run_as_rosetta(imported):
+    pytest.importorskip("ctranslate2")
+    texts = sentences("de", 100, "val")
+    options = SearchOptions(max_len_a=0, max_len_b=LIMIT)
+    ours = load_translator(imported, "cpu").translate(texts, options)
+    engine = load_translator(imported, "cpu", engine="ctranslate2")
+    assert engine.translate(texts, options) == ours
+
+
+def test_every_command_reads_an_imported_run(imported, tmp_path, capsys):
+    texts = sentences("de", 5, "val")
+    source, reference = tmp_path / "src.de", tmp_path / "ref.en"
+    source.write_text("\n".join(texts) + "\n")
+    reference.write_text("\n".join(sentences("en", 5, "val")) + "\n")
+    model = ["-m", str(imported)]
+    out = tmp_path / "out.en"
+    assert main(["translate", *model, "-i", str(source), "-o", str(out)]) == 0
+    assert len(out.read_text().splitlines()) == 5
+    assert (
+        main(["evaluate", *model, "--src", str(source), "--ref", str(reference)]) == 0
+    )
+    assert "BLEU" in capsys.readouterr().out
+    average = tmp_path / "average"
+    assert main(["average", *model, "--last", "1", "-o", str(average)]) == 0
+    assert main(["translate", "-m", str(average), "-i", str(source)]) == 0
+    distilled = tmp_path / "distilled.en"
+    assert main(["distill", *model, "--src", str(source), "-o", str(distilled)]) == 0
+    assert len(distilled.read_text().splitlines()) == 5
+    run = load_translator(imported, "cpu")
+    found = run.translate_nbest(texts[:1], SearchOptions(need_attention=True))
+    assert found[0][0].attention is not None  # the web page's attention map
+
+
+def finetune_config(folder: Path, imported: Path) -> Path:
+    """The imported run's config.yaml with a corpus and a short schedule."""
+    import yaml
+
+    for language in ("de", "en"):
+        text = "\n".join(sentences(language, 300, "val")) + "\n"
+        (folder / f"domain.{language}").write_text(text)
+    config = yaml.safe_load((imported / "config.yaml").read_text())
+    config["data"] |= {"train": {"src": "domain.de", "tgt": "domain.en"}}
+    config["train"] = {
+        "max_steps": 30,
+        "max_epochs": None,
+        "batch_tokens": 1500,
+        "warmup_steps": 5,
+        "validate_every": 10,
+        "keep_last": 3,
+    }
+    path = folder / "finetune.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def test_fine_tuning_starts_from_the_imported_weights(imported, tmp_path, capsys):
+    from safetensors.torch import load_file
+
+    from rosetta.runs import checkpoint as ckpt
+
+    def weights(run: Path) -> dict[str, torch.Tensor]:
+        folder = ckpt.resolve_checkpoint(run, "latest")
+        return load_file(str(folder / ckpt.MODEL_FILE))
+
+    config = finetune_config(tmp_path, imported)
+    run = tmp_path / "tuned"
+    command = ["train", str(config), "-o", str(run), "--init", str(imported)]
+    assert main([*command, "--set", "train.max_steps=1"]) == 0
+    assert "optimizer and schedule start afresh" in capsys.readouterr().out
+    tuned, start = weights(run), weights(imported)
+    name = "encoder.layers.0.ffn.linear1.weight"
+    change = (tuned[name] - start[name]).abs().max().item()
+    assert 0 < change < 0.01  # one small update away
+    assert (run / "tokenizers.json").read_bytes() == (
+        imported / "tokenizers.json"
+    ).read_bytes()
+
+
+def test_fine_tuning_another_model_section_is_one_line(imported, tmp_path, capsys):
+    config = finetune_config(tmp_path, imported)
+    command = ["train", str(config), "-o", str(tmp_path / "x"), "--init", str(imported)]
+    assert main([*command, "--set", "model.d_ff=128"]) != 0
+    error = capsys.readouterr().err.strip()
+    assert "model.d_ff is 64 there and 128 in this configuration" in error
+    assert len(error.splitlines()) == 1
+    assert not (tmp_path / "x").exists()
+
+
+def test_resuming_an_imported_run_points_to_init(imported, tmp_path, capsys):
+    config = finetune_config(tmp_path, imported)
+    assert main(["train", str(config), "-o", str(imported), "--resume"]) != 0
+    assert "--init" in capsys.readouterr().err

@@ -249,6 +249,12 @@ def add_engine_flags(verb: argparse.ArgumentParser) -> None:
         "export (-m an exported folder, or a run exported on first use)",
     )
     verb.add_argument("--device", default=None, help="cpu, cuda (default: auto)")
+    verb.add_argument(
+        "--target-lang",
+        metavar="CODE",
+        help="a multilingual model's target language (fra: each sentence "
+        "starts with >>fra<<)",
+    )
     add_precision_flag(verb)
     add_threads_flag(verb)
 
@@ -265,6 +271,8 @@ def load_translator(args: argparse.Namespace) -> TextTranslator:
     translator = loading.load_translator(
         model, device=args.device, precision=args.precision, engine=args.engine
     )
+    if args.target_lang is not None:
+        translator = translator.for_language(args.target_lang)
     npd, teacher = getattr(args, "npd", 0), getattr(args, "teacher", None)
     if not (npd or teacher):
         return translator

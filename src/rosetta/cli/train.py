@@ -53,6 +53,7 @@ def cmd_train(args: argparse.Namespace) -> None:
     if args.init is not None:
         args.set.append(f"train.init={Path(args.init).resolve()}")
     config = load_config(args.config, args.set)
+    starting_checkpoint(config)  # a wrong train.init refused before any folder
     run_dir = Path(args.output or default_run_dir(args.config))
     if args.nproc > 1:
         args.nproc = at_most_cores(args.nproc, "--nproc")

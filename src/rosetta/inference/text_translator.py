@@ -8,6 +8,7 @@ CTranslate2 export of it. Both implement ``translate_ids``.
 
 from __future__ import annotations
 
+import copy
 import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
@@ -47,6 +48,7 @@ class TextTranslator(ABC):
     config: Config
     device: torch.device
     precision: str
+    target_language: str | None = None  # a multilingual model's (``for_language``)
 
     @property
     @abstractmethod
@@ -67,9 +69,40 @@ class TextTranslator(ABC):
             "(arch nat)"
         )
 
+    @property
+    def target_languages(self) -> list[str]:
+        """The codes of the languages a multilingual model translates into
+        (its ``>>xxx<<`` tokens); empty for a model of one target language."""
+        return list(getattr(self.tokenizers.src, "language_codes", []))
+
+    def for_language(self, code: str) -> TextTranslator:
+        """This translator, translating into ``code`` (a multilingual model:
+        each sentence starts with its ``>>code<<`` token)."""
+        codes = self.target_languages
+        if not codes:
+            raise RosettaError(
+                f"target language {code!r}: the model translates into one "
+                "language; leave out --target-lang"
+            )
+        if code not in codes:
+            shown = ", ".join(codes[:40]) + (", ..." if len(codes) > 40 else "")
+            raise RosettaError(f"target language {code!r}: use one of {shown}")
+        chosen = copy.copy(self)
+        chosen.target_language = code
+        return chosen
+
     def encode(self, sentence: str) -> list[int]:
         """Source token ids of ``sentence`` (without ``<eos>``), cut to what the
-        model takes, with a warning; a blank line gives none."""
+        model takes, with a warning; a blank line gives none. A multilingual
+        model's sentences start with the target language's token."""
+        if self.target_languages and sentence.strip():
+            if self.target_language is None:
+                raise RosettaError(
+                    "the model translates into several languages: choose one "
+                    f"with --target-lang ({', '.join(self.target_languages[:8])}"
+                    f"{', ...' if len(self.target_languages) > 8 else ''})"
+                )
+            sentence = f">>{self.target_language}<< {sentence}"
         limits = {"decode.max_input_tokens": self.config.decode.max_input_tokens}
         if self.position_limit is not None:
             limits["model.max_positions"] = self.position_limit

@@ -73,7 +73,8 @@ def average_run(
         what=AVERAGE_KIND,
     )
     meta = ckpt.read_meta(folders[-1])
-    kept = {key: meta[key] for key in ("config", "tokenizers", "trainer")}
+    # an imported model's checkpoint has no trainer position
+    kept = {k: meta[k] for k in ("config", "tokenizers", "trainer") if k in meta}
     kept["averaged"] = [str(folder) for folder in folders]
     weights = average_weights(folders)
     with atomic_folder(output, kind=AVERAGE_KIND) as folder:

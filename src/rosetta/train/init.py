@@ -34,6 +34,18 @@ def starting_checkpoint(config: Config) -> tuple[Path, dict[str, Any]] | None:
     return folder, meta
 
 
+def refuse_resuming_an_import(run_dir: Path) -> None:
+    """A run made by ``rosetta import`` holds a model, not a training to
+    continue: one line that says how to fine-tune it."""
+    latest = ckpt.read_index(run_dir).get("latest")
+    if latest and "imported" in ckpt.read_meta(ckpt.inside_run(run_dir, latest)):
+        raise RosettaError(
+            f"{run_dir}: a model imported with rosetta import, not a training to "
+            f"resume; fine-tune it into a new folder: rosetta train CONFIG "
+            f"--init {run_dir} -o NEW_RUN"
+        )
+
+
 def check_same_model(config: Config, stored: dict[str, Any], folder: Path) -> None:
     """The configuration's task and ``model`` section are the stored ones,
     or one line naming the first key that differs."""

@@ -23,6 +23,7 @@ from rosetta.train import distributed
 from rosetta.train.distributed import SINGLE_PROCESS, Group, local_device
 from rosetta.train.init import (
     load_starting_weights,
+    refuse_resuming_an_import,
     starting_checkpoint,
     write_starting_tokenizers,
 )
@@ -151,6 +152,8 @@ def check_run_folder(run_dir: Path, resume: bool) -> None:
     that has checkpoints (or stopped before its first)."""
     if not (resume and (run_dir / INDEX_FILE).is_file()):
         check_new_run_folder(run_dir)
+    else:
+        refuse_resuming_an_import(run_dir)
 
 
 def _train_locked(
