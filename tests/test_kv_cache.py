@@ -103,7 +103,8 @@ def test_both_paths_keep_one_cache_and_branch_correctly():
             second, _ = decoding.step(tgt[:, 3], state)
             again, _ = decoding.step(tgt[:, 4], after_first)
         results[packed] = torch.stack([first, second, again])
-    assert (results[True] - results[False]).abs().max() <= 1e-5
+    # -inf where search never goes (<pad>, <bos>) on both paths
+    torch.testing.assert_close(results[True], results[False], atol=1e-5, rtol=0)
 
 
 @pytest.mark.reference

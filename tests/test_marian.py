@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from benchmarks.marian_model import make_marian, sentences
 
 from rosetta.cli import main
 from rosetta.data.batching import Example, collate
@@ -20,7 +21,6 @@ from rosetta.families.importers import all_importers, import_run
 from rosetta.families.transformer.marian.convert import imported_ids
 from rosetta.loading import load_translator
 from rosetta.search.options import SearchOptions
-from tests.marian_models import make_marian, sentences
 
 transformers = pytest.importorskip("transformers")
 HF = next(importer for importer in all_importers() if importer.name == "hf")

@@ -15,13 +15,23 @@ from typing import Any
 from rosetta.config import reading
 from rosetta.config.schema import Config
 from rosetta.families import FAMILIES
+from rosetta.runs import checkpoint as ckpt
 
 MODEL_SECTIONS = tuple(family.config for family in FAMILIES)
 
 
 def load_config(path: str | Path, overrides: list[str] | None = None) -> Config:
-    """Read a YAML config, apply ``KEY=VALUE`` overrides and validate it."""
-    return reading.load_config(path, MODEL_SECTIONS, overrides)
+    """Read a YAML config, apply ``KEY=VALUE`` overrides and validate it; a
+    config that starts from another run (``train.init``) without a ``model``
+    section has that run's."""
+    return reading.load_config(path, MODEL_SECTIONS, overrides, starting_model)
+
+
+def starting_model(path: Path) -> dict[str, Any]:
+    """The ``task`` and ``model`` of the checkpoint ``path`` names (a run:
+    its best)."""
+    stored = ckpt.read_meta(ckpt.resolve_checkpoint(path))["config"]
+    return {"task": stored.get("task", "translate"), "model": stored["model"]}
 
 
 def config_from_dict(

@@ -10,7 +10,7 @@ the default); ``rosetta.run_config`` passes those of every family.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -157,9 +157,15 @@ def config_from_dict(
 
 
 def load_config(
-    path: str | Path, sections: Sections, overrides: list[str] | None = None
+    path: str | Path,
+    sections: Sections,
+    overrides: list[str] | None = None,
+    stored_model: Callable[[Path], dict[str, Any]] | None = None,
 ) -> Config:
-    """Read a YAML config, apply ``KEY=VALUE`` overrides and validate it."""
+    """Read a YAML config, apply ``KEY=VALUE`` overrides and validate it.
+
+    A config with ``train.init`` and no ``model`` section takes the starting
+    model's ``task`` and ``model`` from ``stored_model(train.init)``."""
     path = Path(path)
     raw = read_yaml(path)
     if not isinstance(raw, dict):
@@ -168,6 +174,10 @@ def load_config(
     for assignment in overrides or []:
         overridden.add(apply_override(raw, assignment))
     _resolve_paths(raw, path.parent)
+    train = raw.get("train")
+    init = train.get("init") if isinstance(train, dict) else None
+    if stored_model is not None and isinstance(init, str) and "model" not in raw:
+        raw |= stored_model(Path(init))
     return config_from_dict(raw, sections, str(path), frozenset(overridden))
 
 

@@ -1,13 +1,24 @@
-"""Small MarianMT models made offline with Hugging Face transformers, in the
+"""A MarianMT model made offline with Hugging Face transformers, in the
 layout of an OPUS-MT repository: ``config.json``, ``model.safetensors`` (or
 ``pytorch_model.bin``), ``source.spm``, ``target.spm``, one joint
 ``vocab.json`` (``</s>`` 0, ``<unk>`` 1, the pieces, ``<pad>`` last) and
-``tokenizer_config.json``; random weights."""
+``tokenizer_config.json``; random weights, SentencePiece models learnt from
+the bundled Multi30k. What the tests, the benchmarks and the offline part of
+the docs' "Start from a pretrained model" import.
+
+    python benchmarks/marian_model.py -o opus-mt-tiny
+    python benchmarks/marian_model.py -o opus-mt-full --full-size
+
+``--full-size``: an OPUS-MT model's shape (6 + 6 layers, d_model 512, 8 heads,
+d_ff 2048, a vocabulary of 58,101), about 74M parameters.
+"""
 
 from __future__ import annotations
 
+import argparse
 import gzip
 import io
+import itertools
 import json
 from pathlib import Path
 
@@ -18,8 +29,10 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "multi30k"
 
 
 def sentences(language: str, count: int, split: str = "train") -> list[str]:
+    """The first ``count`` lines of a bundled Multi30k file (fewer if it is
+    shorter)."""
     with gzip.open(DATA / f"{split}.{language}.gz", "rt", encoding="utf-8") as handle:
-        return [next(handle).rstrip("\n") for _ in range(count)]
+        return [line.rstrip("\n") for line in itertools.islice(handle, count)]
 
 
 def train_spm(texts: list[str], size: int) -> bytes:
@@ -32,6 +45,7 @@ def train_spm(texts: list[str], size: int) -> bytes:
         character_coverage=1.0,
         # OPUS-MT's models: <unk> 0, <s> 1, </s> 2 inside SentencePiece; the
         # ids that count are vocab.json's
+        hard_vocab_limit=False,  # fewer pieces where the text offers fewer
         minloglevel=2,
     )
     return stream.getvalue()
@@ -49,18 +63,24 @@ def make_marian(
     weights: str = "safetensors",
     init_std: float = 0.3,
     eos_bias: float = 5.0,
+    vocab_size: int | None = None,
+    pieces: tuple[int, int] = (300, 250),
+    max_positions: int = 128,
     seed: int = 0,
 ) -> Path:
     """A MarianMT model in ``folder``; ``languages``: target-language tokens
     (``>>fra<<``) of a multilingual model; ``init_std``: the spread of the
     random weights (wider than transformers' 0.02, so that the translations
     of different sentences differ); ``eos_bias``: the logit bias of ``</s>``
-    (translations of many lengths)."""
+    (translations of many lengths); ``vocab_size``: ``vocab.json`` filled up
+    to this size with pieces no text produces (an OPUS-MT model's size);
+    ``pieces``: what the source and target SentencePiece models learn (at
+    most)."""
     from transformers import MarianConfig, MarianMTModel
 
     folder.mkdir(parents=True, exist_ok=True)
-    source = train_spm(sentences("de", 3000), 300)
-    target = train_spm(sentences("en", 3000), 250)
+    source = train_spm(sentences("de", 3000), pieces[0])
+    target = train_spm(sentences("en", 3000), pieces[1])
     (folder / "source.spm").write_bytes(source)
     (folder / "target.spm").write_bytes(target)
     pieces: list[str] = [f">>{code}<<" for code in languages]
@@ -70,6 +90,8 @@ def make_marian(
             piece = processor.id_to_piece(i)
             if piece not in ("<unk>", "<s>", "</s>") and piece not in pieces:
                 pieces.append(piece)
+    if vocab_size is not None:
+        pieces += [f"\u2581unused{i}" for i in range(vocab_size - 3 - len(pieces))]
     vocab = {"</s>": 0, "<unk>": 1}
     vocab |= {piece: 2 + i for i, piece in enumerate(pieces)}
     vocab["<pad>"] = len(vocab)
@@ -89,7 +111,7 @@ def make_marian(
         encoder_ffn_dim=d_ff,
         decoder_ffn_dim=d_ff,
         activation_function=activation,
-        max_position_embeddings=128,
+        max_position_embeddings=max_positions,
         pad_token_id=size - 1,
         eos_token_id=0,
         decoder_start_token_id=size - 1,
@@ -115,3 +137,22 @@ def make_marian(
         state = {k: v.contiguous() for k, v in model.state_dict().items()}
         torch.save(state, folder / "pytorch_model.bin")
     return folder
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("-o", "--output", required=True, help="folder to write")
+    parser.add_argument(
+        "--full-size", action="store_true", help="an OPUS-MT model's shape"
+    )
+    args = parser.parse_args()
+    sizes = {}
+    if args.full_size:
+        sizes = {"d_model": 512, "layers": 6, "heads": 8, "d_ff": 2048}
+        sizes |= {"vocab_size": 58101, "pieces": (4000, 4000), "max_positions": 512}
+    folder = make_marian(Path(args.output), **sizes)
+    print(f"{folder}: a MarianMT model with random weights")
+
+
+if __name__ == "__main__":
+    main()
