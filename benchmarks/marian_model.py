@@ -20,10 +20,13 @@ import gzip
 import io
 import itertools
 import json
+import warnings
 from pathlib import Path
 
 import sentencepiece as spm
 import torch
+
+from rosetta.search.options import SearchOptions
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "multi30k"
 
@@ -137,6 +140,41 @@ def make_marian(
         state = {k: v.contiguous() for k, v in model.state_dict().items()}
         torch.save(state, folder / "pytorch_model.bin")
     return folder
+
+
+def same_search(beams: int, tokens: int) -> SearchOptions:
+    """Rosetta's search that ``generate`` (``hf_generate``) runs: greedy, or
+    a beam ranking finished hypotheses by Σ log P / L (``transformers``'
+    length_penalty 1.0, L counting the tokens and </s>), keeping k live
+    prefixes and stopping once k have ended (``early_stopping=True``);
+    at most ``tokens`` output tokens."""
+    return SearchOptions(
+        beam_size=beams,
+        alpha=1.0,
+        refill=beams > 1,
+        stopping="k_finished" if beams > 1 else "exact",
+        max_len_a=0,
+        max_len_b=tokens,
+    )
+
+
+def hf_generate(model, tokenizer, texts: list[str], beams: int, tokens: int):
+    """``transformers``' translations of ``texts`` (one batch), the search of
+    ``same_search``; a translation that reaches ``tokens`` ends without a
+    forced </s>, as Rosetta's does."""
+    batch = tokenizer(texts, return_tensors="pt", padding=True)
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        found = model.generate(
+            **batch,
+            num_beams=beams,
+            do_sample=False,
+            max_new_tokens=tokens,
+            length_penalty=1.0,
+            early_stopping=True,
+            forced_eos_token_id=None,
+        )
+    return tokenizer.batch_decode(found, skip_special_tokens=True)
 
 
 def main() -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from benchmarks.marian_model import make_marian, sentences
+from benchmarks.marian_model import hf_generate, make_marian, same_search, sentences
 
 from rosetta.cli import main
 from rosetta.data.batching import Example, collate
@@ -86,40 +86,18 @@ def test_imported_logits_equal_transformers(marian, imported, reference):
 
 
 def generate(reference, texts: list[str], beams: int) -> list[str]:
-    model, tokenizer = reference
-    batch = tokenizer(texts, return_tensors="pt", padding=True)
-    with torch.no_grad(), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        found = model.generate(
-            **batch,
-            num_beams=beams,
-            do_sample=False,
-            max_new_tokens=LIMIT,
-            length_penalty=1.0,
-            early_stopping=True,
-            forced_eos_token_id=None,  # a limit reached ends without </s>
-        )
-    return tokenizer.batch_decode(found, skip_special_tokens=True)
+    return hf_generate(*reference, texts, beams, LIMIT)
 
 
 @pytest.mark.reference
 @pytest.mark.parametrize("beams", [1, 5])
 def test_imported_search_equals_generate(imported, reference, beams):
-    """Greedy, and beam search where the definitions coincide: transformers
-    ranks a finished hypothesis by Σ log P / L^length_penalty, L counting
-    its tokens and </s> (Rosetta's ``power`` penalty, α = length_penalty);
-    both keep k live prefixes (``refill``) and stop once k have finished
-    (``early_stopping=True``, ``stopping="k_finished"``)."""
+    """Greedy, and beam search where the definitions coincide (``same_search``:
+    transformers ranks a finished hypothesis by Σ log P / L^length_penalty,
+    L counting its tokens and </s>, Rosetta's ``power`` penalty; both keep k
+    live prefixes and stop once k have finished)."""
     texts = sentences("de", 100, "val")
-    options = SearchOptions(
-        beam_size=beams,
-        alpha=1.0,
-        refill=beams > 1,
-        stopping="k_finished" if beams > 1 else "exact",
-        max_len_a=0,
-        max_len_b=LIMIT,
-    )
-    ours = load_translator(imported, "cpu").translate(texts, options)
+    ours = load_translator(imported, "cpu").translate(texts, same_search(beams, LIMIT))
     theirs = generate(reference, texts, beams)
     assert ours == theirs
     assert len(set(theirs)) > 30  # the sentences' translations differ
@@ -464,3 +442,16 @@ def test_resuming_an_imported_run_points_to_init(imported, tmp_path, capsys):
     config = finetune_config(tmp_path, imported)
     assert main(["train", str(config), "-o", str(imported), "--resume"]) != 0
     assert "--init" in capsys.readouterr().err
+
+
+def test_the_pages_python_loads_an_export(imported, tmp_path, monkeypatch, capsys):
+    """docs/pretrained.md's transformers snippet, on an export made here."""
+    page = (Path(__file__).parents[1] / "docs" / "pretrained.md").read_text()
+    code = page.split("```python\n")[1].split("```")[0]
+    assert main(["export", "hf", "-m", str(imported), "-o", str(tmp_path / "x")]) == 0
+    capsys.readouterr()
+    monkeypatch.chdir(tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exec(code.replace('"opus-mt-de-en-multi30k"', '"x"'), {})
+    assert capsys.readouterr().out.strip().splitlines()[-1].startswith("['")
