@@ -54,6 +54,27 @@ def train_spm(texts: list[str], size: int) -> bytes:
     return stream.getvalue()
 
 
+def vocabulary(
+    models: list[bytes], languages: tuple[str, ...], size: int | None
+) -> dict[str, int]:
+    """``vocab.json``: ``</s>`` 0, ``<unk>`` 1, the language tokens and the
+    models' pieces, filled up to ``size`` with pieces no text produces,
+    ``<pad>`` last."""
+    table: list[str] = [f">>{code}<<" for code in languages]
+    for model in models:
+        processor = spm.SentencePieceProcessor(model_proto=model)
+        for i in range(processor.get_piece_size()):
+            piece = processor.id_to_piece(i)
+            if piece not in ("<unk>", "<s>", "</s>") and piece not in table:
+                table.append(piece)
+    if size is not None:
+        table += [f"\u2581unused{i}" for i in range(size - 3 - len(table))]
+    vocab = {"</s>": 0, "<unk>": 1}
+    vocab |= {piece: 2 + i for i, piece in enumerate(table)}
+    vocab["<pad>"] = len(vocab)
+    return vocab
+
+
 def make_marian(
     folder: Path,
     *,
@@ -69,6 +90,7 @@ def make_marian(
     vocab_size: int | None = None,
     pieces: tuple[int, int] = (300, 250),
     max_positions: int = 128,
+    separate: bool = False,
     seed: int = 0,
 ) -> Path:
     """A MarianMT model in ``folder``; ``languages``: target-language tokens
@@ -78,7 +100,8 @@ def make_marian(
     (translations of many lengths); ``vocab_size``: ``vocab.json`` filled up
     to this size with pieces no text produces (an OPUS-MT model's size);
     ``pieces``: what the source and target SentencePiece models learn (at
-    most)."""
+    most); ``separate``: a vocabulary per side (``target_vocab.json``, one
+    embedding per side)."""
     from transformers import MarianConfig, MarianMTModel
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -86,21 +109,21 @@ def make_marian(
     target = train_spm(sentences("en", 3000), pieces[1])
     (folder / "source.spm").write_bytes(source)
     (folder / "target.spm").write_bytes(target)
-    pieces: list[str] = [f">>{code}<<" for code in languages]
-    for model in (source, target):
-        processor = spm.SentencePieceProcessor(model_proto=model)
-        for i in range(processor.get_piece_size()):
-            piece = processor.id_to_piece(i)
-            if piece not in ("<unk>", "<s>", "</s>") and piece not in pieces:
-                pieces.append(piece)
-    if vocab_size is not None:
-        pieces += [f"\u2581unused{i}" for i in range(vocab_size - 3 - len(pieces))]
-    vocab = {"</s>": 0, "<unk>": 1}
-    vocab |= {piece: 2 + i for i, piece in enumerate(pieces)}
-    vocab["<pad>"] = len(vocab)
+    models = [source, target] if not separate else [source]
+    vocab = vocabulary(models, languages, vocab_size)
+    if separate:  # one size: MarianMT pads both sides with one pad id
+        target_vocab = vocabulary([target], (), vocab_size)
+        size = max(len(vocab), len(target_vocab))
+        vocab = vocabulary(models, languages, size)
+        target_vocab = vocabulary([target], (), size)
+        (folder / "target_vocab.json").write_text(
+            json.dumps(target_vocab, ensure_ascii=False)
+        )
     (folder / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False))
     (folder / "tokenizer_config.json").write_text(
-        json.dumps({"source_lang": "de", "target_lang": "en", "separate_vocabs": False})
+        json.dumps(
+            {"source_lang": "de", "target_lang": "en", "separate_vocabs": separate}
+        )
     )
     size = len(vocab)
     config = MarianConfig(
@@ -120,7 +143,7 @@ def make_marian(
         decoder_start_token_id=size - 1,
         forced_eos_token_id=0,
         scale_embedding=True,
-        share_encoder_decoder_embeddings=True,
+        share_encoder_decoder_embeddings=not separate,
         dropout=0.1,
         init_std=init_std,
         num_beams=4,
@@ -130,8 +153,8 @@ def make_marian(
     torch.manual_seed(seed)
     model = MarianMTModel(config).eval()
     with torch.no_grad():
-        shared = model.model.shared.weight
-        shared[size - 1].zero_()  # the padding row, as in OPUS-MT
+        for side in (model.model.encoder, model.model.decoder):
+            side.embed_tokens.weight[size - 1].zero_()  # padding, as in OPUS-MT
         model.final_logits_bias.normal_(0, 0.5)
         model.final_logits_bias[0, 0] = eos_bias  # </s>: sentences end
     model.save_pretrained(folder)

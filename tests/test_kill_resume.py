@@ -71,14 +71,42 @@ def resume_to_the_end(
 MODELS = {"transformer": TRANSFORMER, "rnn-attention": RNN_ATTENTION}
 CASES = [("transformer", point) for point in KILL_POINTS] + [
     ("rnn-attention", "write:2"),
+    ("marian-finetune", "step:23"),
 ]
+
+
+def marian_finetune(folder: Path) -> Path:
+    """A MarianMT model made and imported here, and a configuration that
+    fine-tunes it (``train.init``, no model section)."""
+    from benchmarks.marian_model import make_marian, sentences
+
+    from rosetta.families.importers import all_importers, import_run
+
+    marian = make_marian(folder / "marian", d_model=16, layers=1, heads=2, d_ff=32)
+    hf = next(importer for importer in all_importers() if importer.name == "hf")
+    import_run(hf, str(marian), folder / "imported", log=lambda *_: None)
+    for split, count in (("train", 300), ("val", 30)):
+        for language in ("de", "en"):
+            text = "\n".join(sentences(language, count, split)) + "\n"
+            (folder / f"{split}.{language}").write_text(text)
+    config = folder / "finetune.yaml"
+    config.write_text(
+        "data: {train: {src: train.de, tgt: train.en},\n"
+        "       valid: {src: val.de, tgt: val.en}}\n"
+        f"train: {{init: {folder / 'imported'}, batch_tokens: 600, "
+        "warmup_steps: 5, keep_last: 3}\n"
+    )
+    return config
 
 
 @pytest.fixture(scope="module")
 def setup(request, tmp_path_factory):
     """The model's config and the state an uninterrupted run ends with."""
     folder = tmp_path_factory.mktemp(request.param)
-    _, config = toy_config(folder, model=MODELS[request.param])
+    if request.param == "marian-finetune":
+        config = marian_finetune(folder)
+    else:
+        _, config = toy_config(folder, model=MODELS[request.param])
     straight = folder / "straight"
     done = subprocess.run(
         command("-m", "rosetta.cli", *train_args(config, straight)),

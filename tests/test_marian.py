@@ -455,3 +455,40 @@ def test_the_pages_python_loads_an_export(imported, tmp_path, monkeypatch, capsy
         warnings.simplefilter("ignore")
         exec(code.replace('"opus-mt-de-en-multi30k"', '"x"'), {})
     assert capsys.readouterr().out.strip().splitlines()[-1].startswith("['")
+
+
+def test_the_server_and_its_page_take_an_imported_run(imported, multilingual):
+    from fastapi.testclient import TestClient
+
+    from rosetta.serve.app import create_app
+
+    texts = sentences("de", 3, "val")
+    translator = load_translator(imported, "cpu")
+    with TestClient(create_app(translator)) as client:
+        assert client.get("/").status_code == 200
+        body = {"sentences": texts, "beam_size": 2, "attention": True}
+        response = client.post("/translate", json=body)
+        assert response.status_code == 200, response.text
+        best = response.json()["translations"][0]["hypotheses"][0]
+        assert torch.tensor(best["attention"]).shape[1:3] == (2, 4)  # layers, heads
+    chosen = load_translator(multilingual[1], "cpu").for_language("spa")
+    with TestClient(create_app(chosen)) as client:
+        response = client.post("/translate", json={"sentences": texts})
+        assert response.status_code == 200, response.text
+
+
+@pytest.mark.reference
+def test_a_model_with_a_vocabulary_per_side(tmp_path):
+    marian = make_marian(tmp_path / "separate", separate=True, seed=2)
+    assert (marian / "target_vocab.json").is_file()
+    import_run(HF, str(marian), tmp_path / "run", log=quiet)
+    translator = load_translator(tmp_path / "run", "cpu")
+    assert not translator.config.model.share_embeddings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = transformers.MarianMTModel.from_pretrained(marian).eval()
+        tokenizer = transformers.MarianTokenizer.from_pretrained(marian)
+    texts = sentences("de", 50, "val")
+    ours = translator.translate(texts, same_search(1, LIMIT))
+    assert ours == hf_generate(model, tokenizer, texts, 1, LIMIT)
+    assert len(set(ours)) > 5

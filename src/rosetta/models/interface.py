@@ -25,13 +25,6 @@ from typing import Any, Protocol, Self
 import torch
 from torch import nn
 
-from rosetta.data.vocab import BOS_ID, PAD_ID
-
-# never the next token: no target ends in either; the log-probabilities are
-# normalised over every token first, then these are set to -inf (how the
-# MarianMT models, whose decoder starts from <pad>, are decoded too)
-NEVER_NEXT = [PAD_ID, BOS_ID]
-
 Memory = Any  # what an encoder hands its own decoder; opaque to everyone else
 
 
@@ -115,15 +108,12 @@ class EncoderDecoder(nn.Module):
         state: DecoderState,
         need_attention: bool = False,
     ) -> tuple[torch.Tensor, DecoderState]:
-        """One decoding step: (n,) previous tokens -> (n, V) log-probabilities,
-        -inf for ``<pad>`` and ``<bos>`` (``NEVER_NEXT``)."""
+        """One decoding step: (n,) previous tokens -> (n, V) log-probabilities."""
         features, state = self.decoder(
             prev_tokens.unsqueeze(1), state, need_attention=need_attention
         )
         logits = self.output_proj(features[:, -1])
-        log_probs = torch.log_softmax(logits.float(), dim=-1)
-        log_probs[:, NEVER_NEXT] = float("-inf")
-        return log_probs, state
+        return torch.log_softmax(logits.float(), dim=-1), state
 
 
 def output_projection_moved(stored: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:

@@ -36,6 +36,7 @@ from typing import Literal
 import torch
 
 from rosetta.models.interface import DecoderState, EncoderDecoder
+from rosetta.search.controls import next_token_log_probs
 from rosetta.search.finished import FinishedCandidates, expand_like
 from rosetta.search.greedy import Hypothesis, max_lengths
 from rosetta.search.topk import top_k_rows
@@ -132,10 +133,9 @@ def beam_search(
 
     for t in range(steps):
         a = active.numel()
-        if need_attention:
-            log_probs, state = model.step(prev, state, need_attention=True)
-        else:
-            log_probs, state = model.step(prev, state)  # (a*k, V)
+        log_probs, state = next_token_log_probs(  # (a*k, V)
+            model, prev, state, need_attention
+        )
         # Adding a prefix's score keeps the order of its row, so a sentence's
         # best expansions are among the best tokens of each of its rows: rank
         # k·width candidates per sentence, not k·V.

@@ -15,6 +15,7 @@ import torch
 
 from rosetta.models.interface import EncoderDecoder
 from rosetta.search.beam import LengthPenalty, normalized_score
+from rosetta.search.controls import next_token_log_probs
 from rosetta.search.greedy import Hypothesis, max_lengths
 
 
@@ -50,7 +51,7 @@ def exhaustive_search(
         prev = torch.full((1,), bos_id, dtype=torch.long, device=src.device)
         finished: list[Hypothesis] = []
         for t in range(limit):
-            log_probs, state = model.step(prev, state)  # (P, V)
+            log_probs, state = next_token_log_probs(model, prev, state)  # (P, V)
             vocab = log_probs.size(-1)
             if t == 0 and vocab**limit > max_sequences:
                 raise ValueError(

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import torch
 
 from rosetta.models.interface import EncoderDecoder
+from rosetta.search.controls import next_token_log_probs
 from rosetta.search.topk import argmax_rows
 
 
@@ -78,7 +79,7 @@ def greedy_search(
     scores = torch.zeros(n, dtype=torch.float64, device=device)
 
     for t in range(int(limits.max())):
-        log_probs, state = model.step(tokens, state)  # (alive, V)
+        log_probs, state = next_token_log_probs(model, tokens, state)  # (alive, V)
         tokens = choose(log_probs)
         scores[alive] += log_probs.gather(1, tokens.unsqueeze(1)).squeeze(1).double()
         output[alive, t] = tokens
