@@ -492,3 +492,24 @@ def test_a_model_with_a_vocabulary_per_side(tmp_path):
     ours = translator.translate(texts, same_search(1, LIMIT))
     assert ours == hf_generate(model, tokenizer, texts, 1, LIMIT)
     assert len(set(ours)) > 5
+
+
+def test_a_hub_name_downloads_only_the_models_files(marian, tmp_path, monkeypatch):
+    """Offline: the Hub's download stands in, returning the local folder."""
+    huggingface_hub = pytest.importorskip("huggingface_hub")
+    asked = []
+
+    def snapshot_download(name, allow_patterns):
+        asked.append((name, allow_patterns))
+        return str(marian)
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", snapshot_download)
+    import_run(HF, "Helsinki-NLP/opus-mt-de-en", tmp_path / "run", log=quiet)
+    [(name, patterns)] = asked
+    assert name == "Helsinki-NLP/opus-mt-de-en"
+    assert "model.safetensors" in patterns and "pytorch_model.bin" not in patterns
+    assert "*" not in "".join(patterns)
+    meta = json.loads(
+        next((tmp_path / "run").glob("checkpoint-*/checkpoint.json")).read_text()
+    )
+    assert meta["imported"]["from"] == "Helsinki-NLP/opus-mt-de-en"

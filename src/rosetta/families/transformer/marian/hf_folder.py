@@ -167,8 +167,8 @@ def fetch_from_hub(name: str) -> Path:
         raise RosettaError(f"{name}: cannot download from the Hub: {reason}") from None
     folder = Path(path)
     if not (folder / SAFETENSORS_FILE).is_file():  # older repositories: a pickle
-        try:
-            path = snapshot_download(name, allow_patterns=[PICKLE_FILE])
+        try:  # the same snapshot: into the same folder
+            snapshot_download(name, allow_patterns=[PICKLE_FILE])
         except Exception as error:
             reason = " ".join(str(error).split())
             raise RosettaError(f"{name}: cannot download: {reason}") from None

@@ -229,9 +229,9 @@ def run_config_text(config: dict[str, Any], source: str) -> str:
     """``config.yaml``: the run's configuration as a start for fine-tuning."""
     header = (
         f"# The configuration of {source}, imported by rosetta import hf.\n"
-        "# To fine-tune: add data.train (and data.valid) and a train section,\n"
-        "# keep the model section as it is, and run\n"
-        "#   rosetta train THIS_FILE --init RUN_FOLDER -o NEW_RUN\n"
+        "# A fine-tuning configuration needs only data and train sections\n"
+        "# (the model section is the starting run's):\n"
+        "#   rosetta train FINETUNE.yaml --init RUN_FOLDER -o NEW_RUN\n"
     )
     kept = {key: config[key] for key in ("data", "tokenizer", "model")}
     kept["data"] = {k: v for k, v in kept["data"].items() if v is not None}
