@@ -13,7 +13,11 @@ seconds of search), greedy and beam 5 (length penalty 1,
 k live prefixes, stop when k have ended: ``generate(num_beams=5,
 early_stopping=True)``). A random model has no sense of when to stop, so
 ``</s>`` is made unlikely (a logit bias of -30) and every translation is
-``--tokens`` long on both sides: the same work, counted the same way.
+``--tokens`` long on both sides (``--lengths fixed``: the same work,
+counted the same way), or as long as its source in pieces (``--lengths
+source``: lengths that vary as translations' do; ``generate`` computes the
+rows that have ended until its batch's last one ends, as it does with any
+model, Rosetta drops them).
 Rosetta decodes as ``rosetta translate`` does by default (``--workers
 auto``) and with one worker. Runs are interleaved and repeated; the table
 gives the median sentences/s (spread min-max), Rosetta's ratio to
@@ -27,6 +31,7 @@ every timing is taken again beside N CPU-bound processes.
 from __future__ import annotations
 
 import argparse
+import itertools
 import resource
 import statistics
 import subprocess
@@ -65,11 +70,12 @@ def batches_of(lengths: list[int], size: int) -> list[list[int]]:
     return [order[s : s + size] for s in range(0, len(order), size)]
 
 
-def run_generate(model, tokenizer, texts, batches, beams, tokens) -> list[str]:
+def run_generate(model, tokenizer, texts, batches, beams, tokens, per_source):
     """``hf_generate`` over ``batches`` (lists of indices), in input order."""
     found: dict[int, str] = {}
     for batch in batches:
-        out = hf_generate(model, tokenizer, [texts[i] for i in batch], beams, tokens)
+        chosen = [texts[i] for i in batch]
+        out = hf_generate(model, tokenizer, chosen, beams, tokens, per_source)
         found |= dict(zip(batch, out, strict=True))
     return [found[i] for i in range(len(texts))]
 
@@ -92,54 +98,57 @@ def measure(args: argparse.Namespace, work: Path) -> dict:
     sources = [translator.encode(text) for text in texts]
     batches = batches_of([len(s) for s in sources], args.batch_size)
     rows = []
-    for load in [0, *([args.busy] if args.busy else [])]:
-        for beams in (1, 5):
-            options = same_search(beams, args.tokens)
-            times: dict[str, list[float]] = {"auto": [], "one": [], "hf": []}
-            outputs: dict[str, list[str]] = {}
-            context = competing_load(load) if load else nullcontext()
-            with context, warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                for _ in range(args.repeats):
-                    for name, workers in (("auto", "auto"), ("one", 1)):
-                        start = time.perf_counter()
-                        found = translator.translate_ids(
-                            sources,
-                            options,
-                            batch_size=args.batch_size,
-                            workers=workers,
-                        )
-                        times[name].append(time.perf_counter() - start)
-                        outputs[name] = [f[0].text if f else "" for f in found]
+    for load, lengths, beams in itertools.product(
+        [0, *([args.busy] if args.busy else [])], args.lengths, (1, 5)
+    ):
+        per_source = 1.0 if lengths == "source" else 0.0
+        options = same_search(beams, args.tokens, per_source)
+        times: dict[str, list[float]] = {"auto": [], "one": [], "hf": []}
+        outputs: dict[str, list[str]] = {}
+        context = competing_load(load) if load else nullcontext()
+        with context, warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for _ in range(args.repeats):
+                for name, workers in (("auto", "auto"), ("one", 1)):
                     start = time.perf_counter()
-                    outputs["hf"] = run_generate(
-                        hf_model, tokenizer, texts, batches, beams, args.tokens
+                    found = translator.translate_ids(
+                        sources,
+                        options,
+                        batch_size=args.batch_size,
+                        workers=workers,
                     )
-                    times["hf"].append(time.perf_counter() - start)
-            same = statistics.mean(
-                a == b for a, b in zip(outputs["auto"], outputs["hf"], strict=True)
-            )
-            speed = {k: [len(texts) / t for t in v] for k, v in times.items()}
-            row = {
-                "busy": load,
-                "beam": beams,
-                "sentences_per_s": {k: statistics.median(v) for k, v in speed.items()},
-                "spread": {k: str(spread(v)) for k, v in speed.items()},
-                "vs_generate": statistics.median(times["hf"])
-                / statistics.median(times["auto"]),
-                "vs_generate_one_worker": statistics.median(times["hf"])
-                / statistics.median(times["one"]),
-                "identical": same,
-            }
-            rows.append(row)
-            print_row(row)
+                    times[name].append(time.perf_counter() - start)
+                    outputs[name] = [f[0].text if f else "" for f in found]
+                start = time.perf_counter()
+                outputs["hf"] = run_generate(
+                    hf_model, tokenizer, texts, batches, beams, args.tokens, per_source
+                )
+                times["hf"].append(time.perf_counter() - start)
+        same = statistics.mean(
+            a == b for a, b in zip(outputs["auto"], outputs["hf"], strict=True)
+        )
+        speed = {k: [len(texts) / t for t in v] for k, v in times.items()}
+        row = {
+            "busy": load,
+            "lengths": lengths,
+            "beam": beams,
+            "sentences_per_s": {k: statistics.median(v) for k, v in speed.items()},
+            "spread": {k: str(spread(v)) for k, v in speed.items()},
+            "vs_generate": statistics.median(times["hf"])
+            / statistics.median(times["auto"]),
+            "vs_generate_one_worker": statistics.median(times["hf"])
+            / statistics.median(times["one"]),
+            "identical": same,
+        }
+        rows.append(row)
+        print_row(row)
     return {"import": imported, "rows": rows, "settings": vars(args)}
 
 
 def print_row(row: dict) -> None:
     r = row["spread"]  # median (min-max)
     print(
-        f"| {row['busy']} | {row['beam']} | {r['auto']} | "
+        f"| {row['busy']} | {row['lengths']} | {row['beam']} | {r['auto']} | "
         f"{r['one']} | {r['hf']} | "
         f"{row['vs_generate']:.2f}x | {row['vs_generate_one_worker']:.2f}x | "
         f"{row['identical']:.0%} |",
@@ -151,7 +160,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sentences", type=int, default=200)
     parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--tokens", type=int, default=20, help="output length")
+    parser.add_argument(
+        "--tokens", type=int, default=20, help="output length (lengths fixed)"
+    )
+    parser.add_argument(
+        "--lengths",
+        nargs="+",
+        choices=("fixed", "source"),
+        default=["fixed", "source"],
+        help="fixed: every translation --tokens long; source: as long as its "
+        "source (in pieces, </s> counted)",
+    )
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--busy", type=int, default=0, help="competing processes")
     parser.add_argument(
@@ -160,10 +179,10 @@ def main() -> None:
     args = parser.parse_args()
     print(f"torch threads: {torch.get_num_threads()}")
     print(
-        "| busy | beam | Rosetta sent/s (auto) | Rosetta (1 worker) | generate "
-        "| ratio | ratio (1 worker) | identical |"
+        "| busy | lengths | beam | Rosetta sent/s (auto) | Rosetta (1 worker) "
+        "| generate | ratio | ratio (1 worker) | identical |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as work:
         results = measure(args, Path(work))
     write_json(args.json, results)

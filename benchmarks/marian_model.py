@@ -165,27 +165,46 @@ def make_marian(
     return folder
 
 
-def same_search(beams: int, tokens: int) -> SearchOptions:
+def same_search(beams: int, tokens: int, per_source: float = 0.0) -> SearchOptions:
     """Rosetta's search that ``generate`` (``hf_generate``) runs: greedy, or
     a beam ranking finished hypotheses by Σ log P / L (``transformers``'
     length_penalty 1.0, L counting the tokens and </s>), keeping k live
     prefixes and stopping once k have ended (``early_stopping=True``);
-    at most ``tokens`` output tokens."""
+    at most ``tokens`` output tokens, or with ``per_source``, at most
+    ``floor(per_source · S)`` for a source of S tokens (its </s> counted)."""
     return SearchOptions(
         beam_size=beams,
         alpha=1.0,
         refill=beams > 1,
         stopping="k_finished" if beams > 1 else "exact",
-        max_len_a=0,
-        max_len_b=tokens,
+        max_len_a=per_source,
+        max_len_b=0 if per_source else tokens,
     )
 
 
-def hf_generate(model, tokenizer, texts: list[str], beams: int, tokens: int):
+def hf_generate(
+    model,
+    tokenizer,
+    texts: list[str],
+    beams: int,
+    tokens: int,
+    per_source: float = 0.0,
+) -> list[str]:
     """``transformers``' translations of ``texts`` (one batch), the search of
-    ``same_search``; a translation that reaches ``tokens`` ends without a
-    forced </s>, as Rosetta's does."""
+    ``same_search``; a translation that reaches its limit ends without a
+    forced </s>, as Rosetta's does. ``per_source``: each sentence's own
+    limit, as ``same_search``'s (a row at its limit is given </s>, and
+    ``generate`` goes on computing it, as it does any row that has ended,
+    until the batch's last row ends)."""
+    from transformers.generation import LogitsProcessorList
+
     batch = tokenizer(texts, return_tensors="pt", padding=True)
+    processors = LogitsProcessorList()
+    if per_source:
+        sources = batch["attention_mask"].sum(1).double()
+        limits = torch.floor(per_source * sources).long().clamp(min=1)
+        processors.append(EndAt(limits.repeat_interleave(beams), model.config))
+        tokens = int(limits.max()) + 1
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         found = model.generate(
@@ -196,8 +215,24 @@ def hf_generate(model, tokenizer, texts: list[str], beams: int, tokens: int):
             length_penalty=1.0,
             early_stopping=True,
             forced_eos_token_id=None,
+            logits_processor=processors,
         )
     return tokenizer.batch_decode(found, skip_special_tokens=True)
+
+
+class EndAt:
+    """A ``transformers`` logits processor: row i's next token is </s> once
+    it holds ``limits[i]`` tokens."""
+
+    def __init__(self, limits: torch.Tensor, config) -> None:
+        self.limits = limits
+        self.eos = config.eos_token_id
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        done = self.limits <= input_ids.size(1) - 1  # tokens after the start
+        scores[done] = float("-inf")
+        scores[done, self.eos] = 0.0
+        return scores
 
 
 def main() -> None:
