@@ -118,3 +118,53 @@ def test_a_minutes_budget_holds_with_slow_validation(tmp_path, monkeypatch):
     assert len(validations) >= 2
     # the minutes hold the validations' time, not only the updates'
     assert trainer["elapsed_seconds"] >= len(validations) * slow
+
+
+def test_the_minutes_bar_names_what_it_does_once():
+    """Its label reads "training: 42%", also after validation relabelled it."""
+    import io
+
+    from tqdm import tqdm
+
+    from rosetta.train.budget import MINUTES_BAR
+
+    out = io.StringIO()
+    bar = tqdm(total=10.0, desc="training", bar_format=MINUTES_BAR, file=out)
+    bar.set_description("validating")
+    bar.update(3)
+    bar.set_description("training")
+    bar.update(2)
+    bar.close()
+    lines = out.getvalue().replace("\r", "\n").split("\n")
+    shown = [line for line in lines if line.strip()]
+    assert shown[-1].startswith("training:  50%|")
+    assert not any(": :" in line for line in shown)
+
+
+def test_the_time_left_is_the_budgets_when_minutes_end_first(clock):
+    """A run of 1,000 updates within 2 minutes: at 100 updates in 110 s, the
+    bar says the 10 s the minutes leave, not the 18 minutes the updates
+    would take."""
+    state = TrainerState()
+    budget = Budget(TrainConfig(max_steps=1000, max_minutes=2), state, show=True)
+    budget.open_bar(batches_per_epoch=500, batches_per_update=1)
+    for step in range(1, 101):
+        clock.now += 1.1
+        state.step = step
+        budget.advance()
+    assert budget.figures["left"] == "00:10"
+    assert budget.figures["min"] == "1.8/2"
+    budget.close()
+
+
+def test_the_time_left_is_the_updates_when_they_end_first(clock):
+    state = TrainerState()
+    budget = Budget(TrainConfig(max_steps=120, max_minutes=60), state, show=True)
+    budget.open_bar(batches_per_epoch=500, batches_per_update=1)
+    for step in range(1, 101):
+        clock.now += 1.0
+        state.step = step
+        budget.advance()
+    left = budget.figures["left"].split(":")
+    assert 15 <= int(left[0]) * 60 + int(left[1]) <= 25  # 20 updates at 1 a second
+    budget.close()

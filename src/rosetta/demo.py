@@ -22,6 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import torch
+from tqdm import tqdm
 
 from rosetta.cli import Parser
 from rosetta.config.schema import Config
@@ -48,6 +49,8 @@ CPU_STEPS = 600  # test_2016 BLEU in the 20s: see docs/performance.md
 DEFAULT_CONFIG = "configs/multi30k-de-en-transformer.yaml"
 # what the default trains with at CPU_STEPS: measured in docs/performance.md
 SHORT_BUDGET = ("model.positions=relative",)
+
+TRANSLATE_BLOCK = 100  # sentences per step of the progress bar
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -128,8 +131,10 @@ def main(argv: list[str] | None = None) -> None:
 
     pairs = read_corpus(config.data.test)
     sources, references = [s for s, _ in pairs], [t for _, t in pairs]
-    print(f"\nTranslating the {len(sources)} sentences of the test set ...")
-    hypotheses = load_translator(run_dir, device=device).translate(sources)
+    print()
+    hypotheses = translate_with_progress(
+        load_translator(run_dir, device=device), sources
+    )
     print()
     shown = list(zip(sources, hypotheses, references, strict=True))[:5]
     for source, hypothesis, reference in shown:
@@ -140,6 +145,20 @@ def main(argv: list[str] | None = None) -> None:
     minutes = (time.perf_counter() - started) / 60
     print(f"\nDone in {minutes:.1f} min. The model is in {run_dir}.")
     print(next_steps(run_dir, config))
+
+
+def translate_with_progress(translator, sources: list[str]) -> list[str]:
+    """``sources`` translated a block at a time under a progress bar (as
+    ``rosetta translate`` decodes: one worker per core)."""
+    hypotheses: list[str] = []
+    with tqdm(
+        total=len(sources), desc="translating the test set", unit=" sentences"
+    ) as bar:
+        for start in range(0, len(sources), TRANSLATE_BLOCK):
+            block = sources[start : start + TRANSLATE_BLOCK]
+            hypotheses += translator.translate(block, workers="auto")
+            bar.update(len(block))
+    return hypotheses
 
 
 def short_budget_settings(

@@ -27,10 +27,12 @@ from tqdm import tqdm
 
 from rosetta.config.sections import TrainConfig
 
-MINUTES_BAR = (
-    "{desc}: {percentage:3.0f}%|{bar}| {n:.1f}/{total:.1f} min "
-    "[{elapsed}<{remaining}{postfix}]"
-)
+# {l_bar} is "training: 42%|" whether the label was given at the start or
+# set since (set_description adds the ": " itself)
+MINUTES_BAR = "{l_bar}{bar}| {n:.1f}/{total:.1f} min [{elapsed}<{remaining}{postfix}]"
+# updates counted, minutes bounding them too: the time left is the budget's
+# own (``left``, the sooner of the two ends), not tqdm's by updates alone
+UPDATES_IN_MINUTES_BAR = "{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]"
 
 
 class Budget:
@@ -45,6 +47,7 @@ class Budget:
         self.validated = False  # in this session: the reserve is measured
         self.bar: tqdm | None = None
         self.figures: dict[str, str] = {}  # shown after the bar
+        self.opened = (state.step, self.started)  # the bar's first update, time
 
     # ---- the clock ---------------------------------------------------------
     def tick(self) -> None:
@@ -107,6 +110,7 @@ class Budget:
         """The bar, once the first epoch's batches are known."""
         if self.bar is not None or not self.show:
             return
+        self.opened = (self.state.step, time.perf_counter())  # for the rate
         per_epoch = math.ceil(batches_per_epoch / batches_per_update)
         total = self.total_updates(per_epoch)
         common = {"desc": "training", "mininterval": 2.0, "dynamic_ncols": True}
@@ -119,6 +123,8 @@ class Budget:
                 **common,
             )
         else:
+            if self.cfg.max_minutes is not None:
+                common["bar_format"] = UPDATES_IN_MINUTES_BAR
             self.bar = tqdm(
                 total=total, initial=self.state.step, unit="update", **common
             )
@@ -134,11 +140,23 @@ class Budget:
         if self.bar.unit == "update":
             done: float = self.state.step
             if self.cfg.max_minutes is not None:
+                self.figures["left"] = tqdm.format_interval(self.seconds_left(done))
                 self.figures["min"] = f"{minutes:.1f}/{self.cfg.max_minutes:g}"
         else:
             done = min(minutes, self.bar.total)
         self.bar.set_postfix(self.figures, refresh=False)
         self.bar.update(done - self.bar.n)
+
+    def seconds_left(self, done: float) -> float:
+        """The sooner of the minutes budget's end and the last update's, at
+        the bar's rate so far (updates a second)."""
+        assert self.bar is not None and self.cfg.max_minutes is not None
+        left = max(0.0, self.cfg.max_minutes * 60 - self.state.elapsed_seconds)
+        seconds = time.perf_counter() - self.opened[1]
+        updates = done - self.opened[0]
+        if updates > 0 and seconds > 0 and self.bar.total:
+            left = min(left, max(0.0, self.bar.total - done) * seconds / updates)
+        return left
 
     def close(self) -> None:
         self.tick()
