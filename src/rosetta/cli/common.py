@@ -60,6 +60,8 @@ def search_options(args: argparse.Namespace, **extra: object) -> SearchOptions:
         for field in fields(SearchOptions)
         if getattr(args, field.name, None) is not None
     }
+    if "ban" in given:
+        given["ban"] = tuple(given["ban"])
     try:
         return SearchOptions(**(given | extra))
     except ValueError as error:
@@ -135,6 +137,25 @@ def add_search_flags(
         f"sampling: nucleus probability (default {DEFAULT.top_p})",
     )
     number_flag(group, "--seed", limits.Seed, "sampling seed")
+    number_flag(
+        group,
+        "--min-len",
+        KINDS["min_length"],
+        "no translation ends before this many tokens (default 0)",
+        dest="min_length",
+    )
+    number_flag(
+        group,
+        "--no-repeat-ngram",
+        KINDS["no_repeat_ngram"],
+        "no n-gram of this many tokens twice in a translation (default 0: off)",
+    )
+    group.add_argument(
+        "--ban",
+        action="append",
+        metavar="PHRASE",
+        help="a word or phrase no translation holds (repeat for several)",
+    )
 
 
 def add_precision_flag(verb: argparse.ArgumentParser) -> None:

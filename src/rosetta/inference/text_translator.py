@@ -12,7 +12,7 @@ import copy
 import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -119,7 +119,13 @@ class TextTranslator(ABC):
     def complete(self, options: SearchOptions | None = None) -> SearchOptions:
         """``options`` (default: greedy search) with an unset length limit
         taken from the model's configuration."""
-        return (options or SearchOptions()).with_length_limit(self.config.decode)
+        options = (options or SearchOptions()).with_length_limit(self.config.decode)
+        if options.ban and not options.banned:  # as the target side writes them
+            ids = tuple(tuple(self.tokenizers.tgt.encode(p)) for p in options.ban)
+            if not all(ids):
+                raise RosettaError(f"banned phrases {options.ban}: one has no tokens")
+            options = replace(options, banned=ids)
+        return options
 
     def translate(
         self,

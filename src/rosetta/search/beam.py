@@ -36,7 +36,7 @@ from typing import Literal
 import torch
 
 from rosetta.models.interface import DecoderState, EncoderDecoder
-from rosetta.search.controls import next_token_log_probs
+from rosetta.search.controls import NO_CONTROLS, Controls, next_token_log_probs
 from rosetta.search.finished import FinishedCandidates, expand_like
 from rosetta.search.greedy import Hypothesis, max_lengths
 from rosetta.search.topk import top_k_rows
@@ -82,6 +82,7 @@ def beam_search(
     max_len_cap: int | None = None,
     need_attention: bool = False,
     refill: bool = False,
+    controls: Controls = NO_CONTROLS,
 ) -> list[list[Hypothesis]]:
     """Decode a batch ``src`` (n, S) with mask (n, S), True at real tokens.
 
@@ -133,8 +134,10 @@ def beam_search(
 
     for t in range(steps):
         a = active.numel()
+        # the tokens so far of each state row: (a * rows_per_sentence, t)
+        prefixes = live_tokens[:, :rows_per_sentence].reshape(a * rows_per_sentence, t)
         log_probs, state = next_token_log_probs(  # (a*k, V)
-            model, prev, state, need_attention
+            model, prev, state, prefixes, controls, need_attention
         )
         # Adding a prefix's score keeps the order of its row, so a sentence's
         # best expansions are among the best tokens of each of its rows: rank

@@ -1,15 +1,23 @@
 """What every search asks of a model at each step, in one place: the
-log-probabilities of the next token, with the tokens no search may pick
-set to -inf.
+log-probabilities of the next token, with the tokens that no search may
+pick set to -inf. Greedy search, sampling, beam search and exhaustive
+search all take them from ``next_token_log_probs``, so a control written
+here holds in each of them alike.
 
-``<pad>`` and ``<bos>`` are never a next token: no training target holds
-either. They are ruled out after the softmax over every token (the model's
-probabilities are left as they are, so a search's scores are the model's),
-which is how ``transformers`` bans the ``<pad>`` that MarianMT models start
-their decoder from (``bad_words_ids``).
+Always: ``<pad>`` and ``<bos>`` are never a next token (no training target
+holds either). They are ruled out after the softmax over every token (the
+model's probabilities are left as they are, so a search's scores are the
+model's), which is how ``transformers`` bans the ``<pad>`` that MarianMT
+models start their decoder from (``bad_words_ids``).
+
+On request (``Controls``): a minimum length (``<eos>`` ruled out before it),
+no n-gram twice in one output, and banned token sequences (the last token of
+a banned sequence is ruled out after the rest of it).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import torch
 
@@ -19,17 +27,67 @@ from rosetta.models.interface import DecoderState, EncoderDecoder
 NEVER_NEXT = [PAD_ID, BOS_ID]
 
 
+@dataclass(frozen=True)
+class Controls:
+    """What a search rules out whatever the model says.
+
+    Attributes:
+        min_length: ``<eos>`` is ruled out until an output holds this many
+            tokens.
+        no_repeat_ngram: no n-gram of this many tokens twice in an output
+            (0: off).
+        banned: token sequences no output holds (one token: never picked).
+        eos_id: the end token's id.
+    """
+
+    min_length: int = 0
+    no_repeat_ngram: int = 0
+    banned: tuple[tuple[int, ...], ...] = ()
+    eos_id: int = -1
+
+    def rule_out(self, log_probs: torch.Tensor, prefixes: torch.Tensor) -> None:
+        """Set to -inf, in place, every next token of ``log_probs`` (n, V)
+        that would break a control after ``prefixes`` (n, t), each row's
+        tokens so far."""
+        log_probs[:, NEVER_NEXT] = float("-inf")
+        t = prefixes.size(1)
+        if t < self.min_length:
+            log_probs[:, self.eos_id] = float("-inf")
+        for phrase in self.banned:
+            *before, last = phrase
+            if len(before) > t:
+                continue
+            rows = torch.ones(len(prefixes), dtype=torch.bool, device=prefixes.device)
+            if before:
+                tail = prefixes[:, t - len(before) :]
+                rows = (tail == tail.new_tensor(before)).all(dim=1)
+            log_probs[rows, last] = float("-inf")
+        n = self.no_repeat_ngram
+        if n and t >= n:  # every earlier n-gram whose first n-1 match the tail
+            windows = prefixes.unfold(1, n, 1)  # (rows, t - n + 1, n)
+            tail = prefixes[:, t - n + 1 :].unsqueeze(1)  # (rows, 1, n - 1)
+            repeats = (windows[:, :, : n - 1] == tail).all(dim=2)
+            rows, where = repeats.nonzero(as_tuple=True)
+            log_probs[rows, windows[rows, where, n - 1]] = float("-inf")
+
+
+NO_CONTROLS = Controls()
+
+
 def next_token_log_probs(
     model: EncoderDecoder,
     prev_tokens: torch.Tensor,
     state: DecoderState,
+    prefixes: torch.Tensor,
+    controls: Controls = NO_CONTROLS,
     need_attention: bool = False,
 ) -> tuple[torch.Tensor, DecoderState]:
     """``model.step``: (n,) previous tokens -> (n, V) log-probabilities and
-    the next state, -inf for the tokens in ``NEVER_NEXT``."""
+    the next state, -inf for what ``controls`` rule out after ``prefixes``
+    (n, t), each row's output so far."""
     if need_attention:
         log_probs, state = model.step(prev_tokens, state, need_attention=True)
     else:
         log_probs, state = model.step(prev_tokens, state)
-    log_probs[:, NEVER_NEXT] = float("-inf")
+    controls.rule_out(log_probs, prefixes)
     return log_probs, state

@@ -15,7 +15,7 @@ import torch
 
 from rosetta.models.interface import EncoderDecoder
 from rosetta.search.beam import LengthPenalty, normalized_score
-from rosetta.search.controls import next_token_log_probs
+from rosetta.search.controls import NO_CONTROLS, Controls, next_token_log_probs
 from rosetta.search.greedy import Hypothesis, max_lengths
 
 
@@ -34,6 +34,7 @@ def exhaustive_search(
     max_len_b: int,
     max_len_cap: int | None = None,
     max_sequences: int = 1_000_000,
+    controls: Controls = NO_CONTROLS,
 ) -> list[list[Hypothesis]]:
     """The ``nbest`` best sequences of every sentence of the batch, best first.
 
@@ -51,7 +52,10 @@ def exhaustive_search(
         prev = torch.full((1,), bos_id, dtype=torch.long, device=src.device)
         finished: list[Hypothesis] = []
         for t in range(limit):
-            log_probs, state = next_token_log_probs(model, prev, state)  # (P, V)
+            done = torch.tensor(prefixes, dtype=torch.long, device=src.device)
+            log_probs, state = next_token_log_probs(  # (P, V)
+                model, prev, state, done.view(len(prefixes), t), controls
+            )
             vocab = log_probs.size(-1)
             if t == 0 and vocab**limit > max_sequences:
                 raise ValueError(

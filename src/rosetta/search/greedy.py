@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import torch
 
 from rosetta.models.interface import EncoderDecoder
-from rosetta.search.controls import next_token_log_probs
+from rosetta.search.controls import NO_CONTROLS, Controls, next_token_log_probs
 from rosetta.search.topk import argmax_rows
 
 
@@ -61,6 +61,7 @@ def greedy_search(
     max_len_b: int,
     max_len_cap: int | None = None,
     choose: TokenChooser = most_likely,
+    controls: Controls = NO_CONTROLS,
 ) -> list[Hypothesis]:
     """Decode a batch ``src`` (n, S) with mask (n, S), True at real tokens.
 
@@ -79,7 +80,9 @@ def greedy_search(
     scores = torch.zeros(n, dtype=torch.float64, device=device)
 
     for t in range(int(limits.max())):
-        log_probs, state = next_token_log_probs(model, tokens, state)  # (alive, V)
+        log_probs, state = next_token_log_probs(  # (alive, V)
+            model, tokens, state, output[alive, :t], controls
+        )
         tokens = choose(log_probs)
         scores[alive] += log_probs.gather(1, tokens.unsqueeze(1)).squeeze(1).double()
         output[alive, t] = tokens

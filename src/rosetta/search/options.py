@@ -16,6 +16,7 @@ from rosetta.models.interface import EncoderDecoder
 from rosetta.runtime import limits
 from rosetta.runtime.limits import check
 from rosetta.search.beam import LengthPenalty, Stopping, beam_search, length_penalty
+from rosetta.search.controls import Controls
 from rosetta.search.greedy import Hypothesis, greedy_search, most_likely
 from rosetta.search.sampling import sampler
 
@@ -30,6 +31,8 @@ KINDS = {
     "top_k": limits.Size,
     "top_p": limits.Probability,
     "seed": limits.Seed | None,
+    "min_length": limits.Size,
+    "no_repeat_ngram": limits.Size,
 }
 
 
@@ -56,6 +59,11 @@ class SearchOptions:
     top_p: float = 1.0
     seed: int | None = None  # sampling: reproducible draws
     need_attention: bool = False
+    min_length: int = 0  # no <eos> before this many tokens
+    no_repeat_ngram: int = 0  # no n-gram twice in an output (0: off)
+    ban: tuple[str, ...] = ()  # phrases no output holds, as text
+    # ``ban`` as the target side's token ids (a translator sets them)
+    banned: tuple[tuple[int, ...], ...] = ()
 
     def __post_init__(self) -> None:
         for name, kind in KINDS.items():
@@ -72,6 +80,14 @@ class SearchOptions:
             if self.need_attention:
                 raise ValueError("attention weights come with greedy or beam search")
             sampler(self.temperature, self.top_k, self.top_p)  # validates them
+        if any(not phrase.strip() for phrase in self.ban):
+            raise ValueError("a banned phrase is empty")
+
+    def controls(self, eos_id: int) -> Controls:
+        """What the search rules out (``rosetta.search.controls``)."""
+        if self.ban and not self.banned:
+            raise ValueError("banned phrases need a translator to tokenize them")
+        return Controls(self.min_length, self.no_repeat_ngram, self.banned, eos_id)
 
     def with_length_limit(self, decode: DecodeConfig) -> SearchOptions:
         """These options with an unset length limit taken from ``decode``."""
@@ -121,12 +137,20 @@ def search(
             refill=options.refill,
             nbest=options.nbest,
             need_attention=options.need_attention,
+            controls=options.controls(eos_id),
             **limits,
         )
     choose = most_likely
     if options.sample:
         choose = sampler(options.temperature, options.top_k, options.top_p, generator)
     hypotheses = greedy_search(
-        model, src, src_mask, bos_id=bos_id, eos_id=eos_id, choose=choose, **limits
+        model,
+        src,
+        src_mask,
+        bos_id=bos_id,
+        eos_id=eos_id,
+        choose=choose,
+        controls=options.controls(eos_id),
+        **limits,
     )
     return [[h] for h in hypotheses]

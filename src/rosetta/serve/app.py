@@ -211,7 +211,7 @@ def create_app(
             return refused
         try:
             options = translator.complete(request.search_options())
-        except ValueError as error:
+        except (ValueError, RosettaError) as error:  # RosettaError: a ban's words
             return _unprocessable("options", str(error))
         sources = [translator.encode(sentence) for sentence in request.sentences]
         cost = sum(len(ids) + 1 for ids in sources) * options.beam_size

@@ -68,6 +68,15 @@ class TranslateRequest(BaseModel):
     top_k: Size = DEFAULT.top_k
     top_p: Probability = DEFAULT.top_p
     seed: Seed | None = None
+    min_length: Size = Field(
+        DEFAULT.min_length, description="no translation ends before this many tokens"
+    )
+    no_repeat_ngram: Size = Field(
+        DEFAULT.no_repeat_ngram, description="no n-gram twice in a translation"
+    )
+    ban: list[str] = Field(
+        [], max_length=100, description="words or phrases no translation holds"
+    )
     attention: bool = Field(False, description="return cross-attention weights")
 
     @field_validator("sentences")
@@ -85,8 +94,10 @@ class TranslateRequest(BaseModel):
 
     def search_options(self) -> SearchOptions:
         """The search this request asks for; ``ValueError`` if inconsistent."""
-        options = self.model_dump(exclude={"sentences", "attention"})
-        return SearchOptions(**options, need_attention=self.attention)
+        options = self.model_dump(exclude={"sentences", "attention", "ban"})
+        return SearchOptions(
+            **options, ban=tuple(self.ban), need_attention=self.attention
+        )
 
 
 class Hypothesis(BaseModel):

@@ -234,6 +234,11 @@ def search_arguments(options: SearchOptions) -> dict[str, Any]:
             "finished: use --refill --stopping k_finished (refill=True, "
             "stopping='k_finished')"
         )
+    if options.min_length or options.no_repeat_ngram or options.ban:
+        raise RosettaError(
+            "--min-len, --no-repeat-ngram and --ban are Rosetta's search "
+            "controls; use --engine rosetta"
+        )
     if options.sample and options.seed is not None:
         # its random generators live in its own worker threads
         raise RosettaError("CTranslate2's sampling cannot be seeded: leave out --seed")
