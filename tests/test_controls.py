@@ -88,6 +88,25 @@ def best_by_brute_force(model, src, controls: Controls, alpha: float):
     return best
 
 
+def exact_beam(model, src, controls: Controls | None = None):
+    """The best output of a beam as wide as every prefix (exact here)."""
+    mask = torch.ones_like(src, dtype=torch.bool)
+    extra = {"controls": controls} if controls is not None else {}
+    [[found]] = beam_search(
+        model,
+        src,
+        mask,
+        bos_id=BOS_ID,
+        eos_id=EOS_ID,
+        beam_size=64,
+        alpha=1.0,
+        max_len_a=0,
+        max_len_b=LIMIT,
+        **extra,
+    )
+    return found
+
+
 CONTROLS = [  # and the </s> bias of the model they are tried on
     (Controls(min_length=2, eos_id=EOS_ID), 6.0),
     (Controls(no_repeat_ngram=1, eos_id=EOS_ID), 0.0),
@@ -108,32 +127,10 @@ def test_beam_search_finds_the_best_output_the_controls_allow(controls, eos_bias
         src = torch.randint(
             4, VOCAB, (1, 4), generator=torch.Generator().manual_seed(seed)
         )
-        mask = torch.ones_like(src, dtype=torch.bool)
-        [[found]] = beam_search(
-            model,
-            src,
-            mask,
-            bos_id=BOS_ID,
-            eos_id=EOS_ID,
-            beam_size=64,
-            alpha=1.0,
-            max_len_a=0,
-            max_len_b=LIMIT,
-            controls=controls,
-        )
+        found = exact_beam(model, src, controls)
         assert allowed(found.tokens, found.ended, controls)
         assert found.tokens == best_by_brute_force(model, src, controls, 1.0)
-        [[free]] = beam_search(
-            model,
-            src,
-            mask,
-            bos_id=BOS_ID,
-            eos_id=EOS_ID,
-            beam_size=64,
-            alpha=1.0,
-            max_len_a=0,
-            max_len_b=LIMIT,
-        )
+        free = exact_beam(model, src)
         changed += free.tokens != found.tokens
     assert changed  # the controls changed what the search found
 
