@@ -129,7 +129,9 @@ def test_search_never_picks_pad_or_bos():
     mask = torch.ones_like(src, dtype=torch.bool)
     with torch.no_grad():
         state = network.init_state(network.encode(src, mask), mask)
-        log_probs, _ = next_token_log_probs(network, torch.full((2,), BOS_ID), state)
+        nothing_yet = torch.zeros((2, 0), dtype=torch.long)
+        prev = torch.full((2,), BOS_ID)
+        log_probs, _ = next_token_log_probs(network, prev, state, nothing_yet)
     assert torch.isneginf(log_probs[:, [PAD_ID, BOS_ID]]).all()
     others = log_probs[:, [i for i in range(40) if i not in (PAD_ID, BOS_ID)]]
     assert others.exp().sum(-1).max() < 1e-6  # normalised over all, then banned
