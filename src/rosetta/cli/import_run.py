@@ -22,7 +22,7 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
     kinds = verb.add_subparsers(dest="kind", required=True)
     for importer in all_importers():
         command = kinds.add_parser(importer.name, help=importer.summary)
-        command.add_argument("source", help=importer.source)
+        command.add_argument("source", metavar="MODEL", help=importer.source)
         command.add_argument(
             "-o", "--output", required=True, help="run folder to write"
         )
