@@ -18,9 +18,8 @@ from rosetta.config.schema import Config
 from rosetta.errors import RosettaError
 from rosetta.runs import checkpoint as ckpt
 from rosetta.runs import weights
-from rosetta.runtime.atomic import write_json_atomic
 from rosetta.runtime.records import read_checked
-from rosetta.train.prepare import TOKENIZER_FILE, TokenizerFile
+from rosetta.train.prepare import TOKENIZER_FILE, TokenizerFile, write_tokenizer_file
 
 
 def starting_checkpoint(config: Config) -> tuple[Path, dict[str, Any]] | None:
@@ -79,14 +78,7 @@ def write_starting_tokenizers(
                 "start the fine-tuning in a new folder"
             )
         return
-    run_dir.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(
-        path,
-        {
-            "config": config.tokenizer.model_dump(mode="json"),
-            "tokenizers": meta["tokenizers"],
-        },
-    )
+    write_tokenizer_file(run_dir, config.tokenizer, meta["tokenizers"])
 
 
 def load_starting_weights(

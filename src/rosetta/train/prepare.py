@@ -135,15 +135,18 @@ def load_or_train_tokenizers(
             f"tokenizers: {smallest:,} entries, fewer than tokenizer.vocab_size "
             f"({tok.vocab_size:,}): the corpus offers no more worth adding"
         )
-    run_dir.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(
-        path,
-        {
-            "config": config.tokenizer.model_dump(mode="json"),
-            "tokenizers": tokenizers.to_dict(),
-        },
-    )
+    write_tokenizer_file(run_dir, config.tokenizer, tokenizers.to_dict())
     return tokenizers
+
+
+def write_tokenizer_file(
+    run_dir: Path, settings: TokenizerConfig, tokenizers: dict[str, Any]
+) -> None:
+    """A run's ``tokenizers.json`` (``TokenizerFile``): the settings and the
+    tokenizers' record."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    record = {"config": settings.model_dump(mode="json"), "tokenizers": tokenizers}
+    write_json_atomic(run_dir / TOKENIZER_FILE, record)
 
 
 def default_workers() -> int:

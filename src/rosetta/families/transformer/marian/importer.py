@@ -35,7 +35,7 @@ from rosetta.families.transformer.marian.hf_folder import (
 from rosetta.nn.positional import positional_encoding
 from rosetta.runs import checkpoint as ckpt
 from rosetta.runtime.atomic import write_json_atomic
-from rosetta.train.prepare import TOKENIZER_FILE
+from rosetta.train.prepare import write_tokenizer_file
 
 CHECKPOINT = "checkpoint-0000000"
 RUN_CONFIG = "config.yaml"  # the run's configuration, for users to start from
@@ -76,13 +76,7 @@ def import_marian(source: str, folder: Path, log: Callable[[str], None]) -> None
     }
     (folder / CHECKPOINT).mkdir()
     ckpt.write_checkpoint_files(folder / CHECKPOINT, tensors, None, meta)
-    write_json_atomic(
-        folder / TOKENIZER_FILE,
-        {
-            "config": config.tokenizer.model_dump(mode="json"),
-            "tokenizers": meta["tokenizers"],
-        },
-    )
+    write_tokenizer_file(folder, config.tokenizer, meta["tokenizers"])
     index = {"checkpoints": [CHECKPOINT], "latest": CHECKPOINT, "best": None}
     write_json_atomic(folder / ckpt.INDEX_FILE, index)
     (folder / RUN_CONFIG).write_text(run_config_text(meta["config"], source))
