@@ -6,6 +6,7 @@ renames of a folder swap), violations, minutes.
 
     python benchmarks/chaos_files.py --sequences 500 --steps 4
     python benchmarks/chaos_files.py --sequences 20 --first-seed 1000
+    python benchmarks/chaos_files.py --sequences 500 --steps 6 --tampering 0.4
 
 ``--src DIR`` tests another copy of Rosetta's ``src/`` (an older commit's,
 to see what the generator finds there); where that copy has no journaled
@@ -29,6 +30,12 @@ def main() -> None:
     parser.add_argument("--sequences", type=int, default=500)
     parser.add_argument("--steps", type=int, default=4)
     parser.add_argument("--first-seed", type=int, default=1)
+    parser.add_argument(
+        "--tampering",
+        type=float,
+        default=0.0,
+        help="the share of turns the tamperer takes (tests/tamper.py), 0 to 1",
+    )
     parser.add_argument("--src", help="the src/ folder of the Rosetta to test")
     args = parser.parse_args()
     source = Path(args.src).resolve() if args.src else ROOT / "src"
@@ -59,7 +66,12 @@ def main() -> None:
         steps = kills = between = violations = 0
         for seed in range(args.first_seed, args.first_seed + args.sequences):
             outcome = chaos.run_sequence(
-                folder / "run", config_path, folder / "work", seed, args.steps
+                folder / "run",
+                config_path,
+                folder / "work",
+                seed,
+                args.steps,
+                args.tampering,
             )
             steps, kills = steps + outcome.steps, kills + outcome.killed
             between += outcome.between_renames

@@ -36,6 +36,7 @@ from pathlib import Path
 
 from rosetta.cli import main
 from rosetta.runtime.atomic import finish_swap
+from tests.tamper import tamper
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = ["--set", "train.max_epochs=null", "--set", "train.max_steps=2"]
@@ -58,6 +59,7 @@ def make_workspace(template_run: Path, config: Path, folder: Path) -> None:
     """The places a sequence starts from (``folder`` is new)."""
     folder.mkdir(parents=True)
     shutil.copytree(template_run, folder / "run")
+    shutil.copytree(template_run, folder / "other")
     shutil.copy(config, folder / "toy.yaml")
     for corpus in config.parent.glob("*.src"):
         shutil.copy(corpus, folder / corpus.name)
@@ -87,7 +89,11 @@ def candidate_outputs(workspace: Path, rng: random.Random) -> list[str]:
     users = [*INPUTS, "notes.txt", "mine", "mine/thesis.tex", ".avg.tmp"]
     users += ["out.txt.partial", *(n for n in there if "notes-" in n)]
     fresh = ["out.txt", "avg", "ct2", "tk", "run2", "new/deeper/out.txt", ".avg"]
-    fresh += [n for n in there if not n.startswith("run") and n not in users]
+    fresh += [
+        n
+        for n in there
+        if not n.startswith(("run", "other")) and n not in users  # other: unnamed
+    ]
     tricky = [".", "run/avg", "run/out.txt", "mine/out", "run", ".."]
     return rng.choice([inside_run, users, fresh, fresh, tricky])
 
@@ -102,6 +108,7 @@ class Step:
     killed: str = ""  # "", "delay", "swap"
     delay: float = 0.0
     user_file: str = ""  # the user's own write: this file, new
+    tamper_seed: int | None = None  # the tamperer's turn (``tests/tamper.py``)
 
 
 # What a folder output records it is (``.rosetta-output.json``), and the
@@ -121,14 +128,43 @@ def earlier_folder_outputs(workspace: Path) -> list[tuple[str, list[str]]]:
     command wrote in ``workspace``."""
     found = []
     for record in sorted(workspace.rglob(".rosetta-output.json")):
-        with contextlib.suppress(ValueError, OSError):
+        if record.is_symlink() or not record.is_file():  # the tamperer's
+            continue
+        with contextlib.suppress(ValueError, OSError, TypeError, KeyError):
             kind = json.loads(record.read_text())["kind"]
             if kind in REWRITE:
                 found.append((str(record.parent.relative_to(workspace)), REWRITE[kind]))
     return found
 
 
-def draw_step(workspace: Path, rng: random.Random) -> Step:
+def follow_up(tampered: str, rng: random.Random) -> Step | None:
+    """The command most likely to trip over what the tamperer just did: one
+    on the run, or on the output whose record or journal it changed."""
+    path = Path(tampered.removeprefix("tampered ").split(":")[0])
+    killed = rng.choice(["", "", "delay"])
+    if path.parts and path.parts[0] == "run":
+        argv = ["train", "toy.yaml", "-o", "run", *TINY, "--resume"]
+        return Step(argv, ["run"], killed, rng.uniform(0.5, 4.0))
+    if path.name == ".rosetta-written.json":
+        out = str(path.parent / rng.choice(["notes.txt", "out.txt", "thesis.tex"]))
+        argv = ["translate", "-m", "run", "-i", "in.txt", "-o", out, "--overwrite"]
+        return Step(argv, [out], killed, rng.uniform(0.5, 4.0))
+    if path.name.endswith(".swap.json") or path.name == ".rosetta-output.json":
+        out = path.parent
+        if path.name.endswith(".swap.json"):
+            out = path.parent / path.name[1 : -len(".swap.json")]
+        argv = [*rng.choice(list(REWRITE.values())), "-o", str(out), "--overwrite"]
+        return Step(argv, [str(out)], killed, rng.uniform(0.5, 4.0))
+    return None
+
+
+def draw_step(
+    workspace: Path, rng: random.Random, tampering: float, pending: Step | None
+) -> Step:
+    if pending is not None and rng.random() < 0.8:
+        return pending
+    if rng.random() < tampering:
+        return Step([], [], tamper_seed=rng.randrange(10**9))
     if rng.random() < 0.15:  # the user puts notes of their own somewhere
         folders = [workspace, *(p for p in workspace.rglob("*") if p.is_dir())]
         # (not inside Rosetta's own hidden temporary folders)
@@ -174,6 +210,8 @@ def run_step(step: Step, workspace: Path) -> str:
     if step.user_file:
         (workspace / step.user_file).write_text("the user's own\n")
         return "user"
+    if step.tamper_seed is not None:
+        return "tampered " + tamper(workspace, random.Random(step.tamper_seed))
     if not step.killed:
         quiet = io.StringIO()
         cwd = Path.cwd()
@@ -231,6 +269,8 @@ def protected(name: str, step: Step) -> bool:
     """Whether ``name`` is in what no command but its own may change: the
     run (its own ``train -o run`` may) and the inputs."""
     trains_run = step.argv[:1] == ["train"] and step.outputs == ["run"]
+    if name.startswith("other/"):
+        return True
     return name in INPUTS or (name.startswith("run/") and not trains_run)
 
 
@@ -269,27 +309,37 @@ def check_step(
     for output in existed:
         if not (workspace / output).exists():
             problems.append(f"{command}: the output {output} is gone")
+    by = "tamper" if step.tamper_seed is not None else "user"
     for name, digest in after.items():
         if before.get(name) != digest:
-            made[name] = step.argv[0] if step.argv else "user"
-    return problems
+            made[name] = step.argv[0] if step.argv else by
+    return [] if step.tamper_seed is not None else problems
 
 
 def run_sequence(
-    template_run: Path, config: Path, folder: Path, seed: int, steps: int
+    template_run: Path,
+    config: Path,
+    folder: Path,
+    seed: int,
+    steps: int,
+    tampering: float = 0.0,
 ) -> Outcome:
-    """One random sequence of ``steps`` commands from a fresh workspace."""
+    """One random sequence of ``steps`` commands from a fresh workspace, a
+    share ``tampering`` of them the tamperer's turns."""
     rng = random.Random(seed)
     workspace = folder / f"seq-{seed}"
     make_workspace(template_run, config, workspace)
     outcome = Outcome()
     made = {name: "train" for name in snapshot(workspace / "run")}
     made = {f"run/{name}": by for name, by in made.items()}
+    pending = None
     for _ in range(steps):
-        step = draw_step(workspace, rng)
+        step = draw_step(workspace, rng, tampering, pending)
         before = snapshot(workspace)
         existed = [o for o in step.outputs if (workspace / o).exists()]
         happened = run_step(step, workspace)
+        tampered = step.tamper_seed is not None
+        pending = follow_up(happened, rng) if tampered else None
         outcome.steps += 1
         outcome.killed += happened.startswith("killed")
         outcome.between_renames += happened == "killed between renames"

@@ -20,3 +20,18 @@ def test_no_sequence_of_commands_destroys_anything(toy_run, tmp_path, seed):
     outcome = run_sequence(run, config, tmp_path, seed, steps=4)
     assert outcome.steps == 4
     assert outcome.violations == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(101, 104))
+def test_no_sequence_destroys_anything_when_rosettas_files_are_tampered_with(
+    toy_run, tmp_path, seed
+):
+    """The same, with a tamperer's turns between the commands: Rosetta's own
+    locks, records, journals and checkpoint folders edited, linked or
+    replaced (``tests/tamper.py``)."""
+    run = toy_run("transformer")
+    config = run.parent / "toy.yaml"
+    outcome = run_sequence(run, config, tmp_path, seed, steps=6, tampering=0.4)
+    assert outcome.steps == 6
+    assert outcome.violations == []

@@ -1,6 +1,8 @@
 """Generated damage to every JSON file of a run that Rosetta reads back: a
 key removed, a value of another type, the file cut short, another kind of
-JSON. Checksums are recomputed where a file carries them, as a careless tool
+JSON, nesting past any parser's stack; and each file replaced by a link (to
+an intact copy: a link is not followed) or a FIFO (which must not block).
+Checksums are recomputed where a file carries them, as a careless tool
 would, so only the schema can tell. The promise: the command that reads the
 file works (the damage did not matter) or refuses in one line naming the
 file, exit status 2; never a traceback.
@@ -9,6 +11,7 @@ file, exit status 2; never a traceback.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -49,7 +52,10 @@ def paths_in(data, prefix=()):
 @st.composite
 def damage(draw, data):
     """A damaged copy of ``data`` (a dict read from JSON), or text."""
-    kind = draw(st.sampled_from(["remove", "retype", "cut", "other json"]))
+    kind = draw(st.sampled_from(["remove", "retype", "cut", "other json", "deep"]))
+    if kind == "deep":  # nested past any parser's stack
+        depth = draw(st.sampled_from([1_000, 100_000]))
+        return "[" * depth + "]" * depth
     if kind == "cut":
         text = json.dumps(data)
         return text[: draw(st.integers(0, max(0, len(text) - 1)))]
@@ -168,3 +174,30 @@ def test_a_checkpoint_without_its_random_state_is_not_resumed(
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "no random state of training" in err and err.count("\n") <= 2, err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "resealed", "which"), FILES)
+@pytest.mark.parametrize("how", ["link", "fifo"])
+def test_run_files_replaced_by_links_or_fifos_are_one_line(
+    toy_run, tmp_path, capsys, name, resealed, which, how
+):
+    template = toy_run("transformer")
+    run = tmp_path / "run"
+    shutil.copytree(template, run)
+    path = run / name.replace("LATEST", read_index(template)["latest"])
+    intact = tmp_path / "intact-copy"
+    shutil.copy(path, intact)
+    path.unlink()
+    if how == "link":
+        path.symlink_to(intact)
+    else:
+        os.mkfifo(path)
+    argv = command(template, run, tmp_path, which)
+    if which == "resume":
+        argv += ["--set", "train.max_steps=61"]
+    capsys.readouterr()
+    status = main(argv)
+    err = capsys.readouterr().err
+    assert status == 2, (status, err)
+    assert "Traceback" not in err and err.count("\n") <= 2, err

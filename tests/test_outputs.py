@@ -98,7 +98,7 @@ def test_overwrite_never_replaces_what_the_command_did_not_write(tmp_path):
         (folder / "sub").mkdir()
         (folder / "sub" / "a.txt").write_text("ours")
     (made / "notes.txt").write_text("a user's")
-    with pytest.raises(RosettaError, match=r"did not write there \(notes.txt\)"):
+    with pytest.raises(RosettaError, match=r"changed since \(notes.txt\)"):
         claim_folder(made, overwrite=True, what="a thing")
     (made / "notes.txt").unlink()
     inner = made / "sub" / "myrun"  # a run trained inside the output

@@ -26,6 +26,7 @@ from rosetta.errors import RosettaError
 from rosetta.runs.integrity import seal_meta, sha256_file, verify_files, verify_sealed
 from rosetta.runs.schemas import IndexRecord, MetaRecord
 from rosetta.runtime.atomic import fsync_path, replace_folder, write_json_atomic
+from rosetta.runtime.own_files import is_real_folder_in, remove_own_folder
 from rosetta.runtime.records import parse_record, read_checked, read_record
 
 # 2: checkpoint.json carries the checksum of its own content (``meta_sha256``).
@@ -73,15 +74,22 @@ def record_checkpoint(
     )
     for old in names:
         if old not in keep:
-            remove_checkpoint(run_dir / old)
+            remove_checkpoint(run_dir / old, run_dir)
 
 
-def remove_checkpoint(folder: Path) -> None:
+def remove_checkpoint(folder: Path, run_dir: Path) -> None:
     """Remove what a checkpoint is made of (its files, the engine cache made
-    from it); a folder that holds anything else (a user's notes) is left."""
+    from it); a folder that holds anything else (a user's notes) is left.
+
+    Only a real folder of the run is touched: a link (to another run's
+    checkpoint, say) is left as it is, and so is all it leads to."""
+    if not is_real_folder_in(folder, run_dir):
+        if folder.exists() or folder.is_symlink():
+            print(f"warning: {folder}: left, not a checkpoint folder of this run")
+        return
     for name in (*TENSOR_FILES, META_FILE):
-        (folder / name).unlink(missing_ok=True)
-    shutil.rmtree(folder / ENGINE_CACHE, ignore_errors=True)
+        (folder / name).unlink(missing_ok=True)  # a link here goes, not its target
+    remove_own_folder(folder / ENGINE_CACHE, folder)
     try:
         folder.rmdir()
     except OSError:  # not empty: somebody else's files are in it
@@ -216,7 +224,7 @@ def read_index(run_dir: Path) -> dict[str, Any]:
     """The run's ``checkpoints.json``; each name in it must be a folder name
     inside the run (never a path that leads elsewhere)."""
     path = run_dir / INDEX_FILE
-    if not path.is_file():
+    if not (path.exists() or path.is_symlink()):
         return {"checkpoints": [], "best": None, "latest": None}
     index = read_checked(path, IndexRecord, "a run's index of checkpoints")
     for name in [*index["checkpoints"], index.get("best"), index.get("latest")]:

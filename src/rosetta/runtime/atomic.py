@@ -9,7 +9,9 @@ name, or not at all, whenever the process is stopped.
   target (``.NAME.swap.json``): a process killed at any instant leaves the
   old folder or the new one under the real name, or a journal from which
   ``finish_swap`` (run by the next command on that output) completes the
-  swap.
+  swap. The journal holds only a random token; the two folders it can lead
+  to are the hidden names that carry that token beside the target, so an
+  edited journal can never name a user's folder.
 - Temporary names are made by ``tempfile`` (``mkstemp``, ``mkdtemp``): a name
   that exists is never taken, so no user file is ever written over or
   removed as "ours"; only what this process created is cleaned up.
@@ -22,15 +24,20 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import StringConstraints
 
 from rosetta.errors import RosettaError
+from rosetta.runtime.fingerprint import fingerprint
+from rosetta.runtime.records import Record, read_record
 
 LEDGER_FILE = ".rosetta-output.json"  # what a folder output holds: see outputs
 SWAP_SUFFIX = ".swap.json"
@@ -93,32 +100,48 @@ def _pause_for_tests() -> None:
         time.sleep(float(pause))
 
 
+def swap_places(target: Path, token: str) -> tuple[Path, Path]:
+    """Where a swap onto ``target`` keeps the new folder and the old one:
+    hidden names beside it that carry the swap's random ``token``, so a
+    journal can only ever name folders its own swap made."""
+    return (
+        target.with_name(f".{target.name}.{token}.new"),
+        target.with_name(f".{target.name}.{token}.old"),
+    )
+
+
 def replace_folder(tmp: Path, target: Path) -> None:
     """Move the finished folder ``tmp`` (beside ``target``) to ``target``.
 
-    With no ``target``, one rename. Otherwise a swap: the journal names the
-    new folder and the place the old one is moved aside to; old aside, new
-    in, old removed, journal removed. ``finish_swap`` completes a swap that
-    was stopped anywhere in between."""
+    With no ``target``, one rename. Otherwise a swap: the new folder is
+    renamed to a name carrying a new random token, the journal records that
+    token, then old aside, new in, old removed, journal removed.
+    ``finish_swap`` completes a swap that was stopped anywhere in between."""
     finish_swap(target)
     if not (target.exists() or target.is_symlink()):
         os.replace(tmp, target)
         fsync_path(target.parent)
         return
-    aside = Path(tempfile.mkdtemp(prefix=f".{target.name}.old", dir=target.parent))
+    token = secrets.token_hex(16)
+    new, aside = swap_places(target, token)
+    aside.mkdir()  # never there before: the token is new
     journal = journal_path(target)
-    write_json_atomic(journal, {"new": tmp.name, "aside": aside.name})
     try:
+        os.replace(tmp, new)
+        write_json_atomic(journal, {"token": token, "target": target.name})
         os.replace(target, aside / target.name)
     except OSError:
+        if new.is_dir():
+            os.replace(new, tmp)  # the caller cleans up its own folder
         aside.rmdir()
-        journal.unlink()
+        journal.unlink(missing_ok=True)
         raise
     _pause_for_tests()
     try:
-        os.replace(tmp, target)
+        os.replace(new, target)
     except OSError:
         os.replace(aside / target.name, target)  # put the old folder back
+        os.replace(new, tmp)
         aside.rmdir()
         journal.unlink()
         raise
@@ -128,35 +151,46 @@ def replace_folder(tmp: Path, target: Path) -> None:
     fsync_path(target.parent)
 
 
-def _read_journal(journal: Path) -> tuple[str, str]:
-    try:
-        entry = json.loads(journal.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise RosettaError(f"{journal}: unreadable swap journal ({error})") from None
-    if not isinstance(entry, dict):
-        entry = {}
-    names = [entry.get("new"), entry.get("aside")]
-    for name in names:
-        if not isinstance(name, str) or not name or "/" in name or name in (".", ".."):
-            raise RosettaError(
-                f"{journal}: not a swap journal Rosetta wrote (field new/aside)"
-            )
-    return names[0], names[1]
+class SwapJournal(Record):
+    token: Annotated[str, StringConstraints(pattern="^[0-9a-f]{32}$")]
+    target: str
+
+
+def _refused(journal: Path, why: str) -> RosettaError:
+    return RosettaError(
+        f"{journal}: {why}; nothing was changed (remove the journal if it is "
+        "not Rosetta's)"
+    )
+
+
+def _journal_token(journal: Path, target: Path) -> str:
+    """The token of ``target``'s journal, once the journal is known to be
+    Rosetta's and to be about ``target``; its two folders, where present,
+    must be real folders beside it."""
+    entry = read_record(journal, SwapJournal, "a swap journal Rosetta wrote")
+    if entry.target != target.name:
+        raise _refused(journal, f"a journal of {entry.target!r}, not {target.name!r}")
+    for place in swap_places(target, entry.token):
+        if place.is_symlink() or (place.exists() and not place.is_dir()):
+            raise _refused(journal, f"{place.name} is not the folder the swap made")
+    return entry.token
 
 
 def finish_swap(target: Path) -> str | None:
     """Complete a folder swap onto ``target`` that a killed process left
     (see ``replace_folder``); returns what was done, or None if nothing was
     pending. Whatever instant the kill came at, the result is the new folder
-    (once the old one had been moved aside) or the old one (before that)."""
+    (once the old one had been moved aside) or the old one (before that).
+
+    The journal is untrusted input: it only ever leads to the two hidden
+    folders named by its token (``swap_places``), beside ``target``."""
     target = Path(target)
     journal = journal_path(target)
-    if not journal.is_file():
+    if not (journal.exists() or journal.is_symlink()):
         return None
-    new_name, aside_name = _read_journal(journal)
-    new, aside = target.parent / new_name, target.parent / aside_name
+    new, aside = swap_places(target, _journal_token(journal, target))
     old = aside / target.name
-    if target.exists():
+    if target.exists() or target.is_symlink():
         if new.is_dir():  # stopped before the old one moved: keep it
             shutil.rmtree(new)
             done = "undone"
@@ -165,7 +199,7 @@ def finish_swap(target: Path) -> str | None:
     elif new.is_dir():
         os.replace(new, target)
         done = "completed"
-    elif old.is_dir():
+    elif old.exists() or old.is_symlink():
         os.replace(old, target)
         done = "undone"
     else:
@@ -174,7 +208,8 @@ def finish_swap(target: Path) -> str | None:
             "the journal is kept for inspection"
         )
     fsync_path(target.parent)
-    shutil.rmtree(aside, ignore_errors=True)
+    if aside.is_dir():
+        shutil.rmtree(aside, ignore_errors=True)
     journal.unlink()
     return f"{target}: a swap stopped midway was {done}"
 
@@ -186,7 +221,9 @@ def finish_swaps(folder: Path) -> list[str]:
     done = []
     for journal in sorted(folder.glob(f".*{SWAP_SUFFIX}")):
         name = journal.name[1 : -len(SWAP_SUFFIX)]
-        if name and (what := finish_swap(folder / name)):
+        if name in ("", ".", ".."):
+            raise _refused(journal, "a journal of no folder")
+        if what := finish_swap(folder / name):
             done.append(what)
     return done
 
@@ -221,7 +258,8 @@ def atomic_folder(
     place (``replace_folder``; with ``replace=False`` only if there is none,
     ``move_unless_there``) when the block ends without an error, and is
     removed otherwise. With ``kind``, the folder records what it holds
-    (``LEDGER_FILE``), so that a later ``--overwrite`` replaces only that."""
+    (``LEDGER_FILE``: its kind, and each file's fingerprint), so that a later
+    ``--overwrite`` replaces only that, unchanged."""
     target = Path(target)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -235,7 +273,8 @@ def atomic_folder(
     try:
         yield tmp
         if kind is not None:
-            ledger = {"kind": kind, "files": folder_files(tmp)}
+            files = {name: fingerprint(tmp / name) for name in folder_files(tmp)}
+            ledger = {"kind": kind, "files": files}
             (tmp / LEDGER_FILE).write_text(json.dumps(ledger, indent=1))
         (replace_folder if replace else move_unless_there)(tmp, target)
     except OSError as error:

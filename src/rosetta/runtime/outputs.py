@@ -24,10 +24,10 @@ in a second, not after an hour of translating:
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from rosetta.errors import RosettaError
 from rosetta.runtime.atomic import (
@@ -38,6 +38,7 @@ from rosetta.runtime.atomic import (
     write_json_atomic,
 )
 from rosetta.runtime.fingerprint import KIND, fingerprint
+from rosetta.runtime.records import Record, read_record
 
 RUN_MARKER = "checkpoints.json"  # a training run's index of checkpoints
 RUN_LOCK = ".rosetta-run.lock"  # held by the process training a run
@@ -152,12 +153,12 @@ def claim_file(
 
 
 def _written(folder: Path) -> dict:
-    """The folder's record of the files commands wrote there ({} if none)."""
+    """The folder's record of the files commands wrote there ({} if none, or
+    if the record is not one Rosetta wrote: then nothing there is ours)."""
     try:
-        ledger = json.loads((folder / WRITTEN_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return read_record(folder / WRITTEN_FILE, dict[str, Any], "a record")
+    except (RosettaError, OSError):
         return {}
-    return ledger if isinstance(ledger, dict) else {}
 
 
 def _wrote(target: Path, what: str) -> bool:
@@ -178,19 +179,33 @@ def record_written(target: Path, what: str) -> None:
     write_json_atomic(target.parent / WRITTEN_FILE, ledger)
 
 
+class Ledger(Record):
+    """``LEDGER_FILE``: what a folder output is, and the fingerprint of each
+    file it wrote."""
+
+    kind: str
+    files: dict[str, str]
+
+
 def read_ledger(folder: Path) -> dict | None:
     """The record of what a folder output holds, or None if it has none (or
     one that is not Rosetta's)."""
     try:
-        ledger = json.loads((folder / LEDGER_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        ledger = read_record(folder / LEDGER_FILE, Ledger, "a record")
+    except (RosettaError, OSError):
         return None
-    if not isinstance(ledger, dict) or not isinstance(ledger.get("kind"), str):
-        return None
-    files = ledger.get("files")
-    if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
-        return None
-    return ledger
+    return {"kind": ledger.kind, "files": ledger.files}
+
+
+def _not_written(target: Path, files: dict[str, str]) -> list[str]:
+    """The files in ``target`` its record does not hold as they are: others,
+    changed ones, links."""
+    foreign = []
+    for name in folder_files(target):
+        path = target / name
+        if path.is_symlink() or files.get(name) != fingerprint(path):
+            foreign.append(name)
+    return foreign
 
 
 def _refuse_unless_ours(target: Path, what: str) -> None:
@@ -204,13 +219,13 @@ def _refuse_unless_ours(target: Path, what: str) -> None:
             f"{target} exists and is not {what}; choose a new folder "
             "(nothing was written)"
         )
-    written = set(ledger["files"]) | {LEDGER_FILE}
-    foreign = [name for name in folder_files(target) if name not in written]
+    foreign = [n for n in _not_written(target, ledger["files"]) if n != LEDGER_FILE]
     if foreign:
         shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
         raise RosettaError(
-            f"{target} holds files that Rosetta did not write there ({shown}); "
-            "not replaced: move them, or choose another folder"
+            f"{target} holds files that Rosetta did not write there, or that "
+            f"changed since ({shown}); not replaced: move them, or choose "
+            "another folder"
         )
 
 

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from rosetta.errors import RosettaError
 from rosetta.runtime.limits import reason
+from rosetta.runtime.own_files import read_own
 
 T = TypeVar("T")
 
@@ -36,11 +37,17 @@ def parse_record(data: Any, schema: type[T], where: str, what: str) -> T:
         raise RosettaError(f"{where}: not {what} ({reason(error)})") from None
 
 
-def read_record(path: Path, schema: type[T], what: str) -> T:
+def read_record(
+    path: Path, schema: type[T], what: str, *, follow_links: bool = False
+) -> T:
     """The JSON file ``path`` as ``schema`` (``what`` it should be, e.g. "a
-    token store manifest"), or one line saying why not."""
+    token store manifest"), or one line saying why not.
+
+    The file is opened as Rosetta's own (``rosetta.runtime.own_files``: not
+    through a link unless ``follow_links``, a plain file of bounded size) and
+    parsed with a bounded nesting depth."""
     try:
-        text = Path(path).read_bytes()
+        text = read_own(Path(path), follow_links=follow_links)
     except FileNotFoundError:
         raise RosettaError(f"{path}: missing ({what})") from None
     except OSError as error:

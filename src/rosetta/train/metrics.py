@@ -11,6 +11,7 @@ from typing import Any
 
 from rosetta.errors import RosettaError
 from rosetta.runtime.atomic import write_text_atomic
+from rosetta.runtime.own_files import append_own
 from rosetta.train.tensorboard import (
     TENSORBOARD_DIR,
     TensorBoardEvents,
@@ -36,15 +37,18 @@ class MetricsLog:
             (run_dir / METRICS_FILE, False),
             (run_dir / TENSORBOARD_DIR, True),
         ):
-            if path.exists() and path.is_dir() != folder:
+            if path.is_symlink() or (path.exists() and path.is_dir() != folder):
                 kind = "a folder" if folder else "a file"
-                raise RosettaError(f"{path}: the run's log must be {kind}; move it")
+                raise RosettaError(
+                    f"{path}: the run's log must be {kind} of the run, not a "
+                    "link; move it"
+                )
         events = TensorBoardEvents(run_dir / TENSORBOARD_DIR) if wanted else None
         return cls(run_dir / METRICS_FILE, events)
 
     def append(self, kind: str, step: int, **values: Any) -> None:
-        with open(self.path, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps({"kind": kind, "step": step, **values}) + "\n")
+        record = json.dumps({"kind": kind, "step": step, **values})
+        append_own(self.path, record + "\n")
         if self.events is not None:
             self.events.add(kind, step, values)
 

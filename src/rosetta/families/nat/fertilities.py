@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,8 +22,11 @@ from rosetta.data.batching import Example
 from rosetta.data.content import sha256_of
 from rosetta.data.encoded_pairs import EncodedPairs, SplitWriter, map_array
 from rosetta.data.store import MANIFEST_FILE, STORE_DIR
+from rosetta.errors import RosettaError
 from rosetta.families.nat.align import align, fertilities_from_links, parse_links
 from rosetta.runtime.atomic import atomic_folder, write_text_atomic
+from rosetta.runtime.own_files import is_real_folder_in, remove_own_folder
+from rosetta.runtime.records import read_record
 
 ALIGNMENTS_FILE = "alignments.txt"
 FERTILITY_DIR = "fertilities"
@@ -140,10 +142,11 @@ def alignments_made_for(header: str) -> str | None:
 
 
 def made_for_this(folder: Path, made_for: dict[str, Any]) -> bool:
-    manifest = folder / MANIFEST_FILE
+    if not is_real_folder_in(folder, folder.parent):
+        return False
     try:
-        return json.loads(manifest.read_text(encoding="utf-8")) == made_for
-    except (OSError, ValueError):  # missing or damaged: made again
+        return read_record(folder / MANIFEST_FILE, Any, "a record") == made_for
+    except (OSError, RosettaError):  # missing or damaged: made again
         return False
 
 
@@ -156,8 +159,10 @@ def store_once(
     """Write the arrays beside ``folder``, then move them there. Every
     process of a run finds the same fertilities: the first to finish stores
     them, and the others keep what it stored."""
-    if folder.exists() and not made_for_this(folder, made_for):
-        shutil.rmtree(folder)  # made for another store or limit
+    stale = folder.exists() or folder.is_symlink()
+    stale = stale and not made_for_this(folder, made_for)  # for another store
+    if stale and not remove_own_folder(folder, folder.parent):
+        raise RosettaError(f"{folder}: not a folder of the run; move it away")
     with atomic_folder(folder, replace=False) as writing:
         for split, rows in splits.items():
             writer = SplitWriter(writing, split, dtype, FERTILITY)

@@ -29,6 +29,7 @@ import torch
 
 from rosetta.data.vocab import BOS_ID, EOS_ID, PAD_ID, SPECIALS, UNK_ID
 from rosetta.errors import RosettaError
+from rosetta.families.transformer.marian.settings import MarianSettings
 
 # MarianMT's sub-layer names -> Rosetta's, in an encoder and a decoder layer
 ENCODER_LAYER = {
@@ -51,12 +52,13 @@ ATTENTION = ("q_proj", "k_proj", "v_proj", "out_proj")
 ACTIVATIONS = {"swish": "swish", "silu": "swish", "gelu": "gelu", "relu": "relu"}
 
 
-def layer_names(config: dict[str, Any]) -> dict[str, str]:
-    """Every layer tensor's MarianMT name -> its Rosetta name."""
+def layer_names(counts: dict[str, int]) -> dict[str, str]:
+    """Every layer tensor's MarianMT name -> its Rosetta name, for
+    ``encoder_layers`` and ``decoder_layers`` layers (``counts``)."""
     names = {}
     for side, count, layout in (
-        ("encoder", config["encoder_layers"], ENCODER_LAYER),
-        ("decoder", config["decoder_layers"], DECODER_LAYER),
+        ("encoder", counts["encoder_layers"], ENCODER_LAYER),
+        ("decoder", counts["decoder_layers"], DECODER_LAYER),
     ):
         for i in range(count):
             for theirs, ours in layout.items():
@@ -73,49 +75,65 @@ def layer_names(config: dict[str, Any]) -> dict[str, str]:
     return names
 
 
-def model_section(config: dict[str, Any], joint: bool, where: str) -> dict[str, Any]:
-    """The Rosetta ``model`` section of a MarianMT ``config.json``; what
-    Rosetta's Transformer cannot express is one line naming the key."""
+def layer_shape(name: str, d_model: int, d_ff: int) -> tuple[int, ...]:
+    """The shape of the MarianMT layer tensor ``name``: (out, in) for a
+    weight, (out,) for a bias or a LayerNorm's entries."""
+    layer, kind = name.split(".")[-2:]
+    rows = d_ff if layer == "fc1" else d_model
+    if kind == "bias" or "norm" in layer:
+        return (rows,)
+    return (rows, d_ff if layer == "fc2" else d_model)
 
-    def same(a: str, b: str) -> Any:
-        if config.get(a) != config.get(b):
+
+def model_section(settings: MarianSettings, joint: bool, where: str) -> dict[str, Any]:
+    """The Rosetta ``model`` section of a MarianMT ``config.json`` (checked
+    for types and ranges); what Rosetta's Transformer cannot express is one
+    line naming the key."""
+
+    def same(a: str, b: str) -> int:
+        if getattr(settings, a) != getattr(settings, b):
             raise RosettaError(
-                f"{where}: {a} ({config.get(a)}) differs from {b} "
-                f"({config.get(b)}); Rosetta's layers have one size for both"
+                f"{where}: {a} ({getattr(settings, a)}) differs from {b} "
+                f"({getattr(settings, b)}); Rosetta's layers have one size for both"
             )
-        return config[a]
+        return getattr(settings, a)
 
-    activation = config.get("activation_function", "gelu")
+    activation = settings.activation_function
     if activation not in ACTIVATIONS:
         raise RosettaError(
             f"{where}: activation_function {activation!r}; Rosetta has "
             f"{', '.join(ACTIVATIONS)}"
         )
-    if not config.get("scale_embedding", False):
+    if not settings.scale_embedding:
         raise RosettaError(
             f"{where}: scale_embedding false; Rosetta scales the embeddings by "
             "sqrt(d_model), as every OPUS-MT model does"
         )
-    if config.get("decoder_start_token_id", config["pad_token_id"]) != config.get(
-        "pad_token_id"
-    ):
+    start = settings.decoder_start_token_id
+    if start is not None and start != settings.pad_token_id:
         raise RosettaError(
             f"{where}: decoder_start_token_id is not pad_token_id; Rosetta "
             "imports MarianMT models whose decoder starts from <pad>"
         )
+    heads = same("encoder_attention_heads", "decoder_attention_heads")
+    if settings.d_model % heads:
+        raise RosettaError(
+            f"{where}: encoder_attention_heads {heads} does not divide d_model "
+            f"{settings.d_model}"
+        )
     return {
         "arch": "transformer",
-        "encoder_layers": config["encoder_layers"],
-        "decoder_layers": config["decoder_layers"],
-        "d_model": config["d_model"],
-        "heads": same("encoder_attention_heads", "decoder_attention_heads"),
+        "encoder_layers": settings.encoder_layers,
+        "decoder_layers": settings.decoder_layers,
+        "d_model": settings.d_model,
+        "heads": heads,
         "d_ff": same("encoder_ffn_dim", "decoder_ffn_dim"),
-        "dropout": config.get("dropout", 0.1),
-        "attention_dropout": config.get("attention_dropout", 0.0),
+        "dropout": settings.dropout,
+        "attention_dropout": settings.attention_dropout,
         "norm": "post",
-        "max_positions": config.get("max_position_embeddings", 512),
+        "max_positions": settings.max_position_embeddings,
         "share_embeddings": joint,
-        "tie_output": config.get("tie_word_embeddings", True),
+        "tie_output": settings.tie_word_embeddings,
         "positions": "sinusoidal",
         "sinusoids": "halves",
         "activation": ACTIVATIONS[activation],
@@ -168,7 +186,7 @@ def imported_ids(
     vocab: dict[str, int], rows: int, eos: int, pad: int, where: str
 ) -> IdTable:
     """The Rosetta ids of a MarianMT vocabulary (``vocab.json``) of ``rows``
-    embedding rows."""
+    embedding rows, whose ``</s>`` and ``<pad>`` are ``eos`` and ``pad``."""
     if sorted(vocab.values()) != list(range(rows)):
         raise RosettaError(
             f"{where}: {len(vocab)} pieces with ids that are not 0..{rows - 1}, "
@@ -177,6 +195,15 @@ def imported_ids(
     unk = vocab.get("<unk>")
     if unk is None:
         raise RosettaError(f"{where}: no <unk> piece")
+    for piece, key, wanted in (("</s>", "eos", eos), ("<pad>", "pad", pad)):
+        if vocab.get(piece, wanted) != wanted or not 0 <= wanted < rows:
+            raise RosettaError(
+                f"{where}: {piece} is {vocab.get(piece)}, config.json's "
+                f"{key}_token_id {wanted}; the tokenizer and the model must "
+                "agree, on a row of the embedding"
+            )
+    if len({eos, unk, pad}) != 3:
+        raise RosettaError(f"{where}: </s>, <unk> and <pad> are not three pieces")
     specials = {eos, unk, pad}
     ordinary = sorted(
         ((i, piece) for piece, i in vocab.items() if i not in specials),

@@ -154,15 +154,19 @@ def marian_tensors(
         "decoder_layers": model.decoder_layers,
     }
     out = {theirs: tensors[ours] for theirs, ours in layer_names(sizes).items()}
-    out["model.shared.weight"] = take_rows(
-        tensors["encoder.embedding.token.weight"], rows
-    )
+    shared = take_rows(tensors["encoder.embedding.token.weight"], rows)
+    out["model.shared.weight"] = shared
     bias = tensors.get("output_proj.bias")
     out["final_logits_bias"] = torch.zeros(1, len(rows))
     if bias is not None:
         out["final_logits_bias"] = take_rows(bias, rows).unsqueeze(0)
     if not model.tie_output:
         out["lm_head.weight"] = take_rows(tensors["output_proj.weight"], rows)
+        # transformers 5 reads tie_word_embeddings false as "tie nothing":
+        # the encoder's and decoder's tables are then read from their own
+        # names (missing, they would be drawn at random), so each is written
+        for side in ("encoder", "decoder"):
+            out[f"model.{side}.embed_tokens.weight"] = shared.clone()
     return out
 
 

@@ -4,23 +4,32 @@ generation settings, its tokenizer files and its weights.
 Weights come from ``model.safetensors`` (read directly) or, where a
 repository has only ``pytorch_model.bin`` (a pickle), through
 ``torch.load(weights_only=True)``, which builds tensors and plain containers
-and refuses a pickle that asks for anything else (code to run). Every
-problem is one line that names the file.
+and refuses a pickle that asks for anything else (code to run). The JSON
+files are checked by type and range (``settings``), the weights by dtype
+and value: a weight of a type MarianMT does not compute in (an integer, a
+flag) is refused, not cast. Every problem is one line that names the file.
 """
 
 from __future__ import annotations
 
-import json
 import pickle
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file
 
 from rosetta.errors import RosettaError
+from rosetta.families.transformer.marian.settings import (
+    GenerationSettings,
+    MarianSettings,
+    TokenizerSettings,
+    check_generation,
+    check_ids,
+    read_object,
+)
+from rosetta.runtime.records import parse_record
 
 CONFIG_FILE = "config.json"
 GENERATION_FILE = "generation_config.json"
@@ -40,6 +49,8 @@ HUB_FILES = [
     TARGET_VOCAB_FILE,
     TOKENIZER_CONFIG,
 ]
+# the dtypes MarianMT's weights come in; an integer or a flag is no weight
+FLOATING = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
 
 
 @dataclass(frozen=True)
@@ -48,32 +59,19 @@ class MarianFolder:
     conversion checks that the parts fit together)."""
 
     folder: Path
-    config: dict[str, Any]
-    generation: dict[str, Any]
-    tokenizer_config: dict[str, Any]
+    settings: MarianSettings  # config.json
+    generation: GenerationSettings
+    tokenizer: TokenizerSettings
     source_spm: bytes
     target_spm: bytes
     vocab: dict[str, int]
     target_vocab: dict[str, int] | None  # separate vocabularies only
+    weights: Path  # the file the tensors come from
     tensors: dict[str, torch.Tensor]
 
 
-def read_json(path: Path, required: bool = True) -> dict[str, Any]:
-    if not path.is_file():
-        if required:
-            raise RosettaError(f"{path}: missing; a MarianMT folder holds it")
-        return {}
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise RosettaError(f"{path}: not readable JSON ({error})") from None
-    if not isinstance(value, dict):
-        raise RosettaError(f"{path}: a JSON object expected")
-    return value
-
-
 def read_vocab(path: Path) -> dict[str, int]:
-    vocab = read_json(path)
+    vocab = read_object(path)
     if not all(isinstance(i, int) and not isinstance(i, bool) for i in vocab.values()):
         raise RosettaError(f"{path}: a table of pieces to whole-number ids expected")
     return vocab
@@ -85,18 +83,19 @@ def read_bytes(path: Path) -> bytes:
     return path.read_bytes()
 
 
-def read_tensors(folder: Path) -> dict[str, torch.Tensor]:
-    """The weights: safetensors if present, else the pickle, read with
-    ``weights_only=True``."""
+def read_tensors(folder: Path) -> tuple[Path, dict[str, torch.Tensor]]:
+    """The weights and the file they come from: safetensors if present, else
+    the pickle, read with ``weights_only=True``."""
     safetensors = folder / SAFETENSORS_FILE
     if safetensors.is_file():
         try:
-            return load_file(str(safetensors))
+            tensors = load_file(str(safetensors))
         except (SafetensorError, OSError, RuntimeError) as error:
             reason = " ".join(str(error).split())
             raise RosettaError(
                 f"{safetensors}: cannot read weights: {reason}"
             ) from None
+        return safetensors, checked_weights(tensors, safetensors)
     pickled = folder / PICKLE_FILE
     if not pickled.is_file():
         raise RosettaError(
@@ -117,36 +116,79 @@ def read_tensors(folder: Path) -> dict[str, torch.Tensor]:
         isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in loaded.items()
     ):
         raise RosettaError(f"{pickled}: not a table of named tensors")
-    return loaded
+    return pickled, checked_weights(loaded, pickled)
+
+
+def checked_weights(
+    tensors: dict[str, torch.Tensor], path: Path
+) -> dict[str, torch.Tensor]:
+    """``tensors`` once each is a dense floating-point array of finite
+    values: a cast would turn an int32 or bool tensor into weights that
+    translate into empty lines."""
+    for name, tensor in tensors.items():
+        if tensor.dtype not in FLOATING or tensor.layout != torch.strided:
+            kind = str(tensor.dtype).removeprefix("torch.")
+            if tensor.layout != torch.strided:
+                kind = str(tensor.layout).removeprefix("torch.")
+            raise RosettaError(
+                f"{path}: {name} is {kind}; MarianMT's weights are dense "
+                "float32, float16, bfloat16 or float64 tensors"
+            )
+    for name, tensor in tensors.items():
+        if not bool(tensor.isfinite().all()):
+            raise RosettaError(f"{path}: {name} holds NaN or infinite values")
+    return tensors
 
 
 def read_marian_folder(folder: Path) -> MarianFolder:
     """The parts of the MarianMT folder ``folder``; a model of another kind
-    (``model_type`` not marian) is refused before its weights are read."""
+    (``model_type`` not marian) or a configuration of the wrong types or
+    ranges is refused before its weights are read."""
     if not folder.is_dir():
         raise RosettaError(f"{folder}: no such folder")
-    config = read_json(folder / CONFIG_FILE)
+    path = folder / CONFIG_FILE
+    config = read_object(path)
     kind = config.get("model_type")
     if kind != "marian":
         raise RosettaError(
-            f"{folder / CONFIG_FILE}: model_type {kind!r}; rosetta import hf "
+            f"{path}: model_type {kind!r}; rosetta import hf "
             "reads MarianMT models (model_type marian) only"
         )
-    separate = bool(config.get("separate_vocabs")) or not config.get(
-        "share_encoder_decoder_embeddings", True
+    settings = parse_record(config, MarianSettings, str(path), "a MarianMT config")
+    check_ids(settings, path)
+    generation = parse_record(
+        read_object(folder / GENERATION_FILE, required=False),
+        GenerationSettings,
+        str(folder / GENERATION_FILE),
+        "MarianMT's generation settings",
     )
-    tokenizer_config = read_json(folder / TOKENIZER_CONFIG, required=False)
-    separate = separate or bool(tokenizer_config.get("separate_vocabs"))
+    check_generation(generation, settings, folder / GENERATION_FILE)
+    tokenizer = parse_record(
+        read_object(folder / TOKENIZER_CONFIG, required=False),
+        TokenizerSettings,
+        str(folder / TOKENIZER_CONFIG),
+        "a MarianMT tokenizer config",
+    )
+    separate = (
+        settings.separate_vocabs
+        or tokenizer.separate_vocabs
+        or not settings.share_encoder_decoder_embeddings
+    )
+    source_spm, target_spm = (read_bytes(folder / n) for n in (SOURCE_SPM, TARGET_SPM))
+    vocab = read_vocab(folder / VOCAB_FILE)
+    target_vocab = read_vocab(folder / TARGET_VOCAB_FILE) if separate else None
+    weights, tensors = read_tensors(folder)  # the large part, read last
     return MarianFolder(
-        folder=folder,
-        config=config,
-        generation=read_json(folder / GENERATION_FILE, required=False),
-        tokenizer_config=tokenizer_config,
-        source_spm=read_bytes(folder / SOURCE_SPM),
-        target_spm=read_bytes(folder / TARGET_SPM),
-        vocab=read_vocab(folder / VOCAB_FILE),
-        target_vocab=read_vocab(folder / TARGET_VOCAB_FILE) if separate else None,
-        tensors=read_tensors(folder),
+        folder,
+        settings,
+        generation,
+        tokenizer,
+        source_spm,
+        target_spm,
+        vocab,
+        target_vocab,
+        weights,
+        tensors,
     )
 
 

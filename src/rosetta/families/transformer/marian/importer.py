@@ -20,7 +20,6 @@ from rosetta.families.transformer.config import TransformerConfig
 from rosetta.families.transformer.marian.convert import (
     IdTable,
     imported_ids,
-    layer_names,
     model_section,
     take_rows,
 )
@@ -32,18 +31,22 @@ from rosetta.families.transformer.marian.hf_folder import (
     fetch_from_hub,
     read_marian_folder,
 )
-from rosetta.nn.positional import positional_encoding
+from rosetta.families.transformer.marian.settings import MarianSettings
+from rosetta.families.transformer.marian.tensors import (
+    Weights,
+    check_positions,
+    check_sizes,
+    layer_tensors,
+    output_tensors,
+    token_tables,
+)
 from rosetta.runs import checkpoint as ckpt
 from rosetta.runtime.atomic import write_json_atomic
+from rosetta.runtime.resources import refuse_beyond_memory
 from rosetta.train.prepare import write_tokenizer_file
 
 CHECKPOINT = "checkpoint-0000000"
 RUN_CONFIG = "config.yaml"  # the run's configuration, for users to start from
-POSITIONS = (
-    "model.encoder.embed_positions.weight",
-    "model.decoder.embed_positions.weight",
-)
-TOLERANCE = 1e-4  # a stored position table further from the formula is refused
 
 
 def marian_source(source: str) -> Path:
@@ -87,57 +90,52 @@ def import_marian(source: str, folder: Path, log: Callable[[str], None]) -> None
 def converted(
     parts: MarianFolder,
 ) -> tuple[Any, TokenizerPair, dict[str, torch.Tensor]]:
-    """The Rosetta configuration, tokenizers and tensors of a MarianMT model."""
-    where = parts.folder
-    raw = parts.config
-    tensors = dict(parts.tensors)
+    """The Rosetta configuration, tokenizers and tensors of a MarianMT model;
+    its sizes are compared with the weights before any is used."""
+    where, settings = parts.folder, parts.settings
+    weights = Weights(parts.tensors, parts.weights, where / CONFIG_FILE)
+    check_sizes(weights, settings)
     joint = parts.target_vocab is None
-    model = model_section(raw, joint, str(where / CONFIG_FILE))
-    for key in ("pad_token_id", "eos_token_id", "vocab_size"):
-        if not isinstance(raw.get(key), int):
-            raise RosettaError(f"{where / CONFIG_FILE}: {key} missing")
-    shared = take(tensors, "model.shared.weight", "model.encoder.embed_tokens.weight")
-    eos, pad = raw["eos_token_id"], raw["pad_token_id"]
+    check_fits(settings, weights, joint)
+    model = model_section(settings, joint, str(where / CONFIG_FILE))
+    source_table, target_table = token_tables(weights, settings)
+    eos, pad = settings.eos_token_id, settings.pad_token_id
     source = imported_ids(
-        parts.vocab, shared.size(0), eos, pad, str(where / VOCAB_FILE)
+        parts.vocab, source_table.size(0), eos, pad, str(where / VOCAB_FILE)
     )
     target, stored = source, {}
-    stored["encoder.embedding.token.weight"] = take_rows(shared, source.rows)
+    stored["encoder.embedding.token.weight"] = take_rows(source_table, source.rows)
     if not joint:
-        decoder = take(tensors, "model.decoder.embed_tokens.weight")
         vocab = parts.target_vocab or {}
         target = imported_ids(
             vocab,
-            decoder.size(0),
+            target_table.size(0),
             vocab.get("</s>", eos),
             vocab.get("<pad>", pad),
             str(where / TARGET_VOCAB_FILE),
         )
-        stored["decoder.embedding.token.weight"] = take_rows(decoder, target.rows)
-    stored |= output_tensors(tensors, model["tie_output"], target, where)
-    for theirs, ours in layer_names(raw).items():
-        stored[ours] = take(tensors, theirs)
-    check_positions(tensors, model, where)
-    for name in (
-        "model.encoder.embed_tokens.weight",
-        "model.decoder.embed_tokens.weight",
-    ):
-        tensors.pop(name, None)  # the shared table under other names
-    if tensors:
-        raise RosettaError(
-            f"{where}: weights Rosetta's Transformer has no place for: "
-            f"{', '.join(sorted(tensors)[:3])}"
-        )
+        stored["decoder.embedding.token.weight"] = take_rows(target_table, target.rows)
+    bias, head = output_tensors(weights, settings)
+    stored["output_proj.bias"] = take_rows(bias, target.rows)
+    if head is not None:
+        stored["output_proj.weight"] = take_rows(head, target.rows)
+    stored |= layer_tensors(weights, settings)
+    check_positions(weights, settings)
+    weights.check_left_over()
+    # float16, bfloat16 and float64 weights (checked floating) as Rosetta's
     stored = {name: t.float().contiguous() for name, t in stored.items()}
     languages = {
-        "src_lang": str(parts.tokenizer_config.get("source_lang") or "src"),
-        "tgt_lang": str(parts.tokenizer_config.get("target_lang") or "tgt"),
+        "src_lang": parts.tokenizer.source_lang or "src",
+        "tgt_lang": parts.tokenizer.target_lang or "tgt",
     }
-    config = config_from_dict(
-        {"data": languages, "model": model, "tokenizer": {"joint": joint}},
-        (TransformerConfig,),
-        f"{where}: the configuration made from it",
-    )
+    try:
+        config = config_from_dict(
+            {"data": languages, "model": model, "tokenizer": {"joint": joint}},
+            (TransformerConfig,),
+            f"{where}: the configuration made from it",
+        )
+    except RosettaError as error:  # one line, as every refusal here
+        raise RosettaError(" ".join(str(error).split())) from None
     tokenizers = TokenizerPair(
         piece_table(parts.source_spm, source, where / "source.spm"),
         piece_table(
@@ -150,54 +148,17 @@ def converted(
     return config, tokenizers, stored
 
 
-def take(tensors: dict[str, torch.Tensor], *names: str) -> torch.Tensor:
-    """The first of ``names`` present, taken out of ``tensors``."""
-    for name in names:
-        if name in tensors:
-            return tensors.pop(name)
-    raise RosettaError(f"the weights have no {names[0]}")
-
-
-def output_tensors(
-    tensors: dict[str, torch.Tensor], tied: bool, target: IdTable, where: Path
-) -> dict[str, torch.Tensor]:
-    """The output projection's bias (MarianMT's ``final_logits_bias``) and,
-    untied, its weight, in Rosetta's id order."""
-    bias = tensors.pop("final_logits_bias", None)
-    head = tensors.pop("lm_head.weight", None)
-    rows = len(target.tokens) - 1  # MarianMT's vocabulary size
-    if bias is None:
-        bias = torch.zeros(rows)
-    bias = bias.reshape(-1)
-    if bias.numel() != rows:
-        raise RosettaError(
-            f"{where}: final_logits_bias has {bias.numel()} entries, the target "
-            f"vocabulary {rows}"
-        )
-    out = {"output_proj.bias": take_rows(bias, target.rows)}
-    if not tied:
-        if head is None:
-            raise RosettaError(f"{where}: tie_word_embeddings false, no lm_head.weight")
-        out["output_proj.weight"] = take_rows(head, target.rows)
-    return out
-
-
-def check_positions(
-    tensors: dict[str, torch.Tensor], model: dict[str, Any], where: Path
-) -> None:
-    """A position table in the file must be the sinusoids Rosetta computes."""
-    expected = positional_encoding(model["max_positions"], model["d_model"], "halves")
-    for name in POSITIONS:
-        table = tensors.pop(name, None)
-        if table is None:
-            continue
-        if table.shape != expected.shape or not torch.allclose(
-            table.float(), expected, atol=TOLERANCE, rtol=0
-        ):
-            raise RosettaError(
-                f"{where}: {name} is not MarianMT's sinusoid table (every sine, "
-                "then every cosine); Rosetta computes its positions so"
-            )
+def check_fits(settings: MarianSettings, weights: Weights, joint: bool) -> None:
+    """The run loaded back holds the weights and a sinusoid table per
+    embedding; the weights are in memory already, so the one size left to
+    bound is ``max_position_embeddings``."""
+    rows, width = settings.max_position_embeddings, settings.d_model
+    tables = (1 if joint else 2) * rows * width
+    count = sum(t.numel() for t in weights.tensors.values())
+    refuse_beyond_memory(
+        4 * (tables + count),  # float32
+        f"{weights.config}: max_position_embeddings {rows}, d_model {width}: the model",
+    )
 
 
 def piece_table(
@@ -211,11 +172,13 @@ def piece_table(
 
 
 def generation_settings(parts: MarianFolder) -> dict[str, Any]:
-    """The model's search settings (``generation_config.json``, or an older
+    """The model's search settings (``generation_config.json``'s, or an older
     ``config.json``'s), kept with the import and written back on export."""
     keys = ("num_beams", "max_length", "length_penalty")
-    settings = {key: parts.config[key] for key in keys if key in parts.config}
-    settings |= {key: parts.generation[key] for key in keys if key in parts.generation}
+    settings: dict[str, Any] = {}
+    for source in (parts.settings, parts.generation):  # the newer file last
+        found = {key: getattr(source, key) for key in keys}
+        settings |= {key: value for key, value in found.items() if value is not None}
     return settings
 
 
