@@ -295,3 +295,34 @@ def test_a_runs_log_is_never_appended_through_a_link(users, how):
     except RosettaError as error:
         one_line(error)
     assert (tmp_path / "notes.txt").read_text() == "a user's notes\n"
+
+
+def test_an_output_name_the_file_system_cannot_take_is_refused_first(tmp_path):
+    """Refused when claimed, before the long work, with room for the
+    temporary names written beside it."""
+    from rosetta.runtime.outputs import claim_file
+
+    for name in ("a" * 250 + ".txt", "b" * 230):
+        for claim in (claim_file, claim_folder):
+            with pytest.raises(RosettaError, match="choose a shorter name") as error:
+                claim(tmp_path / name, what=WHAT)
+            one_line(error.value)
+    assert claim_file(tmp_path / ("c" * 150 + ".txt"), what=WHAT)
+
+
+def test_pruning_a_checkpoint_it_cannot_remove_warns_and_goes_on(
+    tmp_path, capsys, monkeypatch
+):
+    run = tmp_path / "run"
+    old = run / "checkpoint-0000001"
+    old.mkdir(parents=True)
+    (old / "model.safetensors").write_text("weights")
+
+    def refuse(self, missing_ok=False):
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(Path, "unlink", refuse)
+    ckpt.remove_checkpoint(old, run)
+    monkeypatch.undo()
+    assert "left (Operation not permitted)" in capsys.readouterr().out
+    assert (old / "model.safetensors").read_text() == "weights"

@@ -87,8 +87,12 @@ def remove_checkpoint(folder: Path, run_dir: Path) -> None:
         if folder.exists() or folder.is_symlink():
             print(f"warning: {folder}: left, not a checkpoint folder of this run")
         return
-    for name in (*TENSOR_FILES, META_FILE):
-        (folder / name).unlink(missing_ok=True)  # a link here goes, not its target
+    try:
+        for name in (*TENSOR_FILES, META_FILE):
+            (folder / name).unlink(missing_ok=True)  # a link goes, not its target
+    except OSError as error:  # immutable, read-only: training goes on
+        print(f"warning: {folder}: left ({error.strerror})")
+        return
     remove_own_folder(folder / ENGINE_CACHE, folder)
     try:
         folder.rmdir()

@@ -105,6 +105,30 @@ def _refuse_bookkeeping(target: Path) -> None:
         )
 
 
+# What Rosetta's temporary and swap names add to an output's name: ".",
+# ".", a random token of up to 32 characters, ".new" or ".tmp", a suffix.
+NAME_ROOM = 48
+
+
+def _refuse_long_name(target: Path) -> None:
+    """A name the file system takes, with room for the temporary names made
+    beside it, or one line now (not after the long work, at the rename)."""
+    folder = target.resolve().parent
+    while not folder.exists():
+        folder = folder.parent
+    try:
+        limit = os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        limit = 255
+    size = len(os.fsencode(target.name))
+    if size + NAME_ROOM > limit:
+        raise RosettaError(
+            f"{target.name[:40]}...: a name of {size} bytes; this file system "
+            f"takes {limit}, and Rosetta needs {NAME_ROOM} more for the "
+            "temporary name it writes under: choose a shorter name"
+        )
+
+
 def _check_parent(target: Path) -> None:
     parent = target.parent
     try:
@@ -132,6 +156,7 @@ def claim_file(
     ``what`` did not write there (``record_written``) or that changed since,
     a parent folder that cannot be made or written."""
     target = Path(target)
+    _refuse_long_name(target)
     _refuse_bookkeeping(target)
     _refuse_inputs(target, inputs)
     refuse_kept_places(target)
@@ -249,6 +274,7 @@ def claim_folder(
         raise RosettaError(
             f"{target}: the current folder or one holding it; name a new folder"
         )
+    _refuse_long_name(target)
     _refuse_bookkeeping(target)
     _refuse_inputs(target, inputs)
     refuse_kept_places(target)
