@@ -12,6 +12,7 @@ import torch
 
 from rosetta.data.vocab import BOS_ID, EOS_ID
 from rosetta.families.transformer.build import build_transformer
+from rosetta.search.bans import Spellings
 from rosetta.search.beam import beam_search
 from rosetta.search.controls import Controls
 from rosetta.search.greedy import greedy_search
@@ -45,6 +46,17 @@ def tiny_model(eos_bias: float) -> torch.nn.Module:
 MODELS = {0.0: tiny_model(0.0), 6.0: tiny_model(6.0)}
 
 
+def spellings(phrase: Spellings) -> list[tuple[int, ...]]:
+    """Every walk from position 0 to the end of the phrase, one by one."""
+    found, walks = [], [(0, ())]
+    while walks:
+        at, tokens = walks.pop()
+        if at == phrase.length and tokens:
+            found.append(tokens)
+        walks += [(e, (*tokens, t)) for s, t, e in phrase.edges if s == at]
+    return found
+
+
 def allowed(tokens: list[int], ended: bool, controls: Controls) -> bool:
     """The controls read plainly, on a whole output."""
     if ended and len(tokens) < controls.min_length:
@@ -55,9 +67,10 @@ def allowed(tokens: list[int], ended: bool, controls: Controls) -> bool:
         if len(grams) != len(set(grams)):
             return False
     for phrase in controls.banned:
-        m = len(phrase)
-        if any(tuple(tokens[i : i + m]) == phrase for i in range(len(tokens) - m + 1)):
-            return False
+        for spelling in spellings(phrase):
+            m = len(spelling)
+            if any(tuple(tokens[i : i + m]) == spelling for i in range(len(tokens))):
+                return False
     return True
 
 
@@ -107,12 +120,16 @@ def exact_beam(model, src, controls: Controls | None = None):
     return found
 
 
+TWO_WAYS = Spellings(3, ((0, 6, 3), (0, 5, 1), (1, 5, 3), (1, 4, 2), (2, 4, 3)))
 CONTROLS = [  # and the </s> bias of the model they are tried on
     (Controls(min_length=2, eos_id=EOS_ID), 6.0),
     (Controls(no_repeat_ngram=1, eos_id=EOS_ID), 0.0),
     (Controls(no_repeat_ngram=2, eos_id=EOS_ID), 0.0),
     (Controls(banned=((6,), (5, 5)), eos_id=EOS_ID), 0.0),
     (Controls(min_length=3, no_repeat_ngram=2, banned=((7, 4),), eos_id=EOS_ID), 6.0),
+    # one phrase written three ways: 6 alone, 5 then 5, or 5, 4, 4
+    (Controls(banned=(TWO_WAYS,), eos_id=EOS_ID), 0.0),
+    (Controls(min_length=2, no_repeat_ngram=1, banned=(TWO_WAYS,), eos_id=EOS_ID), 6.0),
 ]
 
 
@@ -128,7 +145,7 @@ def test_beam_search_finds_the_best_output_the_controls_allow(controls, eos_bias
             4, VOCAB, (1, 4), generator=torch.Generator().manual_seed(seed)
         )
         found = exact_beam(model, src, controls)
-        assert allowed(found.tokens, found.ended, controls)
+        assert found.complete and allowed(found.tokens, found.ended, controls)
         assert found.tokens == best_by_brute_force(model, src, controls, 1.0)
         free = exact_beam(model, src)
         changed += free.tokens != found.tokens
@@ -172,7 +189,9 @@ def test_greedy_search_takes_the_likeliest_allowed_token(controls, eos_bias):
 
 def test_the_options_carry_the_controls_and_refuse_nonsense():
     options = SearchOptions(min_length=2, no_repeat_ngram=3, banned=((5, 6),))
-    assert options.controls(EOS_ID) == Controls(2, 3, ((5, 6),), EOS_ID)
+    expected = Controls(2, 3, (Spellings(2, ((0, 5, 1), (1, 6, 2))),), EOS_ID)
+    assert options.controls(EOS_ID) == expected
+    assert sorted(spellings(TWO_WAYS)) == [(5, 4, 4), (5, 5), (6,)]
     with pytest.raises(ValueError, match="min_length"):
         SearchOptions(min_length=-1)
     with pytest.raises(ValueError, match="empty"):

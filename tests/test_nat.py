@@ -124,3 +124,55 @@ def test_a_decoder_without_positional_attention_has_none_of_its_weights():
     src = torch.tensor([[5, 6, 3]])
     features, mask, _ = lean(src, src > 0, None)
     assert features.shape == (1, 6, 16) and bool(mask.all())
+
+
+CONTROLS = {  # each control, as the command line and the server spell it
+    "min_length": (["--min-len", "2"], {"min_length": 2}),
+    "no_repeat_ngram": (["--no-repeat-ngram", "1"], {"no_repeat_ngram": 1}),
+    "ban": (["--ban", "alpha"], {"ban": ["alpha"]}),
+}
+
+
+@pytest.mark.parametrize("control", CONTROLS)
+def test_one_pass_refuses_every_control_it_cannot_honour(
+    toy_run, tmp_path, capsys, control
+):
+    """Not ignored: translate, evaluate, noisy parallel decoding and the
+    server each refuse it in one line."""
+    from fastapi.testclient import TestClient
+
+    from rosetta.cli import main
+    from rosetta.loading import load_translator
+    from rosetta.serve.app import create_app
+
+    nat, teacher = toy_run("nat"), toy_run("transformer")
+    capsys.readouterr()  # the runs' training logs
+    source = tmp_path / "in.txt"
+    source.write_text("alpha beta gamma\n")
+    flags, fields = CONTROLS[control]
+    model = ["-m", str(nat), *flags]
+    for command in [
+        ["translate", *model, "-i", str(source)],
+        [
+            "translate",
+            *model,
+            "-i",
+            str(source),
+            "--npd",
+            "2",
+            "--teacher",
+            str(teacher),
+        ],
+        ["evaluate", *model, "--src", str(source), "--ref", str(source)],
+    ]:
+        assert main(command) == 2, command
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        error = captured.err.strip().splitlines()[-1]
+        assert "a NAT model decodes in one pass: no minimum length" in error
+    with TestClient(create_app(load_translator(nat, device="cpu"))) as client:
+        body = {"sentences": ["alpha beta"], **fields}
+        answer = client.post("/translate", json=body)
+        assert answer.status_code == 422, answer.text
+        assert "no minimum length, n-gram blocking or banned" in answer.text
+        assert client.post("/translate", json={"sentences": ["alpha"]}).is_success

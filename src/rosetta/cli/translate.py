@@ -45,6 +45,14 @@ def cmd_translate(args: argparse.Namespace) -> None:
     results = translator.translate_nbest(
         lines, options, batch_size=args.batch_size, workers=workers
     )
+    short = sum(1 for found in results if found and not found[0].complete)
+    if short:  # said where it is seen, whatever the warning filters
+        print(
+            f"warning: {short} of {len(lines)} lines stop short: the search "
+            'controls left no token to go on with ("complete": false in '
+            "--format jsonl)",
+            file=sys.stderr,
+        )
     if args.format == "text":
         outputs = [found[0].text if found else "" for found in results]
     else:

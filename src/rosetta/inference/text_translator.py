@@ -13,16 +13,18 @@ import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 from rosetta.data.tokenizer import TokenizerPair
 from rosetta.errors import RosettaError
+from rosetta.inference.bans import PhraseSpeller
 from rosetta.runtime.resources import refuse_beyond_memory
 from rosetta.search.batched import Workers
 from rosetta.search.beam import normalized_score
-from rosetta.search.greedy import Hypothesis
+from rosetta.search.greedy import Hypothesis, max_lengths
 from rosetta.search.options import SearchOptions
 
 if TYPE_CHECKING:
@@ -85,23 +87,31 @@ class TextTranslator(ABC):
                 "language; leave out --target-lang"
             )
         if code not in codes:
-            shown = ", ".join(codes[:40]) + (", ..." if len(codes) > 40 else "")
-            raise RosettaError(f"target language {code!r}: use one of {shown}")
+            raise RosettaError(f"target language {code!r}: use one of {self._codes}")
         chosen = copy.copy(self)
         chosen.target_language = code
         return chosen
+
+    @property
+    def _codes(self) -> str:
+        codes = self.target_languages
+        return ", ".join(codes[:40]) + (", ..." if len(codes) > 40 else "")
+
+    def check_language_chosen(self) -> None:
+        """``RosettaError`` if the model translates into several languages
+        and none has been chosen (``for_language``)."""
+        if self.target_languages and self.target_language is None:
+            raise RosettaError(
+                "the model translates into several languages: choose one "
+                f"with --target-lang ({self._codes})"
+            )
 
     def encode(self, sentence: str) -> list[int]:
         """Source token ids of ``sentence`` (without ``<eos>``), cut to what the
         model takes, with a warning; a blank line gives none. A multilingual
         model's sentences start with the target language's token."""
         if self.target_languages and sentence.strip():
-            if self.target_language is None:
-                raise RosettaError(
-                    "the model translates into several languages: choose one "
-                    f"with --target-lang ({', '.join(self.target_languages[:8])}"
-                    f"{', ...' if len(self.target_languages) > 8 else ''})"
-                )
+            self.check_language_chosen()
             sentence = f">>{self.target_language}<< {sentence}"
         limits = {"decode.max_input_tokens": self.config.decode.max_input_tokens}
         if self.position_limit is not None:
@@ -116,16 +126,49 @@ class TextTranslator(ABC):
             ids = ids[: limit - 1]
         return ids
 
+    def check_search(self, options: SearchOptions) -> None:
+        """``RosettaError`` for a search this translator cannot run exactly
+        (a family or engine refuses what it cannot honour); none here."""
+        return None
+
+    @cached_property
+    def speller(self) -> PhraseSpeller:
+        """Spells banned phrases in the target vocabulary, made on first use."""
+        return PhraseSpeller(self.tokenizers.tgt)
+
     def complete(self, options: SearchOptions | None = None) -> SearchOptions:
         """``options`` (default: greedy search) with an unset length limit
-        taken from the model's configuration."""
+        taken from the model's configuration and banned phrases spelled in
+        the target vocabulary; ``RosettaError`` for a search this translator
+        refuses (``check_search``)."""
         options = (options or SearchOptions()).with_length_limit(self.config.decode)
-        if options.ban and not options.banned:  # as the target side writes them
-            ids = tuple(tuple(self.tokenizers.tgt.encode(p)) for p in options.ban)
-            if not all(ids):
-                raise RosettaError(f"banned phrases {options.ban}: one has no tokens")
-            options = replace(options, banned=ids)
+        self.check_search(options)
+        if options.ban and not options.banned:  # every way the target writes them
+            spelled = tuple(self.speller.spellings(p) for p in options.ban)
+            options = replace(options, banned=spelled)
         return options
+
+    def check_meetable(self, sources: Sources, options: SearchOptions) -> None:
+        """``RosettaError`` where the minimum length of complete ``options``
+        cannot be met for a non-empty source (``SearchOptions.check_meetable``,
+        against each source's own output limit)."""
+        if not options.min_length:
+            return
+        lines = [i for i, ids in enumerate(sources, start=1) if ids]
+        lengths = torch.tensor([len(sources[i - 1]) + 1 for i in lines])  # <eos>
+        limits = max_lengths(
+            lengths,
+            options.max_len_a,  # type: ignore[arg-type]
+            options.max_len_b,  # type: ignore[arg-type]
+            self.position_limit,
+        )
+        try:
+            options.check_meetable(
+                dict(zip(lines, limits.tolist(), strict=True)),
+                len(self.tokenizers.tgt),
+            )
+        except ValueError as error:
+            raise RosettaError(str(error)) from None
 
     def translate(
         self,
@@ -174,6 +217,7 @@ class TextTranslator(ABC):
         n-best list per id list, none for an empty one (a blank line)."""
         size = batch_size or self.config.decode.batch_size
         options = self.complete(options)
+        self.check_meetable(sources, options)
         # each step scores every word for every hypothesis of the batch, and
         # keeps a few such tables (scores, their top choices, their sum)
         rows = min(size, max(len(sources), 1)) * options.beam_size
@@ -208,6 +252,7 @@ class TextTranslator(ABC):
             tokens=self.tokenizers.tgt.id_pieces(hypothesis.tokens),
             source_tokens=source_pieces,
             attention=hypothesis.attention,
+            complete=hypothesis.complete,
         )
 
 
@@ -219,7 +264,9 @@ class Translation:
     tokens, then ``<eos>`` if it was produced), per layer and head, over
     ``source_tokens``: shape (L, layers, heads, S). A non-autoregressive
     model adds its ``fertilities``: how many target tokens each source token
-    (``<eos>`` included) gave.
+    (``<eos>`` included) gave. ``complete`` is False where the search's
+    controls left no token to go on with, so the translation stops short
+    (``rosetta.search.controls``).
     """
 
     text: str
@@ -230,6 +277,7 @@ class Translation:
     source_tokens: list[str]
     attention: torch.Tensor | None = None
     fertilities: list[int] | None = None  # a NAT's, one per source token
+    complete: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: attention as nested lists rounded to 4 decimals."""
@@ -237,6 +285,7 @@ class Translation:
             "text": self.text,
             "score": self.score,
             "normalized_score": self.normalized_score,
+            "complete": self.complete,
             "token_ids": self.token_ids,
             "tokens": self.tokens,
             "source_tokens": self.source_tokens,

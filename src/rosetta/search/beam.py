@@ -27,6 +27,10 @@ A sentence stops when
 - ``stopping="k_finished"``: ``k`` candidates have finished;
 - ``stopping="max_length"``: only when no prefix is live any more;
 - and always at its maximum length.
+
+A live prefix to which the controls leave no token ends where it stands, an
+incomplete candidate (``rosetta.search.controls``): a sentence's incomplete
+candidates are its result only when none of its candidates is complete.
 """
 
 from __future__ import annotations
@@ -108,6 +112,7 @@ def beam_search(
     length_penalty(torch.tensor(1), alpha, penalty)  # validates the penalty kind
     n, k, device = src.size(0), beam_size, src.device
     limits = max_lengths(src_mask.sum(1), max_len_a, max_len_b, max_len_cap)
+    controls.check_limits(limits)
     steps = int(limits.max())
     best_possible_divisor = length_penalty(limits, alpha, penalty)  # (n,)
     # penalty(L) for L = 1..steps, computed once: step t scores L = t + 1 tokens
@@ -131,6 +136,7 @@ def beam_search(
     prev = torch.full((n,), bos_id, dtype=torch.long, device=device)
     live_attention: torch.Tensor | None = None  # (a, k, t, layers, heads, S)
     done = FinishedCandidates.empty(n, k, steps, eos_id, device)
+    stuck = FinishedCandidates.empty(n, k, steps, eos_id, device)  # incomplete
 
     for t in range(steps):
         a = active.numel()
@@ -139,6 +145,20 @@ def beam_search(
         log_probs, state = next_token_log_probs(  # (a*k, V)
             model, prev, state, prefixes, controls, need_attention
         )
+        no_token = ~log_probs.isfinite().any(dim=1)  # (a * rows_per_sentence,)
+        if bool(no_token.any()):  # those prefixes end here, incomplete
+            ended_here = torch.zeros_like(live_scores, dtype=torch.bool)
+            ended_here[:, :rows_per_sentence] = no_token.view(a, rows_per_sentence)
+            ended_here &= live_scores.isfinite()
+            rank = live_scores / divisors[max(t, 1) - 1]
+            stuck.merge(
+                active,
+                rank.masked_fill(~ended_here, neg_inf),
+                live_scores,
+                live_tokens,
+                torch.full_like(live_scores, t, dtype=torch.long),
+                live_attention,
+            )
         # Adding a prefix's score keeps the order of its row, so a sentence's
         # best expansions are among the best tokens of each of its rows: rank
         # k·width candidates per sentence, not k·V.
@@ -169,9 +189,8 @@ def beam_search(
         # expansions among the k best that end are finished candidates
         finishing = ends & top_scores.isfinite() & among_k_best
         rank = (top_scores / divisors[t]).masked_fill(~finishing, neg_inf)
-        done.merge(
-            active, rank, top_scores, sequences, token == eos_id, step_attention, t
-        )
+        lengths = t + 1 - (token == eos_id).long()  # tokens before <eos>
+        done.merge(active, rank, top_scores, sequences, lengths, step_attention)
 
         if refill:  # the k best expansions that do not end live on
             live = torch.where(ends, position + width, position).argsort(dim=1)[:, :k]
@@ -208,7 +227,10 @@ def beam_search(
         if live_attention is not None:
             live_attention = live_attention[keep]
 
-    return done.hypotheses(nbest, src_mask.sum(1).tolist())
+    src_lengths = src_mask.sum(1).tolist()
+    found = done.hypotheses(nbest, src_lengths)
+    incomplete = stuck.hypotheses(nbest, src_lengths, complete=False)
+    return [best or fallback for best, fallback in zip(found, incomplete, strict=True)]
 
 
 def _beam_attention(

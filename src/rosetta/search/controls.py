@@ -11,18 +11,26 @@ model's), which is how ``transformers`` bans the ``<pad>`` that MarianMT
 models start their decoder from (``bad_words_ids``).
 
 On request (``Controls``): a minimum length (``<eos>`` ruled out before it),
-no n-gram twice in one output, and banned token sequences (the last token of
-a banned sequence is ruled out after the rest of it).
+no n-gram twice in one output, and banned phrases (the last token of any
+spelling of one is ruled out after the rest of it, ``rosetta.search.bans``).
+
+Controls can leave a row no token at all (a minimum length beyond what
+n-gram blocking and bans allow). Every search then ends that hypothesis
+where it stands and marks it incomplete (``Hypothesis.complete``), rather
+than pick a token of probability zero; ``Controls.longest_output`` says up
+front when no output of a minimum length exists.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 
 from rosetta.data.vocab import BOS_ID, PAD_ID
 from rosetta.models.interface import DecoderState, EncoderDecoder
+from rosetta.search.bans import Spellings
 
 NEVER_NEXT = [PAD_ID, BOS_ID]
 
@@ -36,14 +44,43 @@ class Controls:
             tokens.
         no_repeat_ngram: no n-gram of this many tokens twice in an output
             (0: off).
-        banned: token sequences no output holds (one token: never picked).
+        banned: phrases no output holds, as their spellings (a sequence of
+            token ids is taken as its one spelling).
         eos_id: the end token's id.
     """
 
     min_length: int = 0
     no_repeat_ngram: int = 0
-    banned: tuple[tuple[int, ...], ...] = ()
+    banned: tuple[Spellings, ...] = ()
     eos_id: int = -1
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "banned", as_spellings(self.banned))
+
+    def check_limits(self, limits: torch.Tensor) -> None:
+        """``ValueError`` if the minimum length is beyond the output limit
+        (n,) of a sentence of the batch: no output could end."""
+        if self.min_length and bool((limits < self.min_length).any()):
+            row = int((limits < self.min_length).nonzero()[0, 0])
+            raise ValueError(
+                f"minimum length {self.min_length} is beyond the output limit "
+                f"of sentence {row} of the batch: {int(limits[row])} tokens"
+            )
+
+    def longest_output(self, vocabulary: int) -> int | None:
+        """The most tokens an output over ``vocabulary`` tokens can hold under
+        these controls before ``<eos>``, where they bound it (else None): with
+        ``A`` tokens left (not ``<pad>``, ``<bos>``, ``<eos>`` or banned
+        alone), no n-gram of ``n`` twice allows at most ``A^n + n - 1``
+        tokens (a de Bruijn sequence's length)."""
+        single = set().union(*(phrase.single_tokens for phrase in self.banned))
+        usable = vocabulary - len({*NEVER_NEXT, self.eos_id, *single})
+        if usable <= 0:
+            return 0
+        n = self.no_repeat_ngram
+        if not n or n * usable.bit_length() > 62:  # no bound, or none to reach
+            return None
+        return usable**n + n - 1
 
     def rule_out(self, log_probs: torch.Tensor, prefixes: torch.Tensor) -> None:
         """Set to -inf, in place, every next token of ``log_probs`` (n, V)
@@ -54,14 +91,7 @@ class Controls:
         if t < self.min_length:
             log_probs[:, self.eos_id] = float("-inf")
         for phrase in self.banned:
-            *before, last = phrase
-            if len(before) > t:
-                continue
-            rows = torch.ones(len(prefixes), dtype=torch.bool, device=prefixes.device)
-            if before:
-                tail = prefixes[:, t - len(before) :]
-                rows = (tail == tail.new_tensor(before)).all(dim=1)
-            log_probs[rows, last] = float("-inf")
+            phrase.rule_out(log_probs, prefixes)
         n = self.no_repeat_ngram
         if n and t >= n:  # every earlier n-gram whose first n-1 match the tail
             windows = prefixes.unfold(1, n, 1)  # (rows, t - n + 1, n)
@@ -69,6 +99,17 @@ class Controls:
             repeats = (windows[:, :, : n - 1] == tail).all(dim=2)
             rows, where = repeats.nonzero(as_tuple=True)
             log_probs[rows, windows[rows, where, n - 1]] = float("-inf")
+
+
+def as_spellings(
+    banned: Sequence[Spellings | Sequence[int]],
+) -> tuple[Spellings, ...]:
+    """Banned phrases as ``Spellings``; a sequence of token ids is its own
+    one spelling."""
+    return tuple(
+        phrase if isinstance(phrase, Spellings) else Spellings.of_tokens(phrase)
+        for phrase in banned
+    )
 
 
 NO_CONTROLS = Controls()

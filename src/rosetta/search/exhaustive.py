@@ -7,6 +7,9 @@ is a candidate, ranked by ``Σ log P / penalty(L)``.
 
 Prefixes of probability zero are dropped as they appear: every extension of
 one also has probability zero, so none of them can be the best sequence.
+A prefix to which the controls leave no token is an incomplete candidate,
+ranked as ``Σ log P / penalty(max(L, 1))``; they are the result only where
+no candidate is complete (as in beam search).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ def exhaustive_search(
     Raises ``ValueError`` when ``V^T'`` exceeds ``max_sequences``.
     """
     limits = max_lengths(src_mask.sum(1), max_len_a, max_len_b, max_len_cap)
+    controls.check_limits(limits)
     results = []
     for i in range(src.size(0)):  # one sentence at a time: this is the reference
         length = int(src_mask[i].sum())
@@ -64,6 +68,13 @@ def exhaustive_search(
                     "use a smaller vocabulary or maximum length, or beam search"
                 )
             candidates = scores.unsqueeze(1) + log_probs.double().cpu()  # (P, V)
+            no_token = ~candidates.isfinite().any(dim=1)
+            for row in no_token.nonzero().flatten().tolist():
+                score = float(scores[row])
+                rank = normalized_score(score, max(t, 1), alpha, penalty)
+                finished.append(
+                    Hypothesis(prefixes[row], score, rank, ended=False, complete=False)
+                )
             for row, prefix in enumerate(prefixes):
                 for token in range(vocab):
                     score = float(candidates[row, token])
@@ -84,6 +95,8 @@ def exhaustive_search(
             scores = candidates[live[:, 0], live[:, 1]]
             state = state.reorder(live[:, 0].to(src.device))
             prev = live[:, 1].to(src.device)
-        finished.sort(key=lambda h: -(h.normalized_score or 0.0))
-        results.append(finished[:nbest])
+        complete = [h for h in finished if h.complete]
+        chosen = complete or finished
+        chosen.sort(key=lambda h: -(h.normalized_score or 0.0))
+        results.append(chosen[:nbest])
     return results

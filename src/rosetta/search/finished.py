@@ -47,18 +47,18 @@ class FinishedCandidates:
         rank: torch.Tensor,
         scores: torch.Tensor,
         sequences: torch.Tensor,
-        ended_with_eos: torch.Tensor,
+        lengths: torch.Tensor,
         attention: torch.Tensor | None,
-        t: int,
     ) -> None:
         """Keep the k best per sentence of the old and the new candidates:
-        the expansions (a, w) of sentences ``active`` at step ``t`` that
-        finished (rank -inf for the others)."""
+        the sequences (a, w, t) of sentences ``active`` that finished, their
+        ``lengths`` (a, w) before any ``<eos>`` (rank -inf for the others)."""
         k, steps = self.rank.size(1), self.tokens.size(2)
         if not bool(rank.isfinite().any()):
             return
-        padded = torch.nn.functional.pad(sequences, (0, steps - t - 1), value=0)
-        lengths = torch.full_like(rank, t + 1, dtype=torch.long) - ended_with_eos.long()
+        padded = torch.nn.functional.pad(
+            sequences, (0, steps - sequences.size(2)), value=0
+        )
         all_rank = torch.cat([self.rank[active], rank], dim=1)  # (a, k + w)
         best_rank, best = all_rank.topk(k, dim=1)
         from_old = best < k
@@ -79,9 +79,12 @@ class FinishedCandidates:
                     for i, j in enumerate(best[row].tolist())
                 ]
 
-    def hypotheses(self, nbest: int, src_lengths: list[int]) -> list[list[Hypothesis]]:
-        """Per sentence its ``nbest`` best candidates (fewer if fewer ended);
-        attention cut to the sentence's own source tokens."""
+    def hypotheses(
+        self, nbest: int, src_lengths: list[int], complete: bool = True
+    ) -> list[list[Hypothesis]]:
+        """Per sentence its ``nbest`` best candidates (fewer if fewer ended),
+        marked ``complete``; attention cut to the sentence's own source
+        tokens."""
         ranks, scores = self.rank.tolist(), self.score.tolist()
         lengths, tokens = self.length.tolist(), self.tokens.tolist()
         results = []
@@ -96,6 +99,7 @@ class FinishedCandidates:
                         tokens[i][j][: lengths[i][j]],
                         scores[i][j],
                         normalized_score=ranks[i][j],
+                        complete=complete,
                         attention=None
                         if attention is None
                         else attention[..., : src_lengths[i]].cpu(),  # no padding

@@ -3,7 +3,8 @@
 ``y_t = argmax_y P(y | y_<t, c)``, starting from ``<bos>`` and stopping at
 ``<eos>`` or at the maximum length ``a * S + b``. Sentences that finish leave
 the batch (their rows are dropped from the state with ``reorder``), so no work
-is spent on them.
+is spent on them. A sentence whose controls leave it no token at a step ends
+there, marked incomplete (``rosetta.search.controls``).
 """
 
 from __future__ import annotations
@@ -27,10 +28,13 @@ class Hypothesis:
     normalized_score: float | None = None  # what beam search ranked by
     attention: torch.Tensor | None = None  # (L, layers, heads, S) when asked for
     ended: bool = True  # <eos> was produced (else the length limit ended it)
+    # False: the controls left no token to go on with, so it stops short
+    complete: bool = True
 
     def scored_length(self) -> int:
-        """``L`` of the length normalisation: the tokens, and ``<eos>`` if produced."""
-        return len(self.tokens) + self.ended
+        """``L`` of the length normalisation: the tokens, and ``<eos>`` if
+        produced; at least 1, so an empty incomplete output divides by 1."""
+        return max(len(self.tokens) + self.ended, 1)
 
 
 def max_lengths(
@@ -72,17 +76,23 @@ def greedy_search(
     n = src.size(0)
     device = src.device
     limits = max_lengths(src_mask.sum(1), max_len_a, max_len_b, max_len_cap)
+    controls.check_limits(limits)
     state = model.init_state(model.encode(src, src_mask), src_mask)
     alive = torch.arange(n, device=device)  # original row of each state row
     tokens = torch.full((n,), bos_id, dtype=torch.long, device=device)
     output = torch.full((n, int(limits.max())), eos_id, dtype=torch.long, device=device)
     lengths = limits.clone()
     scores = torch.zeros(n, dtype=torch.float64, device=device)
+    stuck = torch.zeros(n, dtype=torch.bool, device=device)  # no token was left
 
     for t in range(int(limits.max())):
         log_probs, state = next_token_log_probs(  # (alive, V)
             model, tokens, state, output[alive, :t], controls
         )
+        # a row left no token ends as if by <eos>, adding 0 to its score
+        no_token = ~log_probs.isfinite().any(dim=1)  # (alive,)
+        log_probs[:, eos_id].masked_fill_(no_token, 0.0)
+        stuck[alive] |= no_token
         tokens = choose(log_probs)
         scores[alive] += log_probs.gather(1, tokens.unsqueeze(1)).squeeze(1).double()
         output[alive, t] = tokens
@@ -97,8 +107,14 @@ def greedy_search(
             alive, tokens = alive[keep], tokens[keep]
 
     rows, lengths_list, scores_list = output.tolist(), lengths.tolist(), scores.tolist()
-    ended = (lengths < limits).tolist()
+    ended = ((lengths < limits) & ~stuck).tolist()
+    complete = (~stuck).tolist()
     return [
-        Hypothesis(rows[i][: lengths_list[i]], scores_list[i], ended=ended[i])
+        Hypothesis(
+            rows[i][: lengths_list[i]],
+            scores_list[i],
+            ended=ended[i],
+            complete=complete[i],
+        )
         for i in range(n)
     ]

@@ -7,16 +7,19 @@ dedicated greedy path for beam size 1 (same result as ``beam_search`` with
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import torch
 
 from rosetta.config.sections import DecodeConfig
+from rosetta.data.vocab import EOS_ID
 from rosetta.models.interface import EncoderDecoder
 from rosetta.runtime import limits
 from rosetta.runtime.limits import check
+from rosetta.search.bans import Spellings
 from rosetta.search.beam import LengthPenalty, Stopping, beam_search, length_penalty
-from rosetta.search.controls import Controls
+from rosetta.search.controls import Controls, as_spellings
 from rosetta.search.greedy import Hypothesis, greedy_search, most_likely
 from rosetta.search.sampling import sampler
 
@@ -34,6 +37,35 @@ KINDS = {
     "min_length": limits.Size,
     "no_repeat_ngram": limits.Size,
 }
+MAX_BANNED = 100  # phrases per search
+MAX_PHRASE_CHARS = 200  # characters per banned phrase
+
+
+def check_phrases(phrases: Sequence[str]) -> None:
+    """``ValueError`` unless ``phrases`` are at most ``MAX_BANNED`` texts,
+    none blank, longer than ``MAX_PHRASE_CHARS`` or holding a lone surrogate
+    (which is no text: it has no UTF-8)."""
+    if isinstance(phrases, str):
+        raise ValueError("ban is a list of phrases, not one string")
+    if len(phrases) > MAX_BANNED:
+        raise ValueError(f"{len(phrases)} banned phrases; at most {MAX_BANNED}")
+    for number, phrase in enumerate(phrases, start=1):
+        if not isinstance(phrase, str):
+            raise ValueError(f"banned phrase {number} is not text: {phrase!r}")
+        if not phrase.strip():
+            raise ValueError("a banned phrase is empty")
+        if len(phrase) > MAX_PHRASE_CHARS:
+            raise ValueError(
+                f"banned phrase {number} has {len(phrase)} characters; at most "
+                f"{MAX_PHRASE_CHARS}"
+            )
+        try:
+            phrase.encode("utf-8")
+        except UnicodeEncodeError as error:
+            raise ValueError(
+                f"banned phrase {number}: a lone surrogate at character "
+                f"{error.start} is not text"
+            ) from None
 
 
 @dataclass(frozen=True)
@@ -62,8 +94,9 @@ class SearchOptions:
     min_length: int = 0  # no <eos> before this many tokens
     no_repeat_ngram: int = 0  # no n-gram twice in an output (0: off)
     ban: tuple[str, ...] = ()  # phrases no output holds, as text
-    # ``ban`` as the target side's token ids (a translator sets them)
-    banned: tuple[tuple[int, ...], ...] = ()
+    # ``ban`` as the target side spells them (a translator sets them); a
+    # sequence of token ids stands for itself
+    banned: tuple[Spellings, ...] = ()
 
     def __post_init__(self) -> None:
         for name, kind in KINDS.items():
@@ -80,14 +113,47 @@ class SearchOptions:
             if self.need_attention:
                 raise ValueError("attention weights come with greedy or beam search")
             sampler(self.temperature, self.top_k, self.top_p)  # validates them
-        if any(not phrase.strip() for phrase in self.ban):
-            raise ValueError("a banned phrase is empty")
+        check_phrases(self.ban)
+        # tuples, so that equal options hash alike (the server groups by them)
+        object.__setattr__(self, "ban", tuple(self.ban))
+        object.__setattr__(self, "banned", as_spellings(self.banned))
 
     def controls(self, eos_id: int) -> Controls:
         """What the search rules out (``rosetta.search.controls``)."""
         if self.ban and not self.banned:
             raise ValueError("banned phrases need a translator to tokenize them")
         return Controls(self.min_length, self.no_repeat_ngram, self.banned, eos_id)
+
+    def check_meetable(
+        self,
+        limits: Mapping[int, int],
+        vocabulary: int | None = None,
+        eos_id: int = EOS_ID,
+    ) -> None:
+        """``ValueError`` where the minimum length cannot be met: beyond the
+        output limit of an input (``limits``: by input line, from 1), or
+        beyond the longest output the controls allow over ``vocabulary``
+        tokens (``Controls.longest_output``). What cannot be known before
+        the search ends a hypothesis short, marked incomplete."""
+        if not self.min_length:
+            return
+        for line, limit in limits.items():
+            if self.min_length > limit:
+                raise ValueError(
+                    f"minimum length {self.min_length} is beyond the output "
+                    f"limit of input line {line}: {limit} tokens "
+                    "(max_len_a·S + max_len_b, at most the model's positions)"
+                )
+        if vocabulary is None:
+            return
+        longest = self.controls(eos_id).longest_output(vocabulary)
+        if longest is not None and self.min_length > longest:
+            raise ValueError(
+                f"minimum length {self.min_length} is beyond the longest output "
+                f"the controls allow: {longest} tokens (no n-gram of "
+                f"{self.no_repeat_ngram} twice, {len(self.ban)} banned phrases, "
+                f"{vocabulary} tokens in the vocabulary)"
+            )
 
     def with_length_limit(self, decode: DecodeConfig) -> SearchOptions:
         """These options with an unset length limit taken from ``decode``."""

@@ -5,7 +5,9 @@ model; ``rosetta serve`` runs it on uvicorn. Every request's sentences go
 through the ``DynamicBatcher``, so concurrent requests share model calls.
 Clients see JSON errors with a message, never a stack trace: 413 for a body
 over the limit, 422 for malformed JSON or a value out of range, 503 when the
-queue is full, 500 (logged on the server) for anything unexpected.
+queue is full, 500 (logged on the server) for anything unexpected. A search
+whose controls cannot be met is a 422 where that is known before it runs;
+otherwise its hypotheses are marked ``"complete": false``.
 """
 
 from __future__ import annotations
@@ -161,6 +163,7 @@ def create_app(
 ) -> FastAPI:
     """A FastAPI application serving ``translator``."""
     settings = settings or ServerSettings()
+    translator.check_language_chosen()  # else every request would fail
     if settings.workers > 1 and translator.device.type != "cpu":
         raise ValueError("parallel workers are for the CPU; a GPU runs one batch")
     batcher = DynamicBatcher(
@@ -211,9 +214,10 @@ def create_app(
             return refused
         try:
             options = translator.complete(request.search_options())
-        except (ValueError, RosettaError) as error:  # RosettaError: a ban's words
+            sources = [translator.encode(sentence) for sentence in request.sentences]
+            translator.check_meetable(sources, options)  # this request's alone
+        except (ValueError, RosettaError) as error:
             return _unprocessable("options", str(error))
-        sources = [translator.encode(sentence) for sentence in request.sentences]
         cost = sum(len(ids) + 1 for ids in sources) * options.beam_size
         key = None if options.sample and options.seed is not None else options
         try:

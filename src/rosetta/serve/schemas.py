@@ -18,7 +18,7 @@ from rosetta.runtime.limits import (
     Temperature,
 )
 from rosetta.search.beam import LengthPenalty, Stopping
-from rosetta.search.options import SearchOptions
+from rosetta.search.options import MAX_BANNED, SearchOptions, check_phrases
 
 DEFAULT = SearchOptions()
 
@@ -75,7 +75,10 @@ class TranslateRequest(BaseModel):
         DEFAULT.no_repeat_ngram, description="no n-gram twice in a translation"
     )
     ban: list[str] = Field(
-        [], max_length=100, description="words or phrases no translation holds"
+        [],
+        max_length=MAX_BANNED,
+        description="words or phrases no translation holds, in any spelling "
+        "of the target vocabulary",
     )
     attention: bool = Field(False, description="return cross-attention weights")
 
@@ -92,6 +95,12 @@ class TranslateRequest(BaseModel):
                 ) from None
         return sentences
 
+    @field_validator("ban")
+    @classmethod
+    def _phrases(cls, phrases: list[str]) -> list[str]:
+        check_phrases(phrases)
+        return phrases
+
     def search_options(self) -> SearchOptions:
         """The search this request asks for; ``ValueError`` if inconsistent."""
         options = self.model_dump(exclude={"sentences", "attention", "ban"})
@@ -105,6 +114,11 @@ class Hypothesis(BaseModel):
     score: float = Field(description="Σ log P, <eos> included when produced")
     normalized_score: float = Field(
         description="score / L^α (or the gnmt penalty): what beam search ranks by"
+    )
+    complete: bool = Field(
+        True,
+        description="false: the controls (min_length, no_repeat_ngram, ban) "
+        "left no token to go on with, so the translation stops short",
     )
     token_ids: list[int]
     tokens: list[str]

@@ -103,6 +103,21 @@ class NATTranslator(TextTranslator):
     def parameter_count(self) -> int:
         return sum(p.numel() for p in self.model.parameters())
 
+    def check_search(self, options: SearchOptions) -> None:
+        """One pass has no search to steer: beam search, sampling, n-best
+        lists and the decoding controls are refused, not ignored."""
+        if options.beam_size > 1 or options.sample or options.nbest > 1:
+            raise RosettaError(
+                "a NAT model decodes in one pass: no beam search, sampling or "
+                "n-best lists (noisy parallel decoding is its search: npd)"
+            )
+        controls = (options.min_length, options.no_repeat_ngram, options.ban)
+        if any(controls) or options.banned:
+            raise RosettaError(
+                "a NAT model decodes in one pass: no minimum length, n-gram "
+                "blocking or banned phrases (--min-len, --no-repeat-ngram, --ban)"
+            )
+
     def rescored_by(self, teacher: TextTranslator, samples: int) -> NATTranslator:
         """This model decoding with ``samples`` fertility sequences per
         sentence rescored by ``teacher`` (noisy parallel decoding)."""
@@ -122,11 +137,7 @@ class NATTranslator(TextTranslator):
         gives the attention switch, the seed of the fertility draws, the
         length normalisation of the teacher's scores and the length limit
         ``a·S + b`` (the fertilities past it are dropped)."""
-        if options.beam_size > 1 or options.sample or options.nbest > 1:
-            raise RosettaError(
-                "a NAT model decodes in one pass: no beam search, sampling or "
-                "n-best lists (noisy parallel decoding is its search: npd)"
-            )
+        self.check_search(options)
         samples = max(self.npd, 1)
         generator = torch.Generator(device=self.device)
         generator.manual_seed(options.seed if options.seed is not None else 0)

@@ -120,7 +120,8 @@ function render() {
     const normalized = hypothesis.normalized_score;
     score.textContent =
       `log P ${hypothesis.score.toFixed(3)}` +
-      (normalized === null ? "" : ` · normalised ${normalized.toFixed(3)}`);
+      (normalized === null ? "" : ` · normalised ${normalized.toFixed(3)}`) +
+      (hypothesis.complete === false ? " · incomplete: the controls left no token" : "");
     item.append(text, score);
     item.addEventListener("click", () => {
       selected.hypothesis = rank;
