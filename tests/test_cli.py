@@ -167,12 +167,14 @@ def test_the_version_and_the_package_do_not_wait_for_pytorch():
 def test_a_source_tree_not_installed_runs_and_says_so(monkeypatch, capsys):
     """Run from ``src/`` (a GPU machine with no network), with no package
     metadata: commands still run, and ``--version`` says where it runs from."""
+    import importlib.metadata
+
     import rosetta.cli
 
     def missing(name):
-        raise rosetta.cli.PackageNotFoundError(name)
+        raise importlib.metadata.PackageNotFoundError(name)
 
-    monkeypatch.setattr(rosetta.cli, "version", missing)
+    monkeypatch.setattr(importlib.metadata, "version", missing)
     assert rosetta.cli.main(["--version"]) == 0
     assert "not installed" in capsys.readouterr().out
 

@@ -1,6 +1,11 @@
 """``rosetta distill``: one line out per line in, and a stopped run resumes."""
 
 import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -121,3 +126,82 @@ def test_a_resumed_command_refuses_another_teacher_or_precision(
     assert main(argv) == 2
     assert "other sources or settings" in capsys.readouterr().err
     assert finished_lines(partial_paths(out)[0]) == 3  # nothing mixed in
+
+
+# ``rosetta distill ARGV`` that freezes once CHUNKS chunks are on disk,
+# writing its pid to MARKER, to be killed there:
+#   python -c FREEZES MARKER CHUNKS ARGV...
+FREEZES = """
+import os, sys, time
+from pathlib import Path
+
+import rosetta.cli.distill as command
+from rosetta.cli import main
+
+marker, chunks, argv = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3:]
+load = command.load_translator
+
+
+class Freezes:
+    def __init__(self, translator):
+        self.translator, self.left = translator, chunks
+        self.device = translator.device
+        self.decodes_in_workers = translator.decodes_in_workers
+
+    def translate(self, *args, **kwargs):
+        if not self.left:  # the earlier chunks are written and fsynced
+            marker.write_text(str(os.getpid()))
+            while True:
+                time.sleep(0.5)
+        self.left -= 1
+        return self.translator.translate(*args, **kwargs)
+
+
+command.load_translator = lambda args: Freezes(load(args))
+sys.exit(main(argv))
+"""
+
+
+def killed_midway(argv: list[str], marker: Path, chunks: int) -> None:
+    """``rosetta distill ARGV`` in another process, killed with SIGKILL
+    once ``chunks`` chunks are written."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", FREEZES, str(marker), str(chunks), *argv],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 120
+    while not marker.exists():
+        assert process.poll() is None, process.stderr.read().decode()[-2000:]
+        assert time.monotonic() < deadline, "the kill point was never reached"
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    assert process.wait(timeout=60) == -signal.SIGKILL
+    process.stderr.close()
+
+
+@pytest.mark.parametrize("again", [[], ["--overwrite"]], ids=["same", "overwrite"])
+def test_a_killed_command_resumes_to_the_uninterrupted_output(
+    toy_run, tmp_path, capsys, again
+):
+    src = tmp_path / "train.src"
+    src.write_text("\n".join(SOURCES * 3) + "\n", encoding="utf-8")
+    flags = ["-m", str(toy_run("transformer")), "--src", str(src)]
+    flags += ["--chunk-lines", "3", "--device", "cpu"]
+    whole, out = tmp_path / "whole.txt", tmp_path / "distilled.txt"
+    assert main(["distill", *flags, "-o", str(whole)]) == 0
+    argv = ["distill", *flags, "-o", str(out)]
+    killed_midway(argv, tmp_path / "pid", chunks=2)
+    partial, _ = partial_paths(out)
+    assert finished_lines(partial) == 6 and not out.exists()
+    capsys.readouterr()
+    # another search is refused, in one line that names what changed
+    assert main([*argv, "--beam", "4"]) == 2
+    error = capsys.readouterr().err
+    assert "search.beam_size: 5 -> 4" in error and len(error.splitlines()) == 1
+    assert main([*argv, *again]) == 0
+    assert f"{len(SOURCES) * 3} lines ({len(SOURCES) * 3 - 6} translated now)" in (
+        capsys.readouterr().err
+    )
+    assert out.read_bytes() == whole.read_bytes()
+    assert not any(path.exists() for path in partial_paths(out))

@@ -17,6 +17,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from safetensors.torch import load_file
 
+from rosetta.cli import main
 from rosetta.cli.train import end_worker
 from rosetta.families import build_model, family_of
 from rosetta.runs.checkpoint import read_index
@@ -300,3 +301,45 @@ def test_two_processes_train_a_language_model_as_one_process_does(tmp_path):
             [halves[f"rank{r}.memory.{layer}"] for r in range(2)]
         )  # (8, 16, 32): rank 0's streams, then rank 1's
         assert torch.allclose(memory[f"rank0.memory.{layer}"], joined, atol=1e-5)
+
+
+# ---- refusals: said once, however many processes -------------------------
+
+
+def test_a_refusal_under_nproc_is_said_once_before_torchrun_starts(tmp_path):
+    """Resuming a one-process run in two is refused by ``rosetta train``
+    itself, before torchrun starts processes that would each say so."""
+    _, config = toy_config(tmp_path)
+    run = tmp_path / "one"
+    short = ("--set", "train.max_steps=2", "--set", "train.validate_every=2")
+    assert main(train_args(config, run, *short)) == 0
+    done = rosetta(*train_args(config, run, *short, "--nproc", "2", "--resume"))
+    stderr = done.stderr.decode()
+    assert done.returncode == 2, stderr
+    refusal = "written by 1 training process(es); resume it with as many, not 2"
+    assert stderr.count(refusal) == 1 and len(stderr.splitlines()) == 1, stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("setting", "said"),
+    [
+        ("model.max_positions=4", "(model.max_positions)"),
+        ("data.train.src=missing.src", "missing.src: file not found"),
+    ],
+    ids=["every-process", "rank-0-alone"],
+)
+def test_a_refusal_inside_the_processes_is_said_once(tmp_path, setting, said):
+    """A refusal every process reaches once the data is read (positions too
+    few for it), or one that rank 0 alone meets while the others wait for it
+    (a corpus it cannot read): one line, without torchrun's traceback or the
+    waiting processes' own."""
+    _, config = toy_config(tmp_path)
+    two = ("--set", setting, "--nproc", "2")
+    done = rosetta(*train_args(config, tmp_path / "run", *two))
+    stderr = done.stderr.decode()
+    assert done.returncode == 2, stderr
+    errors = [line for line in stderr.splitlines() if "error" in line.lower()]
+    assert len(errors) == 1 and said in errors[0], stderr
+    assert errors[0].startswith("rosetta train: error: ")
+    assert "Traceback" not in stderr and "ChildFailedError" not in stderr

@@ -2,6 +2,10 @@
 
 import sys
 
-from rosetta.cli import main
+try:
+    from rosetta.cli import command_line
 
-sys.exit(main())
+    command_line()
+except KeyboardInterrupt:  # Ctrl-C before the command line could note it
+    print("interrupted", file=sys.stderr)
+    sys.exit(130)

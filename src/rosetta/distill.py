@@ -19,6 +19,7 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from tqdm import tqdm
 
@@ -50,6 +51,53 @@ def finished_lines(partial: Path) -> int:
     return whole.count(b"\n")
 
 
+def changes(earlier: Any, now: Any, prefix: str = "") -> list[str]:
+    """What differs between two records, as ``key: earlier -> now``."""
+    if not (isinstance(earlier, dict) and isinstance(now, dict)):
+        return (
+            [] if earlier == now else [f"{prefix or 'record'}: {earlier!r} -> {now!r}"]
+        )
+    found = []
+    for key in [*earlier, *(key for key in now if key not in earlier)]:
+        place = f"{prefix}.{key}" if prefix else str(key)
+        found += changes(earlier.get(key), now.get(key), place)
+    return found
+
+
+def started_with(sources: Sequence[str], what: dict) -> dict:
+    """The record of what a run translates: the sources and ``what``."""
+    digest = hashlib.sha256("\n".join(sources).encode("utf-8")).hexdigest()
+    made_of = {"sources_sha256": digest, "lines": len(sources), **what}
+    # as the record reads back: JSON has lists where ``what`` may have tuples
+    # (a search's banned phrases), and a resumed run must compare equal
+    return json.loads(json.dumps(made_of))
+
+
+def check_partial(output: Path, made_of: dict) -> bool:
+    """Whether a stopped run left ``output``'s partial output, started with
+    ``made_of``; refused if another run (other sources or settings, or not
+    ``distill``) left it."""
+    partial, record = partial_paths(output)
+    if record.is_file():
+        try:
+            earlier = json.loads(record.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            raise RosettaError(f"{record}: unreadable ({error})") from None
+        if earlier != made_of:
+            raise RosettaError(
+                f"{partial} was started with other sources or settings "
+                f"({'; '.join(changes(earlier, made_of))}); run the command it "
+                f"was started with, or delete it and {record.name} to start again"
+            )
+        return True
+    if partial.exists() or partial.is_symlink():
+        raise RosettaError(
+            f"{partial} exists and was not started by rosetta distill (no "
+            f"{record.name} beside it); move it, or choose another output"
+        )
+    return False
+
+
 def distill(
     translator: TextTranslator,
     sources: Sequence[str],
@@ -69,24 +117,8 @@ def distill(
     partial output: resuming with other sources or another ``what`` is an
     error, not a mixed file."""
     partial, record = partial_paths(output)
-    digest = hashlib.sha256("\n".join(sources).encode("utf-8")).hexdigest()
-    made_of = {"sources_sha256": digest, "lines": len(sources), **what}
-    if record.is_file():
-        try:
-            earlier = json.loads(record.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as error:
-            raise RosettaError(f"{record}: unreadable ({error})") from None
-        if earlier != made_of:
-            raise RosettaError(
-                f"{partial} was started with other sources or settings "
-                f"({earlier}); delete it and {record.name} to start again"
-            )
-    elif partial.exists() or partial.is_symlink():
-        raise RosettaError(
-            f"{partial} exists and was not started by rosetta distill (no "
-            f"{record.name} beside it); move it, or choose another output"
-        )
-    else:
+    made_of = started_with(sources, what)
+    if not check_partial(output, made_of):
         output.parent.mkdir(parents=True, exist_ok=True)
         write_json_atomic(record, made_of)
     done = finished_lines(partial)

@@ -28,10 +28,10 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> Config:
 
 
 def starting_model(path: Path) -> dict[str, Any]:
-    """The ``task`` and ``model`` of the checkpoint ``path`` names (a run:
-    its best)."""
+    """The ``task``, ``model`` and ``tokenizer`` of the checkpoint ``path``
+    names (a run: its best)."""
     stored = ckpt.read_meta(ckpt.resolve_checkpoint(path))["config"]
-    return {"task": stored.get("task", "translate"), "model": stored["model"]}
+    return {key: stored[key] for key in ("task", "model", "tokenizer") if key in stored}
 
 
 def config_from_dict(

@@ -9,12 +9,18 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import json
 import os
 import re
+import signal
 import sys
+import threading
+import time
 import warnings
-from importlib.metadata import PackageNotFoundError, version
-from typing import NoReturn
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+from typing import Any, NoReturn
 
 from rosetta.errors import RosettaError, Stopped
 
@@ -22,6 +28,10 @@ from rosetta.errors import RosettaError, Stopped
 def installed_version() -> str:
     """The installed package's version; a source tree run without installing
     (``PYTHONPATH=src``, as on a GPU machine with no network) has none."""
+    # here, not at the top: it takes longer to import than the rest of this
+    # module, and Ctrl-C while it loads would come before ``main`` notes it
+    from importlib.metadata import PackageNotFoundError, version
+
     try:
         return version("rosetta")
     except PackageNotFoundError:
@@ -151,6 +161,59 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``rosetta ARGS``: the exit status. An error a user can cause is one
+    line on standard error; so is Ctrl-C, at any moment (status 130)."""
+    noted: list[bool] = []
+    try:
+        with interrupts_noted(noted):
+            status = run_command(argv, noted)
+        if not noted:
+            return status
+    except BaseException as error:
+        # an error raised after Ctrl-C is one the interrupt set off (a module
+        # whose import it cut short, then used): the interrupt is what happened
+        if not (noted or isinstance(error, KeyboardInterrupt)):
+            raise
+    print("interrupted", file=sys.stderr)
+    return 130
+
+
+@contextmanager
+def interrupts_noted(noted: list[bool]) -> Iterator[None]:
+    """Ctrl-C raises ``KeyboardInterrupt`` as Python's own handler does, and
+    is noted in ``noted``: where a callback swallowed it, the command ends
+    as interrupted all the same. A command that handles signals itself
+    (training) puts its handler in place of this one while it runs."""
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        yield  # Python's handler is not in place: not ours to replace
+        return
+
+    def interrupt(number: int, frame: FrameType | None) -> None:
+        noted.append(True)
+        raise KeyboardInterrupt
+
+    previous_hook = sys.unraisablehook
+
+    def unraisable(failure: Any) -> None:
+        # Ctrl-C that came while Python ran a callback (a module lock's, as
+        # an import ends), which cannot raise it: noted, and said at the end
+        if not isinstance(failure.exc_value, KeyboardInterrupt):
+            previous_hook(failure)
+
+    signal.signal(signal.SIGINT, interrupt)
+    sys.unraisablehook = unraisable
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        sys.unraisablehook = previous_hook
+
+
+def run_command(argv: list[str] | None, noted: list[bool]) -> int:
+    """The command ``argv`` names, run; its exit status."""
     if (sys.argv[1:] if argv is None else argv) == ["--version"]:
         print(f"rosetta {installed_version()}")  # without importing the verbs
         return 0
@@ -160,18 +223,47 @@ def main(argv: list[str] | None = None) -> int:
         return stop.code if isinstance(stop.code, int) else 2
     warnings.formatwarning = lambda message, category, *_: f"warning: {message}\n"
     try:
-        args.run(args)
+        status = args.run(args)
     except RosettaError as error:
-        print(f"rosetta {args.verb}: error: {error}", file=sys.stderr)
+        if noted:  # what the interrupt set off (see main)
+            raise
+        if not told_the_launcher(str(error)):
+            print(f"rosetta {args.verb}: error: {error}", file=sys.stderr)
         return 2
     except Stopped as stop:
         print(f"rosetta {args.verb}: {stop}", file=sys.stderr)
         return stop.status
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
     except BrokenPipeError:  # the reader went away (``| head``): no traceback,
         # and none at exit either, when Python flushes standard output again
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141  # 128 + SIGPIPE, as the shell reports it
-    return 0
+    return status or 0  # a command returns its status where it said why itself
+
+
+def told_the_launcher(message: str) -> bool:
+    """In one of the processes ``torchrun`` started: ``message`` written to
+    the file torchrun reads a failed process's error from, for the launcher
+    to say once for all of them (``rosetta.train.distributed.launch``)."""
+    path = os.environ.get("TORCHELASTIC_ERROR_FILE")
+    if not path or int(os.environ.get("WORLD_SIZE", "1")) < 2:
+        return False
+    record = {"message": message, "timestamp": int(time.time())}
+    try:
+        with open(path, "w", encoding="utf-8") as file:
+            json.dump(record, file)
+    except OSError:
+        return False
+    return True
+
+
+def command_line() -> NoReturn:
+    """``python -m rosetta``: ``main``, then Python's shutdown, where Ctrl-C
+    ends the process at once, in one line, as it does in the command."""
+    status = main()
+    signal.signal(signal.SIGINT, end_at_once)
+    sys.exit(status)
+
+
+def end_at_once(number: int, frame: FrameType | None) -> None:
+    print("interrupted", file=sys.stderr, flush=True)
+    os._exit(130)

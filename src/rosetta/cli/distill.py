@@ -18,7 +18,7 @@ from rosetta.cli.common import (
     search_options,
 )
 from rosetta.data.corpus import read_lines
-from rosetta.distill import distill, partial_paths
+from rosetta.distill import check_partial, distill, partial_paths, started_with
 from rosetta.errors import RosettaError
 from rosetta.families.engines import export_engine
 from rosetta.runs import checkpoint as ckpt
@@ -54,8 +54,6 @@ def cmd_distill(args: argparse.Namespace) -> None:
         if path.is_symlink() or (path.exists() and not path.is_file()):
             raise RosettaError(f"{path}: not a regular file; move it")
     sources = [line for _, line in read_lines(src)]
-    translator = load_translator(args)
-    workers = decoding_workers(args, translator, options)
     what = {  # a resumed run must continue with the same of each
         "teacher": str(model.resolve()),
         "teacher_sha256": teacher_identity(model),
@@ -63,6 +61,9 @@ def cmd_distill(args: argparse.Namespace) -> None:
         "precision": args.precision,
         "search": asdict(replace(options, need_attention=False)),
     }
+    check_partial(output, started_with(sources, what))  # before the teacher loads
+    translator = load_translator(args)
+    workers = decoding_workers(args, translator, options)
     count = distill(
         translator,
         sources,

@@ -15,16 +15,22 @@ from pathlib import Path
 from typing import NoReturn
 
 from rosetta.cli.common import add_threads_flag
+from rosetta.config.reading import config_to_dict
+from rosetta.config.schema import Config
 from rosetta.errors import RosettaError, Stopped
 from rosetta.families import family_of
 from rosetta.run_config import load_config
+from rosetta.runs import checkpoint as ckpt
+from rosetta.runs.checkpoint import read_index
 from rosetta.runs.lock import run_lock
+from rosetta.runtime.atomic import SWAP_SUFFIX
 from rosetta.runtime.limits import Count, number_flag
 from rosetta.runtime.threads import at_most_cores
 from rosetta.train.init import starting_checkpoint, write_starting_tokenizers
 from rosetta.train.interrupt import SIGNALS
 from rosetta.train.prepare import PrepareOptions, require_corpus
-from rosetta.train.run import check_new_run_folder, run_training
+from rosetta.train.resume import check_resumed_config, training_ranks
+from rosetta.train.run import check_new_run_folder, check_run_folder, run_training
 
 
 def default_run_dir(config_path: str) -> Path:
@@ -47,7 +53,7 @@ def cmd_prepare(args: argparse.Namespace) -> None:
     print(f"prepared: {run_dir}")
 
 
-def cmd_train(args: argparse.Namespace) -> None:
+def cmd_train(args: argparse.Namespace) -> int | None:
     if args.threads is not None:  # for every process torchrun starts, too
         args.set.append(f"train.threads={args.threads}")
     if args.init is not None:
@@ -58,8 +64,8 @@ def cmd_train(args: argparse.Namespace) -> None:
     if args.nproc > 1:
         args.nproc = at_most_cores(args.nproc, "--nproc")
     if args.nproc > 1:
-        launch_processes(args, run_dir)  # whose rank 0 says where the model is
-        return
+        check_before_launch(config, run_dir, args.resume, args.nproc)
+        return launch_processes(args, run_dir)  # rank 0 says where the model is
     try:
         run_training(config, run_dir, resume=args.resume)
     except Stopped as stop:
@@ -100,17 +106,34 @@ def end_worker(status: int = 0) -> NoReturn:
     os._exit(status)
 
 
-def launch_processes(args: argparse.Namespace, run_dir: Path) -> None:
+def check_before_launch(
+    config: Config, run_dir: Path, resume: bool, processes: int
+) -> None:
+    """What each of the processes would refuse, refused once here, before
+    torchrun starts them: the run folder, and a resumed run's configuration
+    and number of processes; and the corpora, which rank 0 alone reads first."""
+    check_run_folder(run_dir, resume)
+    require_corpus(config)
+    latest = resume and read_index(run_dir).get("latest")
+    if not latest or any(run_dir.glob(f".*{SWAP_SUFFIX}")):
+        return  # a swap stopped midway: rank 0 finishes it, then checks
+    folder = ckpt.inside_run(run_dir, latest)
+    meta = ckpt.read_meta(folder)
+    check_resumed_config(meta, config_to_dict(config), str(folder))
+    training_ranks(meta, folder, processes)
+
+
+def launch_processes(args: argparse.Namespace, run_dir: Path) -> int:
     """``rosetta train --nproc N``: this command again in N processes on this
     machine, started by ``torchrun`` (PyTorch's launcher), which stops them
-    all when one fails."""
+    all when one fails; the exit status."""
     if "WORLD_SIZE" in os.environ:
         raise RosettaError("--nproc: torchrun has already started the processes")
     overrides = [flag for value in args.set for flag in ("--set", value)]
     command = [
         sys.executable,
         "-m",
-        "torch.distributed.run",
+        "rosetta.train.distributed",  # torchrun, quiet where a process failed
         "--standalone",
         f"--nproc-per-node={args.nproc}",
         "-m",
@@ -128,12 +151,15 @@ def launch_processes(args: argparse.Namespace, run_dir: Path) -> None:
     process = subprocess.Popen(command, env=env)
     with signals_left_to(process):
         status = process.wait()
+    if status == 2:  # a refusal, which the launcher has said once
+        return 2
     if status:
         raise RosettaError(
             f"training in {args.nproc} processes stopped (exit status {status}); "
             "the checkpoints written so far are kept; continue with:\n  "
             + resume_command(args, run_dir)
         )
+    return 0
 
 
 @contextmanager

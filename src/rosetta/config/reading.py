@@ -27,6 +27,7 @@ from rosetta.config.sections import (
     TokenizerConfig,
     TrainConfig,
 )
+from rosetta.config.starting import take_from_start
 from rosetta.errors import RosettaError
 from rosetta.runtime.yaml_file import read_yaml
 
@@ -164,8 +165,10 @@ def load_config(
 ) -> Config:
     """Read a YAML config, apply ``KEY=VALUE`` overrides and validate it.
 
-    A config with ``train.init`` and no ``model`` section takes the starting
-    model's ``task`` and ``model`` from ``stored_model(train.init)``."""
+    A config with ``train.init`` takes the ``task``, ``model`` and
+    ``tokenizer`` it leaves out from ``stored_model(train.init)`` (the
+    starting run's configuration), and may not write them otherwise
+    (``rosetta.config.starting``)."""
     path = Path(path)
     raw = read_yaml(path)
     if not isinstance(raw, dict):
@@ -176,8 +179,8 @@ def load_config(
     _resolve_paths(raw, path.parent)
     train = raw.get("train")
     init = train.get("init") if isinstance(train, dict) else None
-    if stored_model is not None and isinstance(init, str) and "model" not in raw:
-        raw |= stored_model(Path(init))
+    if stored_model is not None and isinstance(init, str):
+        take_from_start(raw, stored_model(Path(init)), sections, init)
     return config_from_dict(raw, sections, str(path), frozenset(overridden))
 
 

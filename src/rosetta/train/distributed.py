@@ -10,11 +10,20 @@ else the processes must agree on goes through ``Group``: the token count of
 an update, the update's loss, whether to stop, and each process's random
 state for checkpoints. A single process is a ``Group`` of one, for which each
 of these is the identity.
+
+``rosetta train --nproc N`` starts torchrun through ``launch``, which says
+once, in one line, why the first process that failed stopped.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import os
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -22,11 +31,15 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from rosetta.errors import RosettaError
+from rosetta.errors import RosettaError, Stopped
 
 # How long a collective may wait for a silent peer before the processes give
 # up with an error instead of hanging (validation on rank 0 must fit in it).
 TIMEOUT = timedelta(minutes=30)
+# the exit status of a process that stopped because another had ended first:
+# ``launch`` reports that other one
+PEERS_STOPPED = 3
+PEERS_GRACE_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -49,7 +62,8 @@ class Group:
         if not self.distributed:
             return value
         total = torch.tensor([value], dtype=torch.float64, device=device)
-        dist.all_reduce(total)
+        with self.with_peers():
+            dist.all_reduce(total)
         return float(total.item())
 
     def decide(self, flag: bool, device: torch.device) -> bool:
@@ -57,7 +71,8 @@ class Group:
         if not self.distributed:
             return flag
         value = torch.tensor([int(flag)], device=device)
-        dist.broadcast(value, src=0)
+        with self.with_peers():
+            dist.broadcast(value, src=0)
         return bool(value.item())
 
     def gather(self, value: Any) -> list[Any]:
@@ -65,12 +80,34 @@ class Group:
         if not self.distributed:
             return [value]
         values: list[Any] = [None] * self.world_size
-        dist.all_gather_object(values, value)
+        with self.with_peers():
+            dist.all_gather_object(values, value)
         return values
 
     def barrier(self) -> None:
         if self.distributed:
-            dist.barrier()
+            with self.with_peers():
+                dist.barrier()
+
+    @contextmanager
+    def with_peers(self) -> Iterator[None]:
+        """A step taken with every process. Where another process has ended
+        (rank 0 refusing the data it alone reads, say), the step fails here;
+        the process that ended says why, and one other than rank 0 stops
+        without a word, with status ``PEERS_STOPPED``."""
+        try:
+            yield
+        except RuntimeError as error:  # torch.distributed's errors included
+            if self.is_main:
+                raise
+            # time for the process that ended to be seen ending first (torchrun
+            # looks every 0.1 s, then stops this one): it is the one to report
+            time.sleep(PEERS_GRACE_S)
+            raise Stopped(
+                f"process {self.rank}: the other training processes stopped "
+                f"({type(error).__name__})",
+                PEERS_STOPPED,
+            ) from None
 
 
 SINGLE_PROCESS = Group()
@@ -108,3 +145,53 @@ def local_device(device: torch.device) -> torch.device:
 def leave() -> None:
     if dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()
+
+
+def launch(argv: list[str]) -> int:
+    """``torchrun ARGV`` (how ``rosetta train --nproc`` starts its processes),
+    its exit status: that of the first process that failed on its own (not
+    one that stopped because another had). That process has said why, or
+    written its refusal to torchrun's error file (``rosetta.cli``), said
+    here once for every process; torchrun's traceback is left out."""
+    from torch.distributed.elastic.multiprocessing.api import SignalException
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.run import parse_args, run
+
+    # torchrun's own report of a failure, in several lines, is the one below
+    logging.getLogger("torch.distributed.elastic").setLevel(logging.CRITICAL)
+    try:
+        run(parse_args(argv))
+    except ChildFailedError as failed:
+        failures = failed.failures
+        own = [r for r, f in failures.items() if f.exitcode != PEERS_STOPPED]
+        rank = min(own or failures, key=lambda r: failures[r].timestamp)
+        failure = failures[rank]
+        if failure.exitcode < 0:
+            name = failure.signal_name()
+            say(f"rosetta train: process {rank} was killed by {name}")
+            return 128 - failure.exitcode
+        message = refusal(failure.error_file)
+        if failure.exitcode == 2 and message is not None:
+            say(f"rosetta train: error: {message}")
+        return failure.exitcode
+    except SignalException as stop:  # the processes have said where they stopped
+        return 128 + int(stop.sigval)
+    return 0
+
+
+def refusal(error_file: str) -> str | None:
+    """The refusal a process wrote to its torchrun error file, if any."""
+    try:
+        with open(error_file, encoding="utf-8") as file:
+            message = json.load(file).get("message")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return message if isinstance(message, str) else None
+
+
+def say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(launch(sys.argv[1:]))

@@ -2,9 +2,10 @@
 another's weights and tokenizers (a model imported with ``rosetta import``,
 or one trained here) with a fresh optimizer and schedule: fine-tuning.
 
-The configuration's ``model`` section must be the starting model's, key by
-key; the tokenizers are the starting run's, written into the new run before
-its data is encoded, so its token ids are the ones the weights know."""
+The starting run decides the task, the ``model`` section and the tokenizers
+(``rosetta.config.starting``): a configuration leaves them out, or writes
+what the starting run has. Its tokenizers are written into the new run
+before its data is encoded, so its token ids are the ones the weights know."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import torch
 from torch import nn
 
 from rosetta.config.schema import Config
+from rosetta.config.starting import ADVICE, STARTING_SECTIONS, first_conflict
 from rosetta.errors import RosettaError
 from rosetta.runs import checkpoint as ckpt
 from rosetta.runs import weights
@@ -46,22 +48,22 @@ def refuse_resuming_an_import(run_dir: Path) -> None:
 
 
 def check_same_model(config: Config, stored: dict[str, Any], folder: Path) -> None:
-    """The configuration's task and ``model`` section are the stored ones,
-    or one line naming the first key that differs."""
-    ours = {"task": config.task, **dump("model", config.model.model_dump(mode="json"))}
-    theirs = {"task": stored.get("task", "translate")}
-    theirs |= dump("model", stored.get("model", {}))
-    for key in sorted(ours.keys() | theirs.keys()):
-        if ours.get(key) != theirs.get(key):
-            raise RosettaError(
-                f"train.init {folder}: {key} is {theirs.get(key)!r} there and "
-                f"{ours.get(key)!r} in this configuration; the model section "
-                "must be the starting model's"
-            )
-
-
-def dump(prefix: str, section: dict[str, Any]) -> dict[str, Any]:
-    return {f"{prefix}.{key}": value for key, value in section.items()}
+    """The configuration's task, ``model`` section and the tokenizer keys it
+    sets are the starting run's, or one line naming the first key that
+    differs, a key the configuration set before one left at its default
+    (``rosetta.run_config.load_config`` fills those from the starting run)."""
+    written = {"task": config.task} if "task" in config.model_fields_set else {}
+    for name in STARTING_SECTIONS:
+        section = getattr(config, name)
+        values = section.model_dump(mode="json")
+        written |= {f"{name}.{key}": values[key] for key in section.model_fields_set}
+    model = config.model.model_dump(mode="json")
+    every = {"task": config.task} | {f"model.{k}": v for k, v in model.items()}
+    sections = type(config).MODEL_SECTIONS or (type(config.model),)
+    conflict = first_conflict(written, stored, sections)
+    conflict = conflict or first_conflict(every, stored, sections)
+    if conflict is not None:
+        raise RosettaError(f"train.init {folder}: {conflict}; {ADVICE}")
 
 
 def write_starting_tokenizers(

@@ -11,6 +11,7 @@ for, and is accepted with a notice.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from rosetta.config.reading import config_to_dict
@@ -79,6 +80,23 @@ def check_resumed_config(meta: dict, current: dict, where: str) -> list[str]:
     return accepted
 
 
+def training_ranks(meta: dict, folder: Path, world_size: int) -> list[Any]:
+    """The checkpoint's random state of each training process, which must be
+    ``world_size`` of them."""
+    ranks = meta.get("rng_ranks") or [meta.get("rng")]
+    if None in ranks:  # an averaged or damaged checkpoint: no training's state
+        raise RosettaError(
+            f"{folder / ckpt.META_FILE}: no random state of training (rng); "
+            "not a checkpoint to resume from"
+        )
+    if len(ranks) != world_size:
+        raise RosettaError(
+            f"{folder}: written by {len(ranks)} training process(es); resume "
+            f"it with as many, not {world_size}"
+        )
+    return ranks
+
+
 def resume_training(trainer: Trainer, upgrade: weights.Upgrade | None) -> None:
     """Put ``trainer`` where its run's latest checkpoint left off: weights
     (their names as ``upgrade``, the family's, gives them), optimizer,
@@ -98,17 +116,7 @@ def resume_training(trainer: Trainer, upgrade: weights.Upgrade | None) -> None:
     if accepted:
         trainer.log("resuming with changed settings: " + "; ".join(accepted))
     group = trainer.group
-    ranks = meta.get("rng_ranks") or [meta.get("rng")]
-    if None in ranks:  # an averaged or damaged checkpoint: no training's state
-        raise RosettaError(
-            f"{folder / ckpt.META_FILE}: no random state of training (rng); "
-            "not a checkpoint to resume from"
-        )
-    if len(ranks) != group.world_size:
-        raise RosettaError(
-            f"{folder}: written by {len(ranks)} training process(es); resume "
-            f"it with as many, not {group.world_size}"
-        )
+    ranks = training_ranks(meta, folder, group.world_size)
     weights.load_weights(folder, trainer.model, trainer.device, upgrade)
     weights.load_optimizer(folder, trainer.optimizer, meta)
     trainer.state = parse_record(

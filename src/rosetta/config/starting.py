@@ -1,0 +1,116 @@
+"""A configuration that starts from another run's weights (``train.init``).
+
+The starting run's weights fix its ``task``, its ``model`` section and its
+tokenizers (the ids the weights know). A fine-tuning configuration leaves
+them out and gets the starting run's; a key it writes anyway (in the file or
+with ``--set``) must agree with the starting run's, or the run would train
+something other than what the configuration says. Only keys the user wrote
+are compared, so a refusal names a key the user can find.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from rosetta.config.sections import ModelSection, TokenizerConfig
+from rosetta.errors import RosettaError
+
+# what the starting run decides, besides ``task``
+STARTING_SECTIONS = ("model", "tokenizer")
+ADVICE = (
+    "a fine-tuning configuration leaves out task, model and tokenizer, "
+    "which are the starting run's"
+)
+
+
+def written_keys(raw: dict[str, Any]) -> dict[str, Any]:
+    """The keys of ``raw`` the starting run decides, dotted, in the order
+    written: ``task``, then ``model.*`` and ``tokenizer.*``."""
+    written = {"task": raw["task"]} if "task" in raw else {}
+    for name in STARTING_SECTIONS:
+        section = raw.get(name)
+        if isinstance(section, dict):
+            written |= {f"{name}.{key}": value for key, value in section.items()}
+        elif name in raw:
+            written[name] = section  # not a section: compared whole
+    return written
+
+
+def section_classes(
+    stored: dict[str, Any], sections: Sequence[type[ModelSection]]
+) -> dict[str, type[BaseModel]]:
+    """The classes that read the starting run's sections: its ``model``
+    section's family (by its ``arch``), and the tokenizer's."""
+    arch = stored.get("model", {}).get("arch")
+    named = [section for section in sections if section.arch_name() == arch]
+    return {"model": named[0] if named else sections[0], "tokenizer": TokenizerConfig}
+
+
+def normal(classes: dict[str, type[BaseModel]], key: str, value: Any) -> Any:
+    """``value`` as the key's field reads it (``1e-1`` and ``0.1``, a list
+    and a tuple, compare equal), or as given where it does not read."""
+    name, _, field_name = key.partition(".")
+    field = classes[name].model_fields.get(field_name) if name in classes else None
+    if field is None:
+        return value
+    adapter: TypeAdapter[Any] = TypeAdapter(field.annotation)
+    try:
+        return adapter.dump_python(adapter.validate_python(value), mode="json")
+    except ValidationError:
+        return value
+
+
+def stored_value(
+    classes: dict[str, type[BaseModel]], stored: dict[str, Any], key: str
+) -> Any:
+    """The starting run's ``key``: stored, or its default where the stored
+    configuration predates the key."""
+    if key == "task":
+        return stored.get("task", "translate")
+    name, _, field_name = key.partition(".")
+    section = stored.get(name, {})
+    if field_name in section:
+        return section[field_name]
+    field = classes[name].model_fields.get(field_name) if field_name else None
+    if field is None:
+        return section if not field_name else None
+    return field.get_default(call_default_factory=True)
+
+
+def first_conflict(
+    written: dict[str, Any],
+    stored: dict[str, Any],
+    sections: Sequence[type[ModelSection]],
+) -> str | None:
+    """``key is THEIRS there and OURS in this configuration`` for the first
+    written key that differs from the starting run's, or None."""
+    classes = section_classes(stored, sections)
+    for key, ours in written.items():
+        name, _, field_name = key.partition(".")
+        if field_name and field_name not in classes[name].model_fields:
+            continue  # not a key of the section: validation names it
+        theirs = stored_value(classes, stored, key)
+        if normal(classes, key, ours) != normal(classes, key, theirs):
+            return f"{key} is {theirs!r} there and {ours!r} in this configuration"
+    return None
+
+
+def take_from_start(
+    raw: dict[str, Any],
+    stored: dict[str, Any],
+    sections: Sequence[type[ModelSection]],
+    init: str,
+) -> None:
+    """Fill ``raw`` (a configuration as read, ``--set`` applied) with the
+    starting run's ``task``, ``model`` and tokenizer settings where it
+    leaves them out; a written key that differs is refused in one line."""
+    conflict = first_conflict(written_keys(raw), stored, sections)
+    if conflict is not None:
+        raise RosettaError(f"train.init {init}: {conflict}; {ADVICE}")
+    raw["task"] = stored.get("task", "translate")
+    for name in STARTING_SECTIONS:
+        ours = raw.get(name)
+        raw[name] = {**stored.get(name, {}), **(ours if isinstance(ours, dict) else {})}
