@@ -144,6 +144,11 @@ GPU_CARRIED = pydantic pydantic_core annotated-types typing-inspection \
 	fastapi starlette uvicorn opentelemetry-api ctranslate2
 GPU_PLATFORMS = $(foreach n,2_28 2_27 2_17,--platform manylinux_$(n)_x86_64) \
 	--platform manylinux2014_x86_64
+# The check's own process needs only the standard library and runs without
+# site-packages (-S) or PYTHON* variables (-E) on both machines, so that the
+# dry run, like the GPU machine, has no Rosetta or pydantic to lean on there;
+# its stages run with CHECK_PYTHON (the GPU machine's python3, with PyTorch).
+CHECK_PARENT = $(PYTHON) -E -S
 CHECK_PYTHON = $(if $(filter cpu,$(DEVICE)),$(BIN)/python,python3)
 
 gpu-wheels: $(STAMP)
@@ -161,7 +166,7 @@ gpu-wheels: $(STAMP)
 
 gpu-check: $(if $(filter cpu,$(DEVICE)),$(STAMP))
 	$(if $(filter cpu,$(DEVICE)),$(BIN)/pip install -q -e .[bench])
-	$(CHECK_PYTHON) benchmarks/gpu_check.py --device $(DEVICE) \
+	$(CHECK_PARENT) benchmarks/gpu_check.py --device $(DEVICE) --python $(CHECK_PYTHON) \
 		--out $(GPU_CHECK_OUT) --minutes $(GPU_CHECK_MINUTES) $(GPU_CHECK_FLAGS)
 
 # The server under load: dynamic batching on and off, then one worker and two.

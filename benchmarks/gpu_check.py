@@ -29,8 +29,17 @@ Writes ``gpu-check.md`` (one table of stages, then each stage's table),
 ``gpu-check.json`` and ``gpu-check.log`` (every stage's output) into ``--out``,
 after every stage, so a check cut short keeps what it measured.
 
-    python benchmarks/gpu_check.py --device cuda --out gpu-check
-    python benchmarks/gpu_check.py --device cpu --out /tmp/dry-run
+This process imports nothing but the standard library: on the GPU machine
+neither Rosetta nor the carried packages are importable here. Whatever needs
+them, each stage's summary included, runs in a process of the stage's own,
+started by ``--python`` (the stages' interpreter, by default this one) with
+the carried packages, ``src/`` and the repository on ``PYTHONPATH``. The dry
+run starts this process the same way, without site-packages (``-E -S``), and
+the stages with the virtual environment's Python:
+
+    python3 -E -S benchmarks/gpu_check.py --device cuda --out gpu-check
+    python3 -E -S benchmarks/gpu_check.py --device cpu --out /tmp/dry-run \\
+        --python .venv/bin/python
 """
 
 from __future__ import annotations
@@ -45,15 +54,16 @@ import tempfile
 import time
 from pathlib import Path
 
-from gpu_check_stages import SIZES, Stage, stages_for
-from harness import ROOT, write_json
-from rosetta.errors import RosettaError
+from gpu_check_stages import ROOT, SIZES, Stage, stages_for
+
+# a summary reads what its stage wrote (the lm's imports Rosetta to do so)
+SUMMARY_SECONDS = 60
 
 
-def pip_install(files: list[Path], site: Path, log) -> bool:
+def pip_install(python: str, files: list[Path], site: Path, log) -> bool:
     done = subprocess.run(
         [
-            sys.executable,
+            python,
             "-m",
             "pip",
             "install",
@@ -74,17 +84,18 @@ def pip_install(files: list[Path], site: Path, log) -> bool:
     return done.returncode == 0
 
 
-def install(wheels: Path, site: Path, log) -> list[str]:
-    """Wheels and then source archives in ``wheels`` into ``site``, without
-    the network or build isolation (the machine's own setuptools and Cython
-    build a source archive); the names installed. A source archive that does
-    not build is logged and left out: the tests that need it say so."""
+def install(python: str, wheels: Path, site: Path, log) -> list[str]:
+    """Wheels and then source archives in ``wheels`` into ``site``, by the
+    stages' ``python``, without the network or build isolation (the machine's
+    own setuptools and Cython build a source archive); the names installed. A
+    source archive that does not build is logged and left out: the tests that
+    need it say so."""
     found = sorted(wheels.glob("*.whl"))
-    if found and not pip_install(found, site, log):
+    if found and not pip_install(python, found, site, log):
         raise SystemExit(f"installing the wheels of {wheels} failed: see the log")
     names = [path.name for path in found]
     for archive in sorted(wheels.glob("*.tar.gz")):
-        if pip_install([archive], site, log):
+        if pip_install(python, [archive], site, log):
             names.append(archive.name)
         else:
             names.append(f"{archive.name} (did not build)")
@@ -132,27 +143,53 @@ def run_stage(stage: Stage, env: dict, seconds: float, log) -> dict:
         if done.returncode != 0:
             status = f"failed (exit {done.returncode})"
             break
-    record = {
-        "status": status,
-        "seconds": round(time.perf_counter() - began, 1),
-        "tables": tables_in("\n".join(outputs)),
-    }
-    if stage.summarise is not None:
-        try:
-            record.update(stage.summarise())
-        except (OSError, ValueError, KeyError, RosettaError) as error:
-            record["summary_error"] = repr(error)  # e.g. stopped before a checkpoint
+    record = {"status": status, "tables": tables_in("\n".join(outputs))}
+    if stage.summary is not None:
+        record.update(summarise(stage.summary, env, log))
+        if status == "passed" and "summary_error" in record:
+            status = record["status"] = "passed, its summary failed"
+    record["seconds"] = round(time.perf_counter() - began, 1)
     return record
 
 
-def device_line(env: dict) -> dict:
+def summarise(command: list[str], env: dict, log) -> dict:
+    """The summary that ``command`` prints as its last line (one JSON object),
+    computed in the stage's environment, or ``summary_error``: e.g. a stage
+    stopped before its checkpoint."""
+    log(f"$ {' '.join(command)}")
+    try:
+        done = subprocess.run(
+            command,
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=SUMMARY_SECONDS,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return {"summary_error": f"no summary within {SUMMARY_SECONDS} s"}
+    log(done.stdout + done.stderr)
+    lines = done.stdout.strip().splitlines()
+    if done.returncode == 0 and lines:
+        try:
+            summary = json.loads(lines[-1])
+        except json.JSONDecodeError:
+            summary = None
+        if isinstance(summary, dict):
+            return summary
+    why = done.stderr.strip().splitlines() or [f"exit {done.returncode}, no JSON"]
+    return {"summary_error": why[-1]}
+
+
+def device_line(python: str, env: dict) -> dict:
     script = (
         "import json, torch; d = torch.cuda.is_available(); print(json.dumps({"
         "'torch': torch.__version__, 'cuda': torch.version.cuda, "
         "'gpu': torch.cuda.get_device_name(0) if d else None}))"
     )
     done = subprocess.run(
-        [sys.executable, "-c", script], env=env, capture_output=True, text=True
+        [python, "-c", script], env=env, capture_output=True, text=True, check=False
     )
     return json.loads(done.stdout) if done.returncode == 0 else {"error": done.stderr}
 
@@ -172,13 +209,13 @@ def write_report(out: Path, report: dict) -> None:
     for name, record in report["stages"].items():
         lines.append(
             f"| {name} | {record['status']} | {record.get('seconds', '')} "
-            f"| {record.get('headline', '')} |"
+            f"| {record.get('headline') or record.get('summary_error', '')} |"
         )
     for name, record in report["stages"].items():
         if record.get("tables"):
             lines += ["", f"## {name}", "", record["tables"]]
     (out / "gpu-check.md").write_text("\n".join(lines) + "\n")
-    write_json(out / "gpu-check.json", report)
+    (out / "gpu-check.json").write_text(json.dumps(report, indent=1) + "\n")
 
 
 def main() -> None:
@@ -189,6 +226,11 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=9.0, help="all stages")
     parser.add_argument("--stages", nargs="+", default=None, help="default: all")
     parser.add_argument(
+        "--python",
+        default=sys.executable,
+        help="the stages' interpreter, with PyTorch (default: this one)",
+    )
+    parser.add_argument(
         "--set",
         action="append",
         default=[],
@@ -197,7 +239,10 @@ def main() -> None:
         "lm=train.max_minutes=3,train.validate_every=200",
     )
     args = parser.parse_args()
-    began = time.perf_counter()
+    found = shutil.which(args.python)
+    if found is None:
+        raise SystemExit(f"--python {args.python}: no such interpreter")
+    python = os.path.abspath(found)  # the stages run in the repository root
     args.out.mkdir(parents=True, exist_ok=True)
     logfile = (args.out / "gpu-check.log").open("w")
 
@@ -206,10 +251,24 @@ def main() -> None:
         logfile.flush()
 
     work = Path(tempfile.mkdtemp(prefix="rosetta-gpu-check-"))
+    try:
+        report = check(args, python, work, log)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)  # runs, wheels installed: minutes' work
+    print((args.out / "gpu-check.md").read_text())
+    failed = [n for n, r in report["stages"].items() if r["status"] != "passed"]
+    if failed:
+        raise SystemExit(f"not passed: {', '.join(failed)}")
+
+
+def check(args: argparse.Namespace, python: str, work: Path, log) -> dict:
+    """The wheels installed into ``work``, then the stages, each one's record
+    written out as it ends; the report."""
+    began = time.perf_counter()
     sizes = SIZES[args.device].changed(args.set)
     # the wheels are for the GPU machine's Python; a dry run uses its own
     carried = args.device == "cuda" and args.wheels.is_dir()
-    installed = install(args.wheels, work / "site", log) if carried else []
+    installed = install(python, args.wheels, work / "site", log) if carried else []
     paths = [str(work / "site"), str(ROOT / "src"), str(ROOT)]
     env = os.environ | {
         "PYTHONPATH": os.pathsep.join([*paths, os.environ.get("PYTHONPATH", "")]),
@@ -219,7 +278,7 @@ def main() -> None:
     }
     report = {
         "device": args.device,
-        "machine": device_line(env),
+        "machine": device_line(python, env),
         "installed": installed,
         "sizes": vars(sizes),
         "stages": {},
@@ -228,23 +287,17 @@ def main() -> None:
     if args.device == "cuda" and not report["machine"].get("gpu"):
         raise SystemExit(f"--device cuda, but this PyTorch sees no GPU: {report}")
     budget = 60 * args.minutes
-    try:
-        for stage in stages_for(args.device, sizes, work, args.stages):
-            left = budget - (time.perf_counter() - began)
-            if left < stage.least_seconds:
-                record = {"status": f"skipped: {left:.0f} s left"}
-            else:
-                record = run_stage(stage, env, min(stage.seconds, left), log)
-            report["stages"][stage.name] = record
-            report["seconds"] = time.perf_counter() - began
-            write_report(args.out, report)
-            print(f"{stage.name}: {record['status']} {record.get('headline', '')}")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)  # runs, wheels installed: minutes' work
-    print((args.out / "gpu-check.md").read_text())
-    failed = [n for n, r in report["stages"].items() if r["status"] != "passed"]
-    if failed:
-        raise SystemExit(f"not passed: {', '.join(failed)}")
+    for stage in stages_for(args.device, sizes, work, args.stages, python):
+        left = budget - (time.perf_counter() - began)
+        if left < stage.least_seconds:
+            record = {"status": f"skipped: {left:.0f} s left"}
+        else:
+            record = run_stage(stage, env, min(stage.seconds, left), log)
+        report["stages"][stage.name] = record
+        report["seconds"] = time.perf_counter() - began
+        write_report(args.out, report)
+        print(f"{stage.name}: {record['status']} {record.get('headline', '')}")
+    return report
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 import numpy as np
 import pytest
+import torch
 
 from rosetta.data import EncodedPairs, Example, collate, make_batches, padding_share
-from rosetta.data.batching import cut_runs, rank_share
+from rosetta.data.batching import cut_runs, pad, rank_share
 from rosetta.data.vocab import BOS_ID, EOS_ID, PAD_ID
 
 
@@ -14,6 +15,41 @@ def test_collate_makes_the_shift_of_spec_section_1():
     assert batch.tgt_out.tolist() == [[8, 9, EOS_ID, PAD_ID], [10, 11, 12, EOS_ID]]
     assert batch.tgt_lengths.tolist() == [3, 4]
     assert batch.src_mask.tolist() == [[True] * 4, [True, True, False, False]]
+
+
+def padded_row_by_row(sequences):
+    """Right-padding a sentence at a time: the reference."""
+    width = max(len(s) for s in sequences)
+    return [[*s, *[PAD_ID] * (width - len(s))] for s in sequences]
+
+
+@pytest.mark.reference
+def test_pairs_collated_at_once_equal_the_row_by_row_reference():
+    rng = np.random.default_rng(3)
+    examples = [
+        Example(rng.integers(4, 99, rng.integers(0, 20)).tolist(), [])
+        if i % 7 == 0
+        else Example(*(rng.integers(4, 99, rng.integers(1, 20)).tolist() for _ in "st"))
+        for i in range(60)
+    ]
+    pairs = EncodedPairs.from_examples(examples).subset(np.arange(60) % 5 != 0)
+    indices = [40, 3, 17, 17, 0, 29]
+    chosen = [pairs[i] for i in indices]
+    for batch in (pairs.collate(np.array(indices)), collate(chosen)):
+        assert batch.src.tolist() == padded_row_by_row(
+            [[*e.src, EOS_ID] for e in chosen]
+        )
+        assert batch.tgt_in.tolist() == padded_row_by_row(
+            [[BOS_ID, *e.tgt] for e in chosen]
+        )
+        assert batch.tgt_out.tolist() == padded_row_by_row(
+            [[*e.tgt, EOS_ID] for e in chosen]
+        )
+        assert batch.src_lengths.tolist() == [len(e.src) + 1 for e in chosen]
+        assert batch.tgt_lengths.tolist() == [len(e.tgt) + 1 for e in chosen]
+        assert {t.dtype for t in vars(batch).values()} == {torch.int64}
+    sequences = [e.tgt for e in chosen]
+    assert pad(sequences).tolist() == padded_row_by_row(sequences)
 
 
 def random_examples(count=500, seed=0):

@@ -1,11 +1,12 @@
 import math
+from types import SimpleNamespace
 
 import pytest
 import torch
 import torch.nn.functional as F
 
 from rosetta.train import label_smoothed_cross_entropy
-from rosetta.train.loss import projected_label_smoothed_cross_entropy
+from rosetta.train.loss import block_elements, projected_label_smoothed_cross_entropy
 
 PAD = 0
 
@@ -188,3 +189,39 @@ def test_projected_loss_under_bf16_autocast_is_close_to_autocasts_own():
         assert (mine - theirs).abs().max() <= 2e-2 * theirs.abs().max()
     exact = label_smoothed_cross_entropy(proj(features), target, 0.1, PAD)[0]
     assert loss.item() != exact.item()  # it did compute in bfloat16
+
+
+def test_float32_blocks_sum_to_the_loss_and_gradients_of_one_block():
+    """Blocks change only the order of float32 sums: the loss and every
+    gradient equal those of one block, and of the plain loss, to rounding."""
+    proj, features, target = projection_case(bias=True, dtype=torch.float32)
+    params = [features, *proj.parameters()]
+    results = []
+    for block_rows in (1, 3, 100):  # 14, 5 and 1 blocks
+        loss, nll, _ = projected_label_smoothed_cross_entropy(
+            features, proj, target, 0.1, PAD, block_rows=block_rows
+        )
+        results.append((loss, nll, torch.autograd.grad(loss, params)))
+    plain, plain_nll, _ = label_smoothed_cross_entropy(proj(features), target, 0.1, PAD)
+    plain_grads = torch.autograd.grad(plain, params)
+    for loss, nll, grads in results:
+        assert loss.item() == pytest.approx(plain.item(), rel=1e-6)
+        assert nll.item() == pytest.approx(plain_nll.item(), rel=1e-6)
+        for mine, theirs in zip(grads, plain_grads, strict=True):
+            assert torch.allclose(mine, theirs, rtol=1e-5, atol=1e-7)
+
+
+def test_a_gpu_projects_a_token_budget_batch_in_one_block(monkeypatch):
+    """A CPU keeps 16 MB blocks (4M logits); a GPU's blocks follow its total
+    memory, so a 25,000-token batch over 32,000 words is one block on an
+    80 GB GPU, and several on a small one, never fewer logits than a CPU's."""
+    memory = {"total_memory": 80 * 2**30}
+    monkeypatch.setattr(
+        torch.cuda, "get_device_properties", lambda _: SimpleNamespace(**memory)
+    )
+    assert block_elements(torch.device("cpu")) == 4 * 1024 * 1024
+    assert block_elements(torch.device("cuda")) >= 25_000 * 32_000
+    memory["total_memory"] = 8 * 2**30
+    assert 4 * 1024 * 1024 < block_elements(torch.device("cuda")) < 25_000 * 32_000
+    memory["total_memory"] = 2**20
+    assert block_elements(torch.device("cuda")) == 4 * 1024 * 1024

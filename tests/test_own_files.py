@@ -21,6 +21,7 @@ from rosetta.errors import RosettaError
 from rosetta.runs import checkpoint as ckpt
 from rosetta.runs.lock import run_lock
 from rosetta.runtime.atomic import (
+    SWAP_MARK,
     atomic_folder,
     finish_swap,
     journal_path,
@@ -206,13 +207,41 @@ def test_a_real_swap_still_completes_after_a_kill(tmp_path):
     target = made_output(tmp_path)
     token = secrets.token_hex(16)
     new, aside = swap_places(target, token)
-    new.mkdir()
+    for place in (new, aside):  # as the swap makes them: marked with its token
+        place.mkdir()
+        (place / SWAP_MARK).write_text(token)
     (new / "a").write_text("new")
-    aside.mkdir()
     os.replace(target, aside / "out")  # killed between the two renames
     journal_path(target).write_text(json.dumps({"token": token, "target": "out"}))
     assert "completed" in finish_swap(target)
+    assert sorted(os.listdir(target)) == ["a"]  # the mark went with the swap
     assert (target / "a").read_text() == "new"
+    assert sorted(os.listdir(tmp_path)) == ["out"]
+
+
+@pytest.mark.parametrize("suffix", ["old", "new"])
+def test_a_users_folder_with_a_swaps_name_is_never_removed(users, suffix):
+    """A journal of the right form and a real folder of the user's that
+    carries the token's name, but not the token inside: refused."""
+    tmp_path, _ = users
+    target = made_output(tmp_path)
+    token = secrets.token_hex(16)
+    new, old = swap_places(target, token)
+    place = new if suffix == "new" else old
+    place.mkdir()
+    (place / "precious.txt").write_text("data\n")
+    journal_path(target).write_text(json.dumps({"token": token, "target": "out"}))
+    with pytest.raises(RosettaError, match="not the folder the swap made"):
+        claim_folder(target, overwrite=True, what=WHAT)
+    assert (place / "precious.txt").read_text() == "data\n"
+    assert (target / "a").read_text() == "old"
+
+
+def test_a_swap_leaves_no_mark_in_the_output(tmp_path):
+    target = made_output(tmp_path)
+    with atomic_folder(target, kind=WHAT) as folder:
+        (folder / "a").write_text("new")
+    assert sorted(os.listdir(target)) == [LEDGER_FILE, "a"]
     assert sorted(os.listdir(tmp_path)) == ["out"]
 
 
@@ -326,3 +355,50 @@ def test_pruning_a_checkpoint_it_cannot_remove_warns_and_goes_on(
     monkeypatch.undo()
     assert "left (Operation not permitted)" in capsys.readouterr().out
     assert (old / "model.safetensors").read_text() == "weights"
+
+
+def test_names_too_long_anywhere_are_one_line(tmp_path, capsys):
+    """A run folder, an output's folder or an input whose name the file
+    system cannot take: one line, never Python's OSError."""
+    from rosetta.cli import main
+
+    long = "n" * 300
+    source = tmp_path / "in.txt"
+    source.write_text("alpha beta\n")
+    commands = [
+        ["prepare", "missing.yaml", "-o", str(tmp_path / long)],
+        ["evaluate", "--hyp", str(tmp_path / long), "--ref", str(source)],
+        ["task", "copy", "--count", "20", "-o", str(tmp_path / long / "tk")],
+    ]
+    for argv in commands:
+        capsys.readouterr()
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert "Traceback" not in err and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize(
+    "how", ["second name of a user's file", "link to a user's file"]
+)
+def test_a_distillations_partial_output_is_never_written_through_a_link(users, how):
+    """Resuming reads and cuts the partial output in place, then appends to
+    it: a second name of a user's file (or a link to one) is refused."""
+    from rosetta.distill import finished_lines
+
+    tmp_path, before = users
+    partial = tmp_path / "out.txt.partial"
+    replace_with(partial, how, tmp_path)
+    with pytest.raises(RosettaError) as refused:
+        finished_lines(partial)
+    one_line(refused.value)
+    after = digest_tree(tmp_path)
+    assert {k: v for k, v in after.items() if k in before} == before
+
+
+def test_a_distillations_own_partial_output_is_cut_to_whole_lines(tmp_path):
+    from rosetta.distill import finished_lines
+
+    partial = tmp_path / "out.txt.partial"
+    partial.write_bytes(b"one\ntwo\nthr")
+    assert finished_lines(partial) == 2
+    assert partial.read_bytes() == b"one\ntwo\n"

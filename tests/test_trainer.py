@@ -247,11 +247,47 @@ def test_training_gives_the_caller_its_process_settings_back(tmp_path):
     config, _ = toy_config(
         tmp_path, "train.max_epochs=null", "train.max_steps=2", "train.threads=2"
     )
-    before = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
+
+    def settings():
+        return (
+            torch.get_num_threads(),
+            torch.are_deterministic_algorithms_enabled(),
+            torch.utils.deterministic.fill_uninitialized_memory,
+        )
+
+    before = settings()
     assert config.train.flush_denormals and not _flushes_denormals()
     run_training(config, tmp_path / "run")
-    after = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
-    assert after == before and not _flushes_denormals()
+    assert settings() == before and not _flushes_denormals()
+
+
+def test_deterministic_training_without_filling_new_memory_trains_the_same(
+    tmp_path,
+):
+    """Deterministic mode would fill every new tensor with NaN; training turns
+    that off. No kernel of an update reads memory it did not write, so the
+    weights after some updates are those of a run that fills."""
+    from rosetta.train.run import configure_torch, process_settings_kept
+
+    config, _ = toy_config(tmp_path, "train.threads=1")
+    data = prepare_data(config, tmp_path / "run", log=lambda *_: None)
+    translator = family_of(config.model).inference
+    vocab = len(data.tokenizers.src), len(data.tokenizers.tgt)
+
+    def train(fill: bool) -> dict[str, torch.Tensor]:
+        with process_settings_kept():
+            configure_torch(config)
+            assert not torch.utils.deterministic.fill_uninitialized_memory
+            torch.utils.deterministic.fill_uninitialized_memory = fill
+            model = build_model(config.model, *vocab)
+            task = TranslationTask(config, model, data, CPU, translator)
+            trainer = Trainer(config, tmp_path / f"run-{fill}", model, task, CPU)
+            for batch in task.epoch_batches(0)[:4]:
+                assert trainer.train_step([batch]) is not None
+        return model.state_dict()
+
+    filled, unfilled = train(True), train(False)
+    assert all(torch.equal(filled[name], unfilled[name]) for name in filled)
 
 
 def test_a_tie_of_the_best_metric_goes_to_the_lower_validation_loss():

@@ -26,6 +26,8 @@ from tqdm import tqdm
 from rosetta.errors import RosettaError
 from rosetta.inference.text_translator import TextTranslator
 from rosetta.runtime.atomic import write_json_atomic
+from rosetta.runtime.own_files import open_own
+from rosetta.runtime.records import read_record
 from rosetta.search.batched import Workers
 from rosetta.search.options import SearchOptions
 
@@ -43,11 +45,13 @@ def finished_lines(partial: Path) -> int:
     from the file."""
     if not partial.is_file():
         return 0
-    data = partial.read_bytes()
-    whole = data[: data.rfind(b"\n") + 1]
-    if len(whole) != len(data):
-        with open(partial, "r+b") as handle:
-            handle.truncate(len(whole))
+    # Rosetta's own file, written in place: never through a link or a
+    # second name of a user's file (``rosetta.runtime.own_files``)
+    with os.fdopen(open_own(partial, os.O_RDWR, writing=True, limit=None), "r+b") as f:
+        data = f.read()
+        whole = data[: data.rfind(b"\n") + 1]
+        if len(whole) != len(data):
+            f.truncate(len(whole))
     return whole.count(b"\n")
 
 
@@ -79,10 +83,7 @@ def check_partial(output: Path, made_of: dict) -> bool:
     ``distill``) left it."""
     partial, record = partial_paths(output)
     if record.is_file():
-        try:
-            earlier = json.loads(record.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as error:
-            raise RosettaError(f"{record}: unreadable ({error})") from None
+        earlier = read_record(record, Any, "a record of rosetta distill")
         if earlier != made_of:
             raise RosettaError(
                 f"{partial} was started with other sources or settings "
@@ -132,7 +133,9 @@ def distill(
         disable=not progress,
         dynamic_ncols=True,
     )
-    with open(partial, "a", encoding="utf-8") as handle:
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+    fd = open_own(partial, flags, writing=True, limit=None)
+    with os.fdopen(fd, "a", encoding="utf-8") as handle:
         for start in range(done, len(sources), chunk_lines):
             chunk = list(sources[start : start + chunk_lines])
             found = translator.translate(

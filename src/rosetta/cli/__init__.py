@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import errno
 import json
 import os
 import re
@@ -233,6 +234,18 @@ def run_command(argv: list[str] | None, noted: list[bool]) -> int:
     except Stopped as stop:
         print(f"rosetta {args.verb}: {stop}", file=sys.stderr)
         return stop.status
+    except OSError as error:
+        if error.errno != errno.ENAMETOOLONG:
+            raise
+        # a name the file system cannot take, met wherever a path is first
+        # looked at: what the user named is wrong, not Rosetta
+        name = str(error.filename or "")[-60:]
+        print(
+            f"rosetta {args.verb}: error: ...{name}: {error.strerror}; choose a "
+            "shorter name",
+            file=sys.stderr,
+        )
+        return 2
     except BrokenPipeError:  # the reader went away (``| head``): no traceback,
         # and none at exit either, when Python flushes standard output again
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,6 +27,7 @@ from rosetta.runs.lock import run_lock
 from rosetta.runtime.atomic import SWAP_SUFFIX
 from rosetta.runtime.limits import Count, number_flag
 from rosetta.runtime.threads import at_most_cores
+from rosetta.train.distributed import PEERS_GRACE_S
 from rosetta.train.init import starting_checkpoint, write_starting_tokenizers
 from rosetta.train.interrupt import SIGNALS
 from rosetta.train.prepare import PrepareOptions, require_corpus
@@ -75,6 +77,8 @@ def cmd_train(args: argparse.Namespace) -> int | None:
                 print(
                     f"rosetta train: {stop}; continue with:\n  {again}", file=sys.stderr
                 )
+            else:  # rank 0 ends first, having said how to continue: torchrun
+                time.sleep(PEERS_GRACE_S)  # stops the others when one ends
             end_worker(stop.status)
         raise Stopped(f"{stop}; continue with:\n  {again}", stop.status) from None
     if os.environ.get("RANK", "0") == "0":

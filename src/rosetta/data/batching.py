@@ -7,7 +7,9 @@ The encoder input is ``source + <eos>``; the decoder input is
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 import torch
@@ -67,24 +69,68 @@ class Batch:
 
 def pad(sequences: list[list[int]]) -> torch.Tensor:
     """Right-pad id lists with ``<pad>`` into an (n, max_len) LongTensor."""
-    width = max(len(s) for s in sequences)
-    out = torch.full((len(sequences), width), PAD_ID, dtype=torch.long)
-    for row, sequence in enumerate(sequences):
-        out[row, : len(sequence)] = torch.tensor(sequence, dtype=torch.long)
+    lengths, ids = flattened(sequences)
+    return torch.from_numpy(padded_rows(ids, lengths))
+
+
+def flattened(sequences: Iterable[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """(lengths, ids one sequence after another), both int64."""
+    sequences = list(sequences)
+    lengths = np.fromiter(map(len, sequences), np.int64, len(sequences))
+    ids = np.fromiter(chain.from_iterable(sequences), np.int64, int(lengths.sum()))
+    return lengths, ids
+
+
+def padded_rows(
+    ids: np.ndarray,
+    lengths: np.ndarray,
+    before: int | None = None,
+    after: int | None = None,
+) -> np.ndarray:
+    """The rows that ``ids`` holds one after another (row i: ``lengths[i]``
+    ids) as one (n, width) int64 array, each row with ``before`` in front and
+    ``after`` behind where given, right-padded with ``<pad>`` to the longest.
+
+    Every id is placed by one scatter, whatever the number of rows: a row at
+    a time would cost a tensor and a copy per sentence.
+    """
+    shift = int(before is not None)
+    width = int(lengths.max()) + shift + int(after is not None)
+    out = np.full((len(lengths), width), PAD_ID, dtype=np.int64)
+    if before is not None:
+        out[:, 0] = before
+    row_starts = np.cumsum(lengths) - lengths  # row i's first id in ids
+    rows = np.repeat(np.arange(len(lengths)), lengths)
+    columns = np.arange(len(ids)) - np.repeat(row_starts, lengths) + shift
+    out[rows, columns] = ids
+    if after is not None:
+        out[np.arange(len(lengths)), lengths + shift] = after
     return out
 
 
 def collate(examples: list[Example]) -> Batch:
     """Build the encoder input, decoder input and label."""
-    src = [[*e.src, EOS_ID] for e in examples]
-    tgt_in = [[BOS_ID, *e.tgt] for e in examples]
-    tgt_out = [[*e.tgt, EOS_ID] for e in examples]
+    src_lengths, src_ids = flattened(e.src for e in examples)
+    tgt_lengths, tgt_ids = flattened(e.tgt for e in examples)
+    return collate_flat(src_ids, src_lengths, tgt_ids, tgt_lengths)
+
+
+def collate_flat(
+    src_ids: np.ndarray,
+    src_lengths: np.ndarray,
+    tgt_ids: np.ndarray,
+    tgt_lengths: np.ndarray,
+) -> Batch:
+    """``collate`` of pairs given side by side as their ids one after another
+    and their lengths (``flattened``), as a token store holds them."""
+    src_lengths = src_lengths.astype(np.int64)
+    tgt_lengths = tgt_lengths.astype(np.int64)
     return Batch(
-        src=pad(src),
-        src_lengths=torch.tensor([len(s) for s in src]),
-        tgt_in=pad(tgt_in),
-        tgt_out=pad(tgt_out),
-        tgt_lengths=torch.tensor([len(t) for t in tgt_out]),
+        src=torch.from_numpy(padded_rows(src_ids, src_lengths, after=EOS_ID)),
+        src_lengths=torch.from_numpy(src_lengths + 1),
+        tgt_in=torch.from_numpy(padded_rows(tgt_ids, tgt_lengths, before=BOS_ID)),
+        tgt_out=torch.from_numpy(padded_rows(tgt_ids, tgt_lengths, after=EOS_ID)),
+        tgt_lengths=torch.from_numpy(tgt_lengths + 1),
     )
 
 

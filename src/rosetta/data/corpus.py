@@ -43,9 +43,13 @@ def read_lines(path: Path) -> Iterator[tuple[int, str]]:
     carriage return anywhere else (a file with CR-only line ends, which would
     read as one long line) is an error naming the line.
     """
-    if not path.exists():
+    try:
+        found, folder = path.exists(), path.is_dir()
+    except OSError as error:  # a name too long for the file system, say
+        raise RosettaError(f"{str(path)[:80]}: {error.strerror}") from None
+    if not found:
         raise RosettaError(f"{path}: file not found")
-    if path.is_dir():
+    if folder:
         raise RosettaError(f"{path}: a folder, not a file of lines")
     opener = gzip.open if path.suffix == ".gz" else open
     try:

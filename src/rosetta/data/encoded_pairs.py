@@ -27,7 +27,7 @@ from typing import BinaryIO
 import numpy as np
 import xxhash
 
-from rosetta.data.batching import Example
+from rosetta.data.batching import Batch, Example, collate_flat
 
 OFFSET_TYPE = np.dtype("<i8")
 SIDES = ("src", "tgt")
@@ -94,6 +94,28 @@ class EncodedPairs:
 
     def __iter__(self) -> Iterator[Example]:
         return (self[i] for i in range(len(self)))
+
+    def collate(self, indices: Sequence[int] | np.ndarray) -> Batch:
+        """``collate([self[i] for i in indices])``, the ids of all the pairs
+        gathered from the arrays at once rather than a list per pair."""
+        rows = np.asarray(indices, dtype=np.int64)
+        if self.rows is not None:
+            rows = self.rows[rows]
+        (src_ids, src_lengths), (tgt_ids, tgt_lengths) = (
+            self._gather(side, rows) for side in SIDES
+        )
+        return collate_flat(src_ids, src_lengths, tgt_ids, tgt_lengths)
+
+    def _gather(self, side: str, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(the ids of array pairs ``rows`` one after another, their lengths)."""
+        offsets = self.offsets[side]
+        starts = offsets[rows]
+        lengths = offsets[rows + 1] - starts
+        # the position of every id: its row's start plus its place in the row
+        within = np.arange(lengths.sum()) - np.repeat(
+            np.cumsum(lengths) - lengths, lengths
+        )
+        return self.tokens[side][np.repeat(starts, lengths) + within], lengths
 
     def _sequence(self, side: str, row: int) -> list[int]:
         start, end = self.offsets[side][row : row + 2]

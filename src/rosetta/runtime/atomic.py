@@ -10,8 +10,9 @@ name, or not at all, whenever the process is stopped.
   old folder or the new one under the real name, or a journal from which
   ``finish_swap`` (run by the next command on that output) completes the
   swap. The journal holds only a random token; the two folders it can lead
-  to are the hidden names that carry that token beside the target, so an
-  edited journal can never name a user's folder.
+  to are the hidden names that carry that token beside the target, and each
+  holds the token inside (``SWAP_MARK``), so an edited journal can never
+  lead to a user's folder, even one given such a name.
 - Temporary names are made by ``tempfile`` (``mkstemp``, ``mkdtemp``): a name
   that exists is never taken, so no user file is ever written over or
   removed as "ours"; only what this process created is cleaned up.
@@ -37,10 +38,12 @@ from pydantic import StringConstraints
 
 from rosetta.errors import RosettaError
 from rosetta.runtime.fingerprint import fingerprint
+from rosetta.runtime.own_files import read_own
 from rosetta.runtime.records import Record, read_record
 
 LEDGER_FILE = ".rosetta-output.json"  # what a folder output holds: see outputs
 SWAP_SUFFIX = ".swap.json"
+SWAP_MARK = ".rosetta-swap"  # inside a swap's folders: the swap's token
 
 
 def fsync_path(path: Path) -> None:
@@ -127,13 +130,15 @@ def replace_folder(tmp: Path, target: Path) -> None:
     aside.mkdir()  # never there before: the token is new
     journal = journal_path(target)
     try:
+        for folder in (aside, tmp):  # what the journal may lead to: marked
+            (folder / SWAP_MARK).write_text(token, encoding="ascii")
         os.replace(tmp, new)
         write_json_atomic(journal, {"token": token, "target": target.name})
         os.replace(target, aside / target.name)
     except OSError:
         if new.is_dir():
             os.replace(new, tmp)  # the caller cleans up its own folder
-        aside.rmdir()
+        shutil.rmtree(aside)
         journal.unlink(missing_ok=True)
         raise
     _pause_for_tests()
@@ -142,9 +147,10 @@ def replace_folder(tmp: Path, target: Path) -> None:
     except OSError:
         os.replace(aside / target.name, target)  # put the old folder back
         os.replace(new, tmp)
-        aside.rmdir()
+        shutil.rmtree(aside)
         journal.unlink()
         raise
+    (target / SWAP_MARK).unlink()
     fsync_path(target.parent)
     shutil.rmtree(aside, ignore_errors=True)
     journal.unlink()
@@ -163,15 +169,26 @@ def _refused(journal: Path, why: str) -> RosettaError:
     )
 
 
+def _marked(folder: Path, token: str) -> bool:
+    """Whether ``folder`` is a real folder that a swap with ``token`` made."""
+    if folder.is_symlink() or not folder.is_dir():
+        return False
+    try:
+        return read_own(folder / SWAP_MARK) == token.encode("ascii")
+    except (OSError, RosettaError):
+        return False
+
+
 def _journal_token(journal: Path, target: Path) -> str:
     """The token of ``target``'s journal, once the journal is known to be
     Rosetta's and to be about ``target``; its two folders, where present,
-    must be real folders beside it."""
+    must be the folders that swap made (they carry its token inside)."""
     entry = read_record(journal, SwapJournal, "a swap journal Rosetta wrote")
     if entry.target != target.name:
         raise _refused(journal, f"a journal of {entry.target!r}, not {target.name!r}")
     for place in swap_places(target, entry.token):
-        if place.is_symlink() or (place.exists() and not place.is_dir()):
+        there = place.exists() or place.is_symlink()
+        if there and not _marked(place, entry.token):
             raise _refused(journal, f"{place.name} is not the folder the swap made")
     return entry.token
 
@@ -188,7 +205,8 @@ def finish_swap(target: Path) -> str | None:
     journal = journal_path(target)
     if not (journal.exists() or journal.is_symlink()):
         return None
-    new, aside = swap_places(target, _journal_token(journal, target))
+    token = _journal_token(journal, target)
+    new, aside = swap_places(target, token)
     old = aside / target.name
     if target.exists() or target.is_symlink():
         if new.is_dir():  # stopped before the old one moved: keep it
@@ -207,6 +225,9 @@ def finish_swap(target: Path) -> str | None:
             f"{journal}: neither the old nor the new {target.name} is left; "
             "the journal is kept for inspection"
         )
+    mark = target / SWAP_MARK  # the new folder's, if it moved in
+    if target.is_dir() and not target.is_symlink() and _marked(target, token):
+        mark.unlink()
     fsync_path(target.parent)
     if aside.is_dir():
         shutil.rmtree(aside, ignore_errors=True)

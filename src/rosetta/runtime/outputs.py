@@ -110,23 +110,31 @@ def _refuse_bookkeeping(target: Path) -> None:
 NAME_ROOM = 48
 
 
-def _refuse_long_name(target: Path) -> None:
-    """A name the file system takes, with room for the temporary names made
-    beside it, or one line now (not after the long work, at the rename)."""
-    folder = target.resolve().parent
-    while not folder.exists():
-        folder = folder.parent
-    try:
-        limit = os.pathconf(folder, "PC_NAME_MAX")
-    except (OSError, ValueError):
-        limit = 255
-    size = len(os.fsencode(target.name))
-    if size + NAME_ROOM > limit:
-        raise RosettaError(
-            f"{target.name[:40]}...: a name of {size} bytes; this file system "
-            f"takes {limit}, and Rosetta needs {NAME_ROOM} more for the "
-            "temporary name it writes under: choose a shorter name"
-        )
+def _name_limit(path: Path) -> int:
+    """The longest name, in bytes, the file system at ``path`` takes."""
+    for folder in Path(os.path.abspath(path)).parents:
+        try:
+            return os.pathconf(folder, "PC_NAME_MAX")
+        except (OSError, ValueError):  # not there (yet), or no answer
+            continue
+    return 255
+
+
+def refuse_long_name(target: Path, room: int = NAME_ROOM) -> None:
+    """Every name in ``target`` one the file system takes, the last with
+    ``room`` for the temporary names made beside it; else one line now (not
+    a traceback, nor an error at the rename after the long work)."""
+    limit = _name_limit(Path(target))
+    parts = Path(target).parts
+    for index, part in enumerate(parts):
+        size = len(os.fsencode(part)) + (room if index == len(parts) - 1 else 0)
+        if size > limit:
+            raise RosettaError(
+                f"{part[:40]}...: a name of {len(os.fsencode(part))} bytes in "
+                f"{target.name[:40]}...; this file system takes {limit}, and "
+                f"Rosetta needs {room} more for the temporary names it writes "
+                "beside an output: choose a shorter name"
+            )
 
 
 def _check_parent(target: Path) -> None:
@@ -156,7 +164,7 @@ def claim_file(
     ``what`` did not write there (``record_written``) or that changed since,
     a parent folder that cannot be made or written."""
     target = Path(target)
-    _refuse_long_name(target)
+    refuse_long_name(target)
     _refuse_bookkeeping(target)
     _refuse_inputs(target, inputs)
     refuse_kept_places(target)
@@ -274,7 +282,7 @@ def claim_folder(
         raise RosettaError(
             f"{target}: the current folder or one holding it; name a new folder"
         )
-    _refuse_long_name(target)
+    refuse_long_name(target)
     _refuse_bookkeeping(target)
     _refuse_inputs(target, inputs)
     refuse_kept_places(target)

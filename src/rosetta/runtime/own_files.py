@@ -35,14 +35,20 @@ def not_own(path: Path, why: str) -> RosettaError:
 
 
 def open_own(
-    path: Path, flags: int, *, writing: bool = False, follow_links: bool = False
+    path: Path,
+    flags: int,
+    *,
+    writing: bool = False,
+    follow_links: bool = False,
+    limit: int | None = RECORD_LIMIT,
 ) -> int:
     """A descriptor of ``path``, opened without following a link and only if
     it is a plain file (and, for ``writing``, one of a single name).
 
     ``flags`` are ``os.open``'s (``O_RDONLY``, ``O_RDWR | O_CREAT``, ...);
     ``follow_links`` is for files Rosetta reads but did not write (a model
-    folder downloaded into a cache of links), which keep the other checks."""
+    folder downloaded into a cache of links), which keep the other checks;
+    ``limit`` (bytes) is None for an output Rosetta grows (a partial one)."""
     safe = _SAFE & ~os.O_NOFOLLOW if follow_links else _SAFE
     try:
         fd = os.open(path, flags | safe, 0o644)
@@ -58,7 +64,7 @@ def open_own(
             raise not_own(path, "not a plain file")
         if writing and info.st_nlink != 1:
             raise not_own(path, f"a file with {info.st_nlink} names (hard links)")
-        if info.st_size > RECORD_LIMIT:
+        if limit is not None and info.st_size > limit:
             raise not_own(path, f"{info.st_size} bytes, more than any record")
         os.set_blocking(fd, True)
     except BaseException:

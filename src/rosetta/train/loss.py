@@ -49,17 +49,51 @@ def smoothed_terms(
     """Per position, from log-probabilities (..., V) and gold ids (...): the
     smoothed loss ``-(1-eps) log p_gold - eps/(V-1) Σ_{y≠gold} log p_y`` and
     the negative log-likelihood ``-log p_gold``."""
-    nll = -log_probs.gather(-1, target.unsqueeze(-1)).squeeze(-1)  # -log p_gold
-    if epsilon <= 0.0:
+    gold = log_probs.gather(-1, target.unsqueeze(-1)).squeeze(-1)  # log p_gold
+    total = log_probs.sum(dim=-1) if epsilon > 0.0 else None  # Σ_y log p_y
+    return smoothed_from_sums(gold, total, epsilon, log_probs.size(-1))
+
+
+def smoothed_from_sums(
+    gold_log_probs: torch.Tensor,
+    sum_log_probs: torch.Tensor | None,
+    epsilon: float,
+    vocab: int,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``smoothed_terms`` from ``log p_gold`` and ``Σ_y log p_y`` per position
+    (the sum may be None without smoothing)."""
+    nll = -gold_log_probs  # -log p_gold
+    if epsilon <= 0.0 or sum_log_probs is None:
         return nll, nll
-    others = -log_probs.sum(dim=-1) - nll  # -Σ_{y≠g} log p_y
-    off_gold = off_gold_probability(epsilon, log_probs.size(-1))
+    others = -sum_log_probs - nll  # -Σ_{y≠g} log p_y
+    off_gold = off_gold_probability(epsilon, vocab)
     return (1.0 - epsilon) * nll + off_gold * others, nll
 
 
-# At most this many float32 logits per block of rows (16 MB): below glibc's
-# 32 MB ceiling for reusing freed memory rather than mapping fresh pages.
+# At most this many float32 logits per block of rows on a CPU (16 MB): below
+# glibc's 32 MB ceiling for reusing freed memory rather than mapping fresh pages.
 PROJECTED_BLOCK_ELEMENTS = 4 * 1024 * 1024
+# On a GPU the blocks may take this share of its memory, so that a batch of a
+# token budget is one block: the kernels of a block, issued once per batch.
+GPU_BLOCK_MEMORY_SHARE = 1 / 8
+# Bytes per logit a block holds: the logits (up to float32), their float32
+# log-probabilities, and the gradient's 16-bit copy under autocast.
+BLOCK_BYTES_PER_LOGIT = 10
+
+
+def block_elements(device: torch.device) -> int:
+    """Logits per block of the projected loss on ``device``.
+
+    On a GPU a fixed share of its total memory, not of the memory free at the
+    moment: the blocks decide the order in which the weight's gradient is
+    summed, so the same batch on the same device must always be cut alike
+    (a resumed run repeats the uninterrupted one exactly).
+    """
+    if device.type != "cuda":
+        return PROJECTED_BLOCK_ELEMENTS
+    memory = torch.cuda.get_device_properties(device).total_memory
+    share = int(memory * GPU_BLOCK_MEMORY_SHARE) // BLOCK_BYTES_PER_LOGIT
+    return max(PROJECTED_BLOCK_ELEMENTS, share)
 
 
 def projected_label_smoothed_cross_entropy(
@@ -77,12 +111,13 @@ def projected_label_smoothed_cross_entropy(
     Same value and gradients as the two steps apart (to float rounding), but
     padding positions are not projected at all, and the logits, their
     log-probabilities and their gradient exist for one block of rows at a
-    time (``PROJECTED_BLOCK_ELEMENTS`` values; ``block_rows`` overrides)
-    instead of three (n, T, V) tensors: 80 MB each for a 2,500-token batch
-    and an 8,000-word vocabulary, which the allocator maps and the kernel
-    zero-fills afresh at every step. The gradients of the features, the
-    weight and the bias are computed block by block in the forward pass, as
-    the loss is the end of the graph; backward scales them.
+    time (``block_elements`` values: 16 MB on a CPU, on a GPU enough for a
+    whole token-budget batch; ``block_rows`` overrides) instead of three
+    (n, T, V) tensors: 80 MB each for a 2,500-token batch and an 8,000-word
+    vocabulary, which the allocator maps and the kernel zero-fills afresh at
+    every step. The gradients of the features, the weight and the bias are
+    computed block by block in the forward pass, as the loss is the end of
+    the graph; backward scales them.
 
     Under autocast (bf16) the three matrix products per block run in
     autocast's dtype, as autocast would run the projection and its backward;
@@ -96,19 +131,20 @@ def projected_label_smoothed_cross_entropy(
         ``label_smoothed_cross_entropy``; the nll sum carries no gradient.
     """
     mask = target != pad_id
+    real_target = target[mask]  # its size is the count: no second host sync
     weight = output_proj.weight
-    rows = block_rows or max(1, PROJECTED_BLOCK_ELEMENTS // weight.size(0))
+    rows = block_rows or max(1, block_elements(features.device) // weight.size(0))
     compute_dtype = autocast_dtype(features.device.type) or weight.dtype
     loss, nll = _ProjectedSmoothedCrossEntropy.apply(
         at_least_float32(features[mask]),
         weight,
         output_proj.bias,
-        target[mask],
+        real_target,
         epsilon,
         rows,
         compute_dtype,
     )
-    return loss, nll, int(mask.sum())
+    return loss, nll, real_target.numel()
 
 
 class _ProjectedSmoothedCrossEntropy(torch.autograd.Function):
@@ -153,50 +189,57 @@ def _projected_loss_and_gradients(
 ) -> tuple[tuple[torch.Tensor | None, ...], torch.Tensor, torch.Tensor]:
     """((d/dx, d/dW, d/db), loss sum, nll sum) for logits ``x W^T + b``.
 
-    Per block of rows: ``z = x W^T + b``, ``log p = log_softmax(z)``, the
-    loss terms (``smoothed_terms``), then its gradient
+    Per block of rows: ``z = x W^T + b``, ``log p = log_softmax(z)``, of which
+    each row keeps ``log p_gold`` and ``Σ_y log p_y``, then its gradient
     ``g = softmax(z) - q`` and ``d/dx = g W``, ``d/dW += g^T x``,
-    ``d/db += Σ g``.
+    ``d/db += Σ g``. The loss terms (``smoothed_from_sums``) are computed
+    for all rows at once after the blocks: a block issues only the kernels
+    that work on its (rows, V) logits.
     """
     n, vocab = features.size(0), weight.size(0)
     off_gold = off_gold_probability(epsilon, vocab)
     on_gold = off_gold - (1.0 - epsilon)  # d loss / d z_gold = p_gold + this
     lowered = compute_dtype != features.dtype
     w = weight.detach().to(compute_dtype)
+    w_t = w.t()
     b = None if bias is None else bias.detach().to(compute_dtype)
+    inputs = features.to(compute_dtype)  # (n, d), once rather than per block
     grad_features = torch.empty_like(features)
     grad_weight = torch.zeros_like(weight)
     grad_bias = None if bias is None else torch.zeros_like(bias)
     block = min(block_rows, max(n, 1))
     logits_block = features.new_empty(block, vocab, dtype=compute_dtype)
     log_probs_block = features.new_empty(block, vocab)  # float32 at least
-    loss = features.new_zeros(())
-    nll = features.new_zeros(())
+    gold = target.unsqueeze(1)  # (n, 1)
+    on_gold_column = features.new_full((block, 1), on_gold)
+    gold_log_probs = features.new_empty(n, 1)  # log p_gold, row by row
+    sum_log_probs = features.new_empty(n) if epsilon > 0.0 else None  # Σ_y log p_y
     for start in range(0, n, block):
-        x = features[start : start + block].to(compute_dtype)
-        gold_ids = target[start : start + block]
-        rows = x.size(0)
-        logits = torch.mm(x, w.t(), out=logits_block[:rows])
+        stop = min(start + block, n)
+        rows, x, gold_ids = stop - start, inputs[start:stop], gold[start:stop]
+        logits = torch.mm(x, w_t, out=logits_block[:rows])
         if b is not None:
             logits += b
         log_probs = torch.log_softmax(
             logits, dim=-1, dtype=features.dtype, out=log_probs_block[:rows]
         )
-        block_loss, block_nll = smoothed_terms(log_probs, gold_ids, epsilon)
-        loss += block_loss.sum()
-        nll += block_nll.sum()
+        torch.gather(log_probs, 1, gold_ids, out=gold_log_probs[start:stop])
+        if sum_log_probs is not None:
+            torch.sum(log_probs, dim=-1, out=sum_log_probs[start:stop])
         grad = log_probs.exp_()  # softmax(z), then minus the smoothed target
         if off_gold:
             grad.sub_(off_gold)
-        gold = gold_ids.unsqueeze(1)
-        grad.scatter_add_(1, gold, grad.new_full(gold.shape, on_gold))
+        grad.scatter_add_(1, gold_ids, on_gold_column[:rows])
         if grad_bias is not None:
             grad_bias += grad.sum(dim=0)
         if lowered:  # the products in compute_dtype, the sums in float32
             grad = grad.to(compute_dtype)
-            grad_features[start : start + block] = torch.mm(grad, w)
+            grad_features[start:stop] = torch.mm(grad, w)
             grad_weight += torch.mm(grad.t(), x)
         else:
-            torch.mm(grad, w, out=grad_features[start : start + block])
+            torch.mm(grad, w, out=grad_features[start:stop])
             grad_weight.addmm_(grad.t(), x)
-    return (grad_features, grad_weight, grad_bias), loss, nll
+    loss, nll = smoothed_from_sums(
+        gold_log_probs.squeeze(1), sum_log_probs, epsilon, vocab
+    )
+    return (grad_features, grad_weight, grad_bias), loss.sum(), nll.sum()

@@ -16,8 +16,9 @@ from rosetta.errors import RosettaError
 from rosetta.families import FAMILIES, check_model_fits, family_of
 from rosetta.runs.checkpoint import INDEX_FILE, read_index
 from rosetta.runs.lock import run_lock
+from rosetta.runtime.atomic import SWAP_SUFFIX, finish_swaps
 from rosetta.runtime.devices import pick_device
-from rosetta.runtime.outputs import refuse_kept_places
+from rosetta.runtime.outputs import refuse_kept_places, refuse_long_name
 from rosetta.runtime.threads import use_threads
 from rosetta.train import distributed
 from rosetta.train.distributed import SINGLE_PROCESS, Group, local_device
@@ -39,6 +40,10 @@ def configure_torch(config: Config) -> None:
     use_threads(config.train.threads)
     if config.train.deterministic:
         torch.use_deterministic_algorithms(True, warn_only=True)
+        # Deterministic mode also fills every new tensor with NaN (a kernel
+        # per allocation) in case a kernel reads memory it never wrote; none
+        # of training's does, so the weights are the same without the fills.
+        torch.utils.deterministic.fill_uninitialized_memory = False
     if config.train.flush_denormals:
         # Gradients sent back through long recurrences shrink below 1.2e-38,
         # where CPU arithmetic on denormal floats is 10-100x slower; treat
@@ -66,6 +71,7 @@ def check_new_run_folder(run_dir: Path) -> None:
     """``run_dir`` may receive a new run: it does not exist, is empty, or holds
     only what a run that never reached a checkpoint wrote. A finished or
     resumable run, or anybody else's files, are refused before any work."""
+    refuse_long_name(run_dir)
     refuse_kept_places(run_dir)  # a run inside a run, a checkpoint, an export
     if (run_dir / INDEX_FILE).exists():
         raise RosettaError(
@@ -103,16 +109,19 @@ def _flushes_denormals() -> bool:
 @contextmanager
 def process_settings_kept() -> Iterator[None]:
     """Training sets process-wide torch switches (threads, deterministic
-    kernels, denormals flushed to zero); a caller gets its own back."""
+    kernels and their filling of new memory, denormals flushed to zero); a
+    caller gets its own back."""
     threads = torch.get_num_threads()
     deterministic = torch.are_deterministic_algorithms_enabled()
     warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
+    filling = torch.utils.deterministic.fill_uninitialized_memory
     flushing = _flushes_denormals()
     try:
         yield
     finally:
         torch.set_num_threads(threads)
         torch.use_deterministic_algorithms(deterministic, warn_only=warn_only)
+        torch.utils.deterministic.fill_uninitialized_memory = filling
         torch.set_flush_denormal(flushing)
 
 
@@ -149,11 +158,20 @@ def _train(
 
 def check_run_folder(run_dir: Path, resume: bool) -> None:
     """``run_dir`` may be trained into: a new run, or with ``resume`` one
-    that has checkpoints (or stopped before its first)."""
+    that has checkpoints (or stopped before its first). A checkpoint swap
+    a kill left midway is completed under the run's lock, before the run's
+    checkpoints are read (``finish_pending_swaps``)."""
+    refuse_long_name(run_dir)
     if not (resume and (run_dir / INDEX_FILE).is_file()):
         check_new_run_folder(run_dir)
-    else:
+    elif not any(run_dir.glob(f".*{SWAP_SUFFIX}")):
         refuse_resuming_an_import(run_dir)
+
+
+def finish_pending_swaps(run_dir: Path) -> None:
+    """Complete the checkpoint swaps a killed run left (under its lock)."""
+    for done in finish_swaps(run_dir):
+        print(done)
 
 
 def _train_locked(
@@ -161,6 +179,8 @@ def _train_locked(
 ) -> TrainerState:
     start = starting_checkpoint(config)
     if group.is_main:
+        if resume:
+            finish_pending_swaps(run_dir)
         check_run_folder(run_dir, resume)  # again: another may have just ended
         trained = resume and read_index(run_dir).get("latest")
         if trained and not (run_dir / TOKENIZER_FILE).is_file():

@@ -11,8 +11,8 @@ language model's memory) continues exactly as an uninterrupted run would.
 An update takes consecutive batches (``task.batches_per_update``): each
 process (``rosetta.train.distributed``) accumulates the gradients of its
 share, ``DistributedDataParallel`` exchanges them once, and the update is
-that of the summed loss of all of them over their tokens, the same however
-they are split. Only rank 0 logs, validates and saves.
+that of the summed loss of all of them over their tokens, however split.
+Only rank 0 logs, validates and saves.
 """
 
 from __future__ import annotations
@@ -103,10 +103,9 @@ class Trainer:
             self.metrics.append(kind, self.state.step, **values)
 
     def save(self) -> None:
-        """Write a checkpoint, then the index naming it (see ``record_checkpoint``).
-
-        Every process's random state goes in it (each draws its own dropout),
-        and the tensors its task carries (under ``rank{r}.``)."""
+        """Write a checkpoint, then the index naming it (``record_checkpoint``),
+        with every process's random state (each draws its own dropout) and
+        the tensors its task carries (under ``rank{r}.``)."""
         rng = self.group.gather(rng_state())
         carried = self.group.gather(self.task.state_tensors())
         if not self.is_main:
@@ -158,6 +157,7 @@ class Trainer:
         if self.saved_step != self.state.step:
             self.budget.tick()
             self.save()
+        self.group.barrier()  # the checkpoint is on disk before any process ends
         self.budget.close()
         self.metrics.close()
         name = signals.received or "SIGTERM"  # another process's signal

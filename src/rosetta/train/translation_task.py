@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from rosetta.data.batching import Batch, collate, make_batches, rank_share
+from rosetta.data.batching import Batch, make_batches, rank_share
 from rosetta.data.vocab import PAD_ID
 from rosetta.inference.text_translator import TextTranslator
 from rosetta.models.interface import EncoderDecoder
@@ -92,7 +92,7 @@ class TranslationTask:
         return [
             (batch, batch.num_tgt_tokens if counts else 0)
             for indices, counts in rank_share(group, rank, world_size)
-            for batch in [collate([self.train_examples[i] for i in indices])]
+            for batch in [self.train_examples.collate(indices)]
         ]
 
     def loss_sum(self, forward: torch.nn.Module, batch: Batch) -> torch.Tensor:

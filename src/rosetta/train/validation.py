@@ -8,7 +8,7 @@ import math
 import torch
 from tqdm import tqdm
 
-from rosetta.data.batching import collate, make_batches
+from rosetta.data.batching import make_batches
 from rosetta.data.encoded_pairs import EncodedPairs
 from rosetta.data.synthetic import accuracy
 from rosetta.data.vocab import PAD_ID
@@ -32,7 +32,7 @@ def validation_loss(
     count = 0
     lengths = examples.src_lengths, examples.tgt_lengths
     for indices in make_batches(*lengths, batch_tokens):
-        batch = collate([examples[i] for i in indices]).to(device)
+        batch = examples.collate(indices).to(device)
         features = model(
             batch.src, batch.src_mask, batch.tgt_in, batch.tgt_in != PAD_ID
         )
