@@ -402,3 +402,29 @@ def test_a_distillations_own_partial_output_is_cut_to_whole_lines(tmp_path):
     partial.write_bytes(b"one\ntwo\nthr")
     assert finished_lines(partial) == 2
     assert partial.read_bytes() == b"one\ntwo\n"
+
+
+def test_a_run_whose_latest_checkpoint_is_mid_swap_resumes(toy_run, tmp_path, capsys):
+    """Killed between the two renames of rewriting its latest checkpoint: the
+    next ``--resume`` completes the swap under the run's lock, then resumes."""
+    from rosetta.cli import main
+    from tests.test_file_fuzz import command
+
+    template = toy_run("transformer")
+    run = tmp_path / "run"
+    shutil.copytree(template, run)
+    latest = run / ckpt.read_index(run)["latest"]
+    token = secrets.token_hex(16)
+    new, aside = swap_places(latest, token)
+    shutil.copytree(latest, new)  # the same checkpoint written again
+    aside.mkdir()
+    for place in (new, aside):
+        (place / SWAP_MARK).write_text(token)
+    os.replace(latest, aside / latest.name)
+    journal_path(latest).write_text(json.dumps({"token": token, "target": latest.name}))
+    argv = [*command(template, run, tmp_path, "resume"), "--set", "train.max_steps=61"]
+    capsys.readouterr()
+    assert main(argv) == 0, capsys.readouterr().err
+    assert "a swap stopped midway was completed" in capsys.readouterr().out
+    assert not journal_path(latest).exists() and not aside.exists()
+    assert ckpt.read_index(run)["latest"] == "checkpoint-0000061"

@@ -7,16 +7,20 @@ pyplot), so no screen, backend or global state is involved.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
+from pydantic import ValidationError
 
 from rosetta.data.vocab import EOS
 from rosetta.errors import RosettaError, where
 from rosetta.nn.positional import positional_encoding
 from rosetta.runtime.atomic import atomic_file
+from rosetta.runtime.limits import reason
+from rosetta.runtime.own_files import read_own
+from rosetta.runtime.records import Record, parse_record
+from rosetta.train.metrics import METRICS_FILE, log_record
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -158,19 +162,54 @@ def plot_positional_encoding(
     return _save(figure, path)
 
 
-def read_metrics(path: Path) -> list[dict]:
-    """The training log's records (``metrics.jsonl``), with clear errors."""
-    if not path.is_file():
-        raise RosettaError(f"{path}: no training log here")
+class TrainRecord(Record):
+    """What the learning curves read of a ``train`` record."""
+
+    step: int
+    loss: float
+    lr: float
+
+
+class ValidRecord(Record):
+    """What the learning curves read of a ``valid`` record."""
+
+    step: int
+    loss: float
+    bleu: float | None = None
+
+
+SCHEMAS: dict[str, type[Record]] = {"train": TrainRecord, "valid": ValidRecord}
+
+
+def read_metrics(path: Path, follow_links: bool = True) -> list[dict]:
+    """The training log's records (``metrics.jsonl``), each checked for the
+    fields the curves read, with one-line errors naming the line.
+
+    ``follow_links``: False for the log found in a run folder, Rosetta's own
+    file (``rosetta.runtime.own_files``), True for a file named directly."""
+    try:
+        data = read_own(path, follow_links=follow_links)
+    except FileNotFoundError:
+        raise RosettaError(f"{path}: no training log here") from None
+    except OSError as error:
+        raise RosettaError(f"{path}: unreadable ({error.strerror})") from None
     records = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for number, line in enumerate(data.splitlines(), 1):
         if not line.strip():
             continue
         try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError as error:
-            message = f"{where(path, number)}: not JSON ({error.msg})"
-            raise RosettaError(message) from None
+            record = log_record(line)
+        except ValidationError as error:
+            syntax = error.errors()[0]["type"] == "json_invalid"
+            why = reason(error).removeprefix("Invalid JSON: ")
+            what = "JSON" if syntax else "a record"
+            raise RosettaError(f"{where(path, number)}: not {what} ({why})") from None
+        kind = record.get("kind")
+        if isinstance(kind, str) and kind in SCHEMAS:
+            what = f"a {kind} record"
+            record = parse_record(record, SCHEMAS[kind], where(path, number), what)
+            record = record.model_dump()
+        records.append(record)
     if not records:
         raise RosettaError(f"{path}: the training log is empty")
     return records
@@ -184,8 +223,8 @@ def say(axes: Axes, message: str) -> None:
 def plot_learning_curves(run_dir: Path, path: Path) -> Path:
     """Loss, validation BLEU and learning rate against steps, from a run's log."""
     log = Path(run_dir)
-    log = log / "metrics.jsonl" if log.is_dir() else log
-    records = read_metrics(log)
+    in_run = log.is_dir()
+    records = read_metrics(log / METRICS_FILE if in_run else log, not in_run)
     train = [r for r in records if r.get("kind") == "train"]
     valid = [r for r in records if r.get("kind") == "valid"]
     figure = new_figure(figsize=(14, 3.8), layout="constrained")

@@ -11,10 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
+from safetensors import SafetensorError
 from safetensors.torch import load_file
 
 from rosetta.errors import RosettaError
 from rosetta.runs import checkpoint as ckpt
+from rosetta.runs.weights import check_tensors
 from rosetta.runtime.atomic import atomic_folder
 from rosetta.runtime.outputs import claim_folder
 
@@ -43,11 +45,18 @@ def average_weights(folders: list[Path]) -> dict[str, torch.Tensor]:
     its stored dtype."""
     total: dict[str, torch.Tensor] = {}
     dtypes: dict[str, torch.dtype] = {}
+    first: dict[str, torch.Tensor] = {}
     for folder in folders:
         ckpt.read_meta(folder)  # checksums
-        tensors = load_file(str(folder / ckpt.MODEL_FILE))
-        if total and tensors.keys() != total.keys():
+        path = folder / ckpt.MODEL_FILE
+        try:
+            tensors = load_file(str(path))
+        except (SafetensorError, OSError) as error:  # resealed over damage
+            raise RosettaError(f"{path}: cannot load weights: {error}") from None
+        first = first or tensors
+        if tensors.keys() != first.keys():
             raise RosettaError(f"{folder}: holds other weights than {folders[0]}")
+        check_tensors(tensors, first, path)  # the dtypes of the first, finite
         for name, tensor in tensors.items():
             if name in total and tensor.shape != total[name].shape:
                 raise RosettaError(f"{folder}: {name} has another shape")

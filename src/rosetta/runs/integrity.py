@@ -70,6 +70,8 @@ def verify_files(
             if path.exists():
                 raise RosettaError(f"{path}: not covered by the checkpoint's checksums")
             continue
+        if path.is_symlink():  # the checkpoint's own file, never another's
+            raise RosettaError(f"{path}: a symbolic link, not the checkpoint's file")
         if not path.is_file():
             raise RosettaError(f"{path}: missing from the checkpoint")
         if sha256_file(path) != sums[name]:

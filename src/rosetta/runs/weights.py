@@ -101,6 +101,7 @@ def load_optimizer(
         for key, value in tensors.items():
             index, name = key.split(".", 1)
             state.setdefault(int(index), {})[name] = value
+        check_slots(state, optimizer)
         optimizer.load_state_dict(
             {"state": state, "param_groups": meta["optimizer_param_groups"]}
         )
@@ -109,6 +110,31 @@ def load_optimizer(
             f"{path}: the optimizer state does not fit this model's optimizer "
             f"({type(error).__name__}: {error})"
         ) from None
+
+
+def check_slots(
+    state: dict[int, dict[str, torch.Tensor]], optimizer: torch.optim.Optimizer
+) -> None:
+    """Each saved slot belongs to a parameter and has its shape (``step``:
+    one number), finite floats, and each parameter has the same slots:
+    ``load_state_dict`` checks none of it, and a slot missing or of another
+    shape fails only at the next step, or broadcasts."""
+    params = [p for group in optimizer.param_groups for p in group["params"]]
+    names = {name for slots in state.values() for name in slots}
+    for index, slots in state.items():
+        if not 0 <= index < len(params):
+            raise ValueError(f"slots of parameter {index}, of {len(params)}")
+        if missing := sorted(names - set(slots)):
+            raise ValueError(f"parameter {index} has no {', '.join(missing)}")
+        for name, tensor in slots.items():
+            shape = torch.Size() if name == "step" else params[index].shape
+            if tensor.shape != shape or not tensor.is_floating_point():
+                raise ValueError(
+                    f"{index}.{name} is {tensor.dtype} {tuple(tensor.shape)}, "
+                    f"not a float tensor of shape {tuple(shape)}"
+                )
+            if not bool(tensor.isfinite().all()):
+                raise ValueError(f"{index}.{name} holds NaN or infinite values")
 
 
 def _same_kind(saved: Any, current: Any) -> bool:

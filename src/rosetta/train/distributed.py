@@ -184,7 +184,7 @@ def refusal(error_file: str) -> str | None:
     try:
         with open(error_file, encoding="utf-8") as file:
             message = json.load(file).get("message")
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, RecursionError):
         return None
     return message if isinstance(message, str) else None
 

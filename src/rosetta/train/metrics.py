@@ -9,9 +9,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import TypeAdapter, ValidationError
+
 from rosetta.errors import RosettaError
 from rosetta.runtime.atomic import write_text_atomic
-from rosetta.runtime.own_files import append_own
+from rosetta.runtime.own_files import append_own, read_own
 from rosetta.train.tensorboard import (
     TENSORBOARD_DIR,
     TensorBoardEvents,
@@ -19,6 +21,7 @@ from rosetta.train.tensorboard import (
 )
 
 METRICS_FILE = "metrics.jsonl"
+LINE = TypeAdapter(dict[str, Any])  # parses with a bounded nesting depth
 
 
 class MetricsLog:
@@ -37,11 +40,12 @@ class MetricsLog:
             (run_dir / METRICS_FILE, False),
             (run_dir / TENSORBOARD_DIR, True),
         ):
-            if path.is_symlink() or (path.exists() and path.is_dir() != folder):
+            kind_differs = path.is_dir() != folder or not (folder or path.is_file())
+            if path.is_symlink() or (path.exists() and kind_differs):
                 kind = "a folder" if folder else "a file"
                 raise RosettaError(
                     f"{path}: the run's log must be {kind} of the run, not a "
-                    "link; move it"
+                    "link or a FIFO; move it"
                 )
         events = TensorBoardEvents(run_dir / TENSORBOARD_DIR) if wanted else None
         return cls(run_dir / METRICS_FILE, events)
@@ -62,10 +66,11 @@ class MetricsLog:
         """Drop the records made after ``step`` (a resumed run makes them again)."""
         if self.events is not None:
             self.events.forget_after(step)
-        if not self.path.is_file():
+        try:  # as Rosetta's own file: never through a link, never a FIFO
+            lines = read_own(self.path).splitlines()
+        except FileNotFoundError:
             return
-        lines = self.path.read_text(encoding="utf-8").splitlines()
-        kept = [line for line in lines if _step(line) <= step]
+        kept = [line.decode() for line in lines if _step(line) <= step]
         write_text_atomic(self.path, "".join(line + "\n" for line in kept))
 
     def close(self) -> None:
@@ -73,13 +78,22 @@ class MetricsLog:
             self.events.close()
 
 
-def _step(line: str) -> float:
-    """A record's step; a line cut off by a crash mid-write counts as after
-    every step, so it is dropped."""
+def log_record(line: str | bytes) -> dict[str, Any]:
+    """A line of the log as its record (a JSON object, nested no deeper
+    than the parser allows); ``ValidationError`` if it is not one."""
+    return LINE.validate_json(line)
+
+
+def _step(line: bytes) -> float:
+    """A record's step; a line that is not a record with a whole step (cut
+    off by a crash mid-write, or edited) counts as after every step, so it
+    is dropped."""
     try:
-        return json.loads(line)["step"]
-    except (json.JSONDecodeError, KeyError, TypeError):
+        step = log_record(line).get("step")
+    except ValidationError:
         return float("inf")
+    whole = isinstance(step, int) and not isinstance(step, bool)
+    return step if whole else float("inf")
 
 
 @dataclass

@@ -34,6 +34,7 @@ from rosetta.data.store import (
     refusal,
     stale_reason,
 )
+from rosetta.data.store_checks import store_problem
 from rosetta.data.text import encode_text, text_blocks
 from rosetta.data.tokenizer import TokenizerPair, train_tokenizer
 from rosetta.errors import RosettaError
@@ -190,9 +191,9 @@ def prepare_data(
     recipe = StoreRecipe(splits, tokenizers, tokenizers_sha256, data.max_len)
     threads = options.workers or default_workers()
     encode = pairs_encoder(recipe, threads, log)
-    built = ensure_store(
-        run_dir, recipe, options, lambda: build_store(run_dir, recipe, encode), log
-    )
+    sides = {"src": len(tokenizers.src), "tgt": len(tokenizers.tgt)}
+    build = lambda: build_store(run_dir, recipe, encode)  # noqa: E731
+    built = ensure_store(run_dir, recipe, options, build, log, sides)
     store = open_store(run_dir, recipe)
     train = store["train"]
     if built:
@@ -256,7 +257,8 @@ def prepare_text(
         return {"characters": characters, "tokens": tokens}
 
     store_text = lambda: build_store(run_dir, recipe, encode, (TEXT_SIDE,))  # noqa: E731
-    if not ensure_store(run_dir, recipe, options, store_text, log):
+    sides = {TEXT_SIDE: len(tokenizers.tgt)}
+    if not ensure_store(run_dir, recipe, options, store_text, log, sides):
         log("train: the token store's text")
     store = open_text_store(run_dir, recipe)
     return PreparedText(tokenizers, store["train"], store.get("valid", NO_TOKENS))
@@ -279,12 +281,16 @@ def ensure_store(
     options: PrepareOptions,
     build: Callable[[], None],
     log: Callable[[str], None],
+    sides: dict[str, int],
 ) -> bool:
     """``build`` the run's token store if there is none, or if it no longer
-    matches ``recipe`` and ``options.refresh``; whether it did. A stale store
-    without ``refresh`` is refused."""
+    matches ``recipe`` or its arrays are damaged (``sides``: each side's
+    vocabulary size, which its ids stay below), and ``options.refresh``;
+    whether it did. Such a store without ``refresh`` is refused."""
     folder = run_dir / STORE_DIR
     why = stale_reason(folder, recipe) if folder.exists() else "there is none yet"
+    if why is None:  # its manifest may have been rewritten to fit the arrays
+        why = store_problem(folder, sorted(recipe.splits), sides, recipe.dtype)
     if why is None:
         return False
     if folder.exists() and not options.refresh:

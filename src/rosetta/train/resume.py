@@ -127,13 +127,16 @@ def resume_training(trainer: Trainer, upgrade: weights.Upgrade | None) -> None:
     )
     set_rng_state(ranks[group.rank])
     prefix = f"rank{group.rank}."
-    trainer.task.load_state_tensors(
-        {
-            key.removeprefix(prefix): tensor
-            for key, tensor in weights.load_state(folder, trainer.device).items()
-            if key.startswith(prefix)
-        }
-    )
+    try:  # the task says what of its state does not fit
+        trainer.task.load_state_tensors(
+            {
+                key.removeprefix(prefix): tensor
+                for key, tensor in weights.load_state(folder, trainer.device).items()
+                if key.startswith(prefix)
+            }
+        )
+    except ValueError as error:
+        raise RosettaError(f"{folder / ckpt.STATE_FILE}: {error}") from None
     if trainer.updater.scaler is not None and meta.get("grad_scaler") is not None:
         try:
             trainer.updater.scaler.load_state_dict(meta["grad_scaler"])

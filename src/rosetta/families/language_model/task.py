@@ -161,13 +161,28 @@ class LanguageModelTask:
         return tensors
 
     def load_state_tensors(self, tensors: dict[str, torch.Tensor]) -> None:
-        self.memory_after = int(tensors.get("memory_after", torch.tensor([-1]))[0])
-        layers = sorted(
-            (int(key.split(".")[1]), value)
-            for key, value in tensors.items()
-            if key.startswith("memory.")
-        )
-        self.memory = [value.to(self.device) for _, value in layers] or None
+        """The memory ``state_tensors`` saved; ``ValueError`` for one that
+        does not fit this model and its streams (it would fail a step later,
+        or attend to what no run left)."""
+        after = tensors.get("memory_after", torch.tensor([-1]))
+        found = {k: v for k, v in tensors.items() if k.startswith("memory.")}
+        names = [f"memory.{layer}" for layer in range(self.lm.layers)]
+        if after.numel() != 1 or sorted(found) not in ([], sorted(names)):
+            raise ValueError("not a memory of this model")
+        rows, width = self.streams_per_process, self.lm.d_model
+        for name, states in found.items():  # (streams, remembered, d_model)
+            shape = tuple(states.shape)
+            fits = len(shape) == 3 and (shape[0], shape[2]) == (rows, width)
+            fits = fits and shape[1] <= self.lm.memory_length
+            if not (fits and states.is_floating_point()):
+                raise ValueError(f"{name} is {states.dtype} {shape}, not this memory")
+            if not bool(states.isfinite().all()):
+                raise ValueError(f"{name} holds NaN or infinite values")
+        self.memory_after = int(after.reshape(-1)[0])
+        self.memory = None
+        if found:
+            dtype = self.model.token.weight.dtype  # what the layers' inputs hold
+            self.memory = [found[name].to(self.device, dtype) for name in names]
 
 
 def lm_training(setup: TrainingSetup, scorer: Callable[..., Any]) -> LanguageModelTask:

@@ -22,6 +22,7 @@ from rosetta.data.batching import Example
 from rosetta.data.content import sha256_of
 from rosetta.data.encoded_pairs import EncodedPairs, SplitWriter, map_array
 from rosetta.data.store import MANIFEST_FILE, STORE_DIR
+from rosetta.data.store_checks import rows_problem
 from rosetta.errors import RosettaError
 from rosetta.families.nat.align import align, fertilities_from_links, parse_links
 from rosetta.runtime.atomic import atomic_folder, write_text_atomic
@@ -55,28 +56,34 @@ def reference_fertilities(
     ).hexdigest()
     path = run_dir / ALIGNMENTS_FILE
     lines: list[str] | None = None
-    if path.is_file():
+    if path.is_file() and not path.is_symlink():  # a link is not followed
         header, *rest = path.read_text(encoding="utf-8").splitlines() or [""]
         if alignments_made_for(header) == digest and len(rest) == len(examples):
             lines = rest
             log(f"alignments: loaded from {path}")
-    if lines is None:
+    if lines is None:  # written in place of what was there, never through it
         log(f"alignments: aligning {len(examples):,} pairs with eflomal")
         links = align(sources, targets)
         lines = [" ".join(f"{i}-{j}" for i, j in pair) for pair in links]
         header = json.dumps({"pairs_sha256": digest, "aligner": "eflomal"})
         write_text_atomic(path, "\n".join([header, *lines]) + "\n")
-    return [
-        fertilities_from_links(
-            parse_links(line, f"{path}, line {number}"),
-            len(example.src),
-            len(example.tgt),
-            max_fertility,
-        )
-        for number, (line, example) in enumerate(
-            zip(lines, examples, strict=True), start=2
-        )
-    ]
+    found = []
+    for number, (line, example) in enumerate(
+        zip(lines, examples, strict=True), start=2
+    ):
+        where = f"{path}, line {number}"
+        try:
+            found.append(
+                fertilities_from_links(
+                    parse_links(line, where),
+                    len(example.src),
+                    len(example.tgt),
+                    max_fertility,
+                )
+            )
+        except ValueError as error:  # a link outside its pair: an edited file
+            raise RosettaError(f"{where}: {error}; delete it to align again") from None
+    return found
 
 
 def fits(
@@ -110,25 +117,61 @@ def stored_fertilities(
     """The fertilities of ``train`` and ``valid`` (pairs of the run's token
     store that fit ``max_fertility``), mapped from ``run_dir/fertilities``;
     found from the alignments (``reference_fertilities``) and stored there
-    first when missing, or made for another store or limit."""
+    first when missing, made for another store or limit, or damaged."""
     folder = run_dir / FERTILITY_DIR
     made_for = {
         "store_manifest_sha256": sha256_of(run_dir / STORE_DIR / MANIFEST_FILE),
         "max_fertility": max_fertility,
     }
     dtype = np.dtype(np.uint8 if max_fertility < 2**8 else "<i4")
-    if not made_for_this(folder, made_for):
+    pairs = {"train": train, "valid": valid}
+    found = None
+    if made_for_this(folder, made_for):
+        found = mapped_fertilities(folder, pairs, dtype, max_fertility)
+    if found is None:  # missing, made for another store or limit, or damaged
+        if made_for_this(folder, made_for):  # damaged: found again
+            remove_own_folder(folder, folder.parent)
         both = reference_fertilities([*train, *valid], max_fertility, run_dir, log)
         splits = {"train": both[: len(train)], "valid": both[len(train) :]}
         store_once(folder, splits, dtype, made_for)
-    train_rows, valid_rows = (
-        Fertilities(
-            map_array(folder / f"{split}.fertility.tokens", dtype, random_access=True),
-            map_array(folder / f"{split}.fertility.offsets", np.dtype("<i8")),
+        found = mapped_fertilities(folder, pairs, dtype, max_fertility)
+    if found is None:
+        raise RosettaError(
+            f"{folder}: the fertilities there do not fit the pairs; delete the "
+            "folder to find them again"
         )
-        for split in ("train", "valid")
-    )
-    return train_rows, valid_rows
+    return found["train"], found["valid"]
+
+
+def mapped_fertilities(
+    folder: Path,
+    pairs: dict[str, EncodedPairs],
+    dtype: np.dtype,
+    max_fertility: int,
+) -> dict[str, Fertilities] | None:
+    """Each split's fertilities mapped from ``folder``, if they are what
+    ``store_once`` wrote for ``pairs``: one per source token, each at most
+    ``max_fertility``, adding up to the target's length; None otherwise
+    (a checked manifest does not vouch for arrays changed beside it)."""
+    found = {}
+    for split, rows in pairs.items():
+        why, count = rows_problem(
+            folder, f"{split}.fertility", dtype, max_fertility + 1
+        )
+        if why is not None or count != len(rows):
+            return None
+        offsets = map_array(folder / f"{split}.fertility.offsets", np.dtype("<i8"))
+        values = map_array(
+            folder / f"{split}.fertility.tokens", dtype, random_access=True
+        )
+        if not np.array_equal(np.diff(offsets), rows.src_lengths):
+            return None
+        totals = np.concatenate([[0], np.cumsum(values, dtype=np.int64)])
+        sums = totals[offsets[1:]] - totals[offsets[:-1]]  # each pair's total
+        if not np.array_equal(sums, rows.tgt_lengths):
+            return None
+        found[split] = Fertilities(values, offsets)
+    return found
 
 
 def alignments_made_for(header: str) -> str | None:
@@ -136,7 +179,7 @@ def alignments_made_for(header: str) -> str | None:
     wrote; the alignments are then made again)."""
     try:
         record = json.loads(header)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past the parser's stack
         return None
     return record.get("pairs_sha256") if isinstance(record, dict) else None
 

@@ -207,7 +207,13 @@ class NATTask(TranslationTask):
         return {"updates": torch.tensor(self.updates)}
 
     def load_state_tensors(self, tensors: dict[str, torch.Tensor]) -> None:
-        self.updates = int(tensors["updates"]) if "updates" in tensors else 0
+        updates = tensors.get("updates", torch.tensor(0))
+        if updates.numel() != 1:
+            raise ValueError(f"updates holds {updates.numel()} numbers, not a count")
+        count = updates.item()
+        if not (0 <= count < 2**62 and count == int(count)):  # NaN fails too
+            raise ValueError(f"updates {count!r} is not a count")
+        self.updates = int(count)
 
     @torch.no_grad()
     def glance(self, batch: NATBatch, src_mask: torch.Tensor, ratio: float) -> Glance:

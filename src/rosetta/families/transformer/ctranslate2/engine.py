@@ -10,7 +10,6 @@ CTranslate2's beam search keeps ``k`` live prefixes and ends a sentence once
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +32,8 @@ from rosetta.inference.text_translator import (
     TextTranslator,
     Translation,
 )
+from rosetta.runtime.own_files import not_own
+from rosetta.runtime.records import read_record
 from rosetta.search.batched import Workers
 from rosetta.search.greedy import Hypothesis, max_lengths
 from rosetta.search.options import SearchOptions
@@ -60,15 +61,23 @@ def check_vocabularies(folder: Path, tokenizers: TokenizerPair) -> None:
     if not found:
         raise RosettaError(f"{folder}: no vocabulary file; export the model again")
     for name in found:
-        try:
-            pieces = json.loads((folder / name).read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            raise RosettaError(f"{folder / name}: damaged (not JSON)") from None
+        pieces = read_record(folder / name, list[str], "a list of pieces")
         if pieces != expected[name]:
             raise RosettaError(
                 f"{folder / name}: not the vocabulary of the tokenizers in "
                 f"{ENGINE_FILE}; export the model again"
             )
+
+
+def check_export_files(folder: Path) -> None:
+    """Every file of the export is a plain file of the folder: CTranslate2
+    opens them itself, and would follow a link out of it or wait forever on
+    a FIFO."""
+    for entry in sorted(Path(folder).iterdir()):
+        if entry.is_symlink():
+            raise not_own(entry, "a symbolic link")
+        if not (entry.is_file() or entry.is_dir()):
+            raise not_own(entry, "not a plain file")
 
 
 class CTranslate2Translator(TextTranslator):
@@ -98,6 +107,7 @@ class CTranslate2Translator(TextTranslator):
             )
         self.precision = precision
         self.device = torch.device(device)
+        check_export_files(folder)
         try:
             self.model = ctranslate2.Translator(
                 str(folder),
