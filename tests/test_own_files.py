@@ -428,3 +428,22 @@ def test_a_run_whose_latest_checkpoint_is_mid_swap_resumes(toy_run, tmp_path, ca
     assert "a swap stopped midway was completed" in capsys.readouterr().out
     assert not journal_path(latest).exists() and not aside.exists()
     assert ckpt.read_index(run)["latest"] == "checkpoint-0000061"
+
+
+def test_a_fifo_inside_an_earlier_output_is_refused_without_blocking(tmp_path):
+    target = made_output(tmp_path)
+    os.mkfifo(target / "x")
+    with pytest.raises(RosettaError, match=r"changed since \(x\)"):
+        claim_folder(target, overwrite=True, what=WHAT)
+
+
+def test_a_checkpoint_mid_swap_is_named_with_how_to_finish_it(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    name = "checkpoint-0000001"
+    index = {"checkpoints": [name], "latest": name, "best": name}
+    (run / "checkpoints.json").write_text(json.dumps(index))
+    journal_path(run / name).write_text("{}")
+    with pytest.raises(RosettaError, match="rosetta train --resume on") as refused:
+        ckpt.resolve_checkpoint(run)
+    one_line(refused.value)

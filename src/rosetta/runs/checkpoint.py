@@ -25,7 +25,12 @@ from torch import nn
 from rosetta.errors import RosettaError
 from rosetta.runs.integrity import seal_meta, sha256_file, verify_files, verify_sealed
 from rosetta.runs.schemas import IndexRecord, MetaRecord
-from rosetta.runtime.atomic import fsync_path, replace_folder, write_json_atomic
+from rosetta.runtime.atomic import (
+    fsync_path,
+    journal_path,
+    replace_folder,
+    write_json_atomic,
+)
 from rosetta.runtime.own_files import is_real_folder_in, remove_own_folder
 from rosetta.runtime.records import parse_record, read_checked, read_record
 
@@ -269,6 +274,11 @@ def choose_checkpoint(path: Path, which: str = "best") -> tuple[Path, str]:
         if name:
             inside_run(path, name)
     name = index.get(which)
+    if name and journal_path(path / name).exists() and not (path / name).exists():
+        raise RosettaError(
+            f"{path / name}: a rewrite of this checkpoint was stopped midway; "
+            f"rosetta train --resume on {path} completes it"
+        )
     if name:
         if which == "best":
             metric, score = index.get("metric") or "score", index.get("best_score")

@@ -236,7 +236,9 @@ def _not_written(target: Path, files: dict[str, str]) -> list[str]:
     foreign = []
     for name in folder_files(target):
         path = target / name
-        if path.is_symlink() or files.get(name) != fingerprint(path):
+        # a link, or a FIFO (whose opening would block), is never ours
+        plain = path.is_file() and not path.is_symlink()
+        if not plain or files.get(name) != fingerprint(path):
             foreign.append(name)
     return foreign
 
