@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rosetta.cli import main
-from rosetta.distill import distill, finished_lines, partial_paths
+from rosetta.distill import distill, partial_paths
 from rosetta.errors import RosettaError
 from rosetta.loading import load_translator
 from rosetta.search.options import SearchOptions
@@ -26,6 +26,13 @@ SOURCES = [
     "kappa alpha",
 ]
 BEAM = SearchOptions(beam_size=3)
+
+
+def finished(out):
+    """The lines a stopped run's record vouches for (what a resume keeps)."""
+    partial, record = partial_paths(out)
+    done = json.loads(record.read_text()).get("done")
+    return partial.read_bytes()[: done["bytes"] if done else 0].count(b"\n")
 
 
 class StopsAfter:
@@ -63,7 +70,7 @@ def test_a_stopped_run_resumes_from_its_last_finished_chunk(teacher, tmp_path):
     with pytest.raises(KeyboardInterrupt):
         distill(StopsAfter(teacher, 2), SOURCES, out, BEAM, what={}, chunk_lines=3)
     partial, _ = partial_paths(out)
-    assert not out.exists() and finished_lines(partial) == 6
+    assert not out.exists() and finished(out) == 6
     with partial.open("a") as handle:  # a write cut off mid-line
         handle.write("half a li")
     count = distill(teacher, SOURCES, out, BEAM, what={}, chunk_lines=3)
@@ -115,7 +122,7 @@ def test_a_resumed_command_refuses_another_teacher_or_precision(
     with monkeypatch.context() as patch:
         patch.setattr(command, "load_translator", lambda args: StopsAfter(teacher, 1))
         assert main(argv) == 130  # interrupted after one chunk
-    assert finished_lines(partial_paths(out)[0]) == 3
+    assert finished(out) == 3
     capsys.readouterr()
     assert main([*argv, "--precision", "bf16"]) == 2
     assert "other sources or settings" in capsys.readouterr().err
@@ -125,7 +132,7 @@ def test_a_resumed_command_refuses_another_teacher_or_precision(
     (run / "checkpoints.json").write_text(json.dumps(index))
     assert main(argv) == 2
     assert "other sources or settings" in capsys.readouterr().err
-    assert finished_lines(partial_paths(out)[0]) == 3  # nothing mixed in
+    assert finished(out) == 3  # nothing mixed in
 
 
 # ``rosetta distill ARGV`` that freezes once CHUNKS chunks are on disk,
@@ -192,8 +199,7 @@ def test_a_killed_command_resumes_to_the_uninterrupted_output(
     assert main(["distill", *flags, "-o", str(whole)]) == 0
     argv = ["distill", *flags, "-o", str(out)]
     killed_midway(argv, tmp_path / "pid", chunks=2)
-    partial, _ = partial_paths(out)
-    assert finished_lines(partial) == 6 and not out.exists()
+    assert finished(out) == 6 and not out.exists()
     capsys.readouterr()
     # another search is refused, in one line that names what changed
     assert main([*argv, "--beam", "4"]) == 2
@@ -205,3 +211,24 @@ def test_a_killed_command_resumes_to_the_uninterrupted_output(
     )
     assert out.read_bytes() == whole.read_bytes()
     assert not any(path.exists() for path in partial_paths(out))
+
+
+def test_lines_added_to_a_killed_runs_partial_output_are_not_kept(
+    toy_run, tmp_path, capsys
+):
+    """Only what the record vouches for is kept: lines added by hand after a
+    kill are cut off and translated again; the output is the uninterrupted
+    one's."""
+    src = tmp_path / "train.src"
+    src.write_text("\n".join(SOURCES * 2) + "\n", encoding="utf-8")
+    flags = ["-m", str(toy_run("transformer")), "--src", str(src)]
+    flags += ["--chunk-lines", "3", "--device", "cpu"]
+    whole, out = tmp_path / "whole.txt", tmp_path / "distilled.txt"
+    assert main(["distill", *flags, "-o", str(whole)]) == 0
+    argv = ["distill", *flags, "-o", str(out)]
+    killed_midway(argv, tmp_path / "pid", chunks=2)
+    partial, _ = partial_paths(out)
+    with partial.open("a", encoding="utf-8") as handle:
+        handle.write("junk\nmore junk\nand more\n")
+    assert main(argv) == 0
+    assert out.read_bytes() == whole.read_bytes()

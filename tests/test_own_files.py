@@ -389,19 +389,29 @@ def test_a_distillations_partial_output_is_never_written_through_a_link(users, h
     partial = tmp_path / "out.txt.partial"
     replace_with(partial, how, tmp_path)
     with pytest.raises(RosettaError) as refused:
-        finished_lines(partial)
+        finished_lines(partial, None)
     one_line(refused.value)
     after = digest_tree(tmp_path)
     assert {k: v for k, v in after.items() if k in before} == before
 
 
-def test_a_distillations_own_partial_output_is_cut_to_whole_lines(tmp_path):
+def test_a_distillations_partial_output_keeps_only_what_its_record_vouches_for(
+    tmp_path,
+):
+    import xxhash
+
     from rosetta.distill import finished_lines
 
     partial = tmp_path / "out.txt.partial"
-    partial.write_bytes(b"one\ntwo\nthr")
-    assert finished_lines(partial) == 2
+    partial.write_bytes(b"one\ntwo\nthr")  # a kill in a chunk, or a hand's edit
+    done = {"bytes": 8, "xxh3_128": xxhash.xxh3_128(b"one\ntwo\n").hexdigest()}
+    assert finished_lines(partial, done)[0] == 2
     assert partial.read_bytes() == b"one\ntwo\n"
+    partial.write_bytes(b"one\nTWO\n")  # a finished line edited by hand
+    with pytest.raises(RosettaError, match="finished lines changed") as refused:
+        finished_lines(partial, done)
+    one_line(refused.value)
+    assert partial.read_bytes() == b"one\nTWO\n"
 
 
 def test_a_run_whose_latest_checkpoint_is_mid_swap_resumes(toy_run, tmp_path, capsys):

@@ -21,15 +21,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import xxhash
 from tqdm import tqdm
 
 from rosetta.errors import RosettaError
 from rosetta.inference.text_translator import TextTranslator
 from rosetta.runtime.atomic import write_json_atomic
+from rosetta.runtime.fingerprint import KIND
 from rosetta.runtime.own_files import open_own
 from rosetta.runtime.records import read_record
 from rosetta.search.batched import Workers
 from rosetta.search.options import SearchOptions
+
+DONE = "done"  # the record's progress: the finished bytes and their hash
 
 
 def partial_paths(output: Path) -> tuple[Path, Path]:
@@ -40,19 +44,37 @@ def partial_paths(output: Path) -> tuple[Path, Path]:
     )
 
 
-def finished_lines(partial: Path) -> int:
-    """Lines a stopped run finished; a last line cut off mid-write is dropped
-    from the file."""
+def finished_lines(partial: Path, done: Any) -> tuple[int, Any]:
+    """Lines a stopped run finished, as its record vouches for them (``done``:
+    the bytes finished and their fingerprint), and the running hash of them.
+    What follows them (a chunk written as the process was killed, lines added
+    by hand) is cut off and translated again; finished lines that changed
+    since are refused, never taken for the teacher's."""
+    digest = xxhash.xxh3_128()
+    size, expected = 0, digest.hexdigest()
+    if done is not None:
+        if not (
+            isinstance(done, dict)
+            and isinstance(done.get("bytes"), int)
+            and done["bytes"] >= 0
+            and isinstance(done.get(KIND), str)
+        ):
+            raise RosettaError(f"{partial}: its record's progress is damaged")
+        size, expected = done["bytes"], done[KIND]
     if not partial.is_file():
-        return 0
+        return 0, digest
     # Rosetta's own file, written in place: never through a link or a
     # second name of a user's file (``rosetta.runtime.own_files``)
     with os.fdopen(open_own(partial, os.O_RDWR, writing=True, limit=None), "r+b") as f:
-        data = f.read()
-        whole = data[: data.rfind(b"\n") + 1]
-        if len(whole) != len(data):
-            f.truncate(len(whole))
-    return whole.count(b"\n")
+        data = f.read(size)
+        digest.update(data)
+        if len(data) != size or digest.hexdigest() != expected:
+            raise RosettaError(
+                f"{partial}: its finished lines changed since rosetta distill "
+                "wrote them; delete it and its .json record to start again"
+            )
+        f.truncate(size)
+    return data.count(b"\n"), digest
 
 
 def changes(earlier: Any, now: Any, prefix: str = "") -> list[str]:
@@ -77,26 +99,27 @@ def started_with(sources: Sequence[str], what: dict) -> dict:
     return json.loads(json.dumps(made_of))
 
 
-def check_partial(output: Path, made_of: dict) -> bool:
+def check_partial(output: Path, made_of: dict) -> tuple[bool, Any]:
     """Whether a stopped run left ``output``'s partial output, started with
-    ``made_of``; refused if another run (other sources or settings, or not
-    ``distill``) left it."""
+    ``made_of``, and how far it got (``finished_lines``); refused if another
+    run (other sources or settings, or not ``distill``) left it."""
     partial, record = partial_paths(output)
     if record.is_file():
         earlier = read_record(record, Any, "a record of rosetta distill")
+        progress = earlier.pop(DONE, None) if isinstance(earlier, dict) else None
         if earlier != made_of:
             raise RosettaError(
                 f"{partial} was started with other sources or settings "
                 f"({'; '.join(changes(earlier, made_of))}); run the command it "
                 f"was started with, or delete it and {record.name} to start again"
             )
-        return True
+        return True, progress
     if partial.exists() or partial.is_symlink():
         raise RosettaError(
             f"{partial} exists and was not started by rosetta distill (no "
             f"{record.name} beside it); move it, or choose another output"
         )
-    return False
+    return False, None
 
 
 def distill(
@@ -119,10 +142,12 @@ def distill(
     error, not a mixed file."""
     partial, record = partial_paths(output)
     made_of = started_with(sources, what)
-    if not check_partial(output, made_of):
+    started, progress = check_partial(output, made_of)
+    if not started:
         output.parent.mkdir(parents=True, exist_ok=True)
         write_json_atomic(record, made_of)
-    done = finished_lines(partial)
+    done, digest = finished_lines(partial, progress)
+    size = progress["bytes"] if progress else 0
     if done > len(sources):
         raise RosettaError(f"{partial} has more lines than the sources")
     bar = tqdm(
@@ -135,15 +160,20 @@ def distill(
     )
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
     fd = open_own(partial, flags, writing=True, limit=None)
-    with os.fdopen(fd, "a", encoding="utf-8") as handle:
+    with os.fdopen(fd, "ab") as handle:
         for start in range(done, len(sources), chunk_lines):
             chunk = list(sources[start : start + chunk_lines])
             found = translator.translate(
                 chunk, options, batch_size=batch_size, workers=workers
             )
-            handle.write("".join(line + "\n" for line in found))
+            text = "".join(line + "\n" for line in found).encode("utf-8")
+            handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
+            size += len(text)
+            digest.update(text)  # then the record vouches for the chunk
+            finished = {"bytes": size, KIND: digest.hexdigest()}
+            write_json_atomic(record, {**made_of, DONE: finished})
             bar.update(len(chunk))
     bar.close()
     os.replace(partial, output)
