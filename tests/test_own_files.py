@@ -407,6 +407,10 @@ def test_a_distillations_partial_output_keeps_only_what_its_record_vouches_for(
     done = {"bytes": 8, "xxh3_128": xxhash.xxh3_128(b"one\ntwo\n").hexdigest()}
     assert finished_lines(partial, done)[0] == 2
     assert partial.read_bytes() == b"one\ntwo\n"
+    for forged in (10**30, 2**40, 3):  # past the file; not on a line's end
+        made = {"bytes": forged, "xxh3_128": xxhash.xxh3_128(b"one").hexdigest()}
+        with pytest.raises(RosettaError, match="finished lines changed"):
+            finished_lines(partial, made)
     partial.write_bytes(b"one\nTWO\n")  # a finished line edited by hand
     with pytest.raises(RosettaError, match="finished lines changed") as refused:
         finished_lines(partial, done)

@@ -66,9 +66,11 @@ def finished_lines(partial: Path, done: Any) -> tuple[int, Any]:
     # Rosetta's own file, written in place: never through a link or a
     # second name of a user's file (``rosetta.runtime.own_files``)
     with os.fdopen(open_own(partial, os.O_RDWR, writing=True, limit=None), "r+b") as f:
-        data = f.read(size)
+        # never more than the file holds, and only whole lines (chunks end so)
+        data = f.read(min(size, os.fstat(f.fileno()).st_size))
         digest.update(data)
-        if len(data) != size or digest.hexdigest() != expected:
+        whole = not data or data.endswith(b"\n")
+        if len(data) != size or not whole or digest.hexdigest() != expected:
             raise RosettaError(
                 f"{partial}: its finished lines changed since rosetta distill "
                 "wrote them; delete it and its .json record to start again"
