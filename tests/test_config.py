@@ -79,23 +79,21 @@ def test_a_typo_gets_a_suggestion_and_is_blamed_where_it_was_made(tmp_path):
     path = write(tmp_path, "data: {train: {tsv: x.tsv}}\ntrain: {warmup: 3}\n")
     with pytest.raises(RosettaError) as raised:
         load_config(path, ["train.lrate=1", "data.trian.src=x"])
-    header, *problems = str(raised.value).splitlines()
-    assert header == f"{path}: invalid configuration"
-    assert sorted(problems) == [
-        "  --set data.trian: unknown key; did you mean 'train'?",
-        "  --set train.lrate: unknown key; did you mean 'lr'?",
-        "  train.warmup: unknown key; did you mean 'warmup_steps'?",
-    ]
+    assert str(raised.value) == (
+        f"{path}: invalid configuration: "
+        "--set data.trian: unknown key (did you mean 'train'?); "
+        "--set train.lrate: unknown key (did you mean 'lr'?); "
+        "train.warmup: unknown key (did you mean 'warmup_steps'?)"
+    )
 
 
 def test_a_typo_made_only_by_set_does_not_blame_the_file():
     with pytest.raises(RosettaError) as raised:
         load_config(CONFIG, ["model.hidden_size=64"])
-    assert str(raised.value).splitlines() == [
-        "invalid --set",
-        "  --set model.hidden_size: unknown key for arch 'transformer'; "
-        "it is a key of arch 'rnn'",
-    ]
+    assert str(raised.value) == (
+        "--set model.hidden_size: unknown key for arch 'transformer' "
+        "(it is a key of arch 'rnn')"
+    )
 
 
 def all_sections(base=Section):

@@ -104,9 +104,9 @@ def _did_you_mean(location: list[Any], arch: str | None, sections: Sections) -> 
     for other in sections:
         name = other.arch_name()
         if arch and name != arch and key in other.model_fields:
-            return f"; it is a key of arch '{name}'"
+            return f" (it is a key of arch '{name}')"
     close = difflib.get_close_matches(key, list(section.model_fields), cutoff=0.5)
-    return f"; did you mean '{close[0]}'?" if close else ""
+    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 def format_validation_error(
@@ -115,8 +115,9 @@ def format_validation_error(
     sections: Sections,
     overridden: frozenset[str] = frozenset(),
 ) -> str:
-    """One line per problem, each key named where it was set: in ``source``
-    or by ``--set`` (the dotted keys in ``overridden``)."""
+    """One line naming every problem, each key where it was set: in
+    ``source`` or by ``--set`` (the dotted keys in ``overridden``); the
+    problems are separated by "; "."""
     archs = [section.arch_name() for section in sections]
     problems = []
     for item in error.errors():
@@ -131,10 +132,10 @@ def format_validation_error(
             message += _did_you_mean(location, arch, sections)
         by_set = any(o == key or o.startswith(f"{key}.") for o in overridden)
         where = "--set " if by_set else ""
-        problems.append((where, f"  {where}{key}: {message}"))
+        problems.append((where, f"{where}{key}: {message}"))
     from_file = any(not where for where, _ in problems)
-    header = f"{source}: invalid configuration" if from_file else "invalid --set"
-    return "\n".join([header, *(line for _, line in problems)])
+    header = f"{source}: invalid configuration: " if from_file else ""
+    return header + "; ".join(sorted(line for _, line in problems))
 
 
 def config_from_dict(
@@ -152,7 +153,7 @@ def config_from_dict(
     except ValidationError as error:
         message = format_validation_error(error, source, sections, overridden)
         if stored:
-            problems = "; ".join(line.strip() for line in message.splitlines()[1:])
+            problems = message.removeprefix(f"{source}: invalid configuration: ")
             message = f"{source}: a damaged configuration ({problems})"
         raise RosettaError(message) from None
 
