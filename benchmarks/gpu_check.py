@@ -116,22 +116,29 @@ def tables_in(text: str) -> str:
     return "\n".join(kept).strip()
 
 
+def run_logged(command: list[str], env: dict, seconds: float, log):
+    """``command`` run in the repository, its output captured and logged."""
+    log(f"$ {' '.join(command)}")
+    done = subprocess.run(
+        command,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=max(seconds, 1),
+        check=False,
+    )
+    log(done.stdout + done.stderr)
+    return done
+
+
 def run_stage(stage: Stage, env: dict, seconds: float, log) -> dict:
     began, outputs = time.perf_counter(), []
     status = "passed"
     for command in stage.commands:
-        log(f"$ {' '.join(command)}")
         left = seconds - (time.perf_counter() - began)
         try:
-            done = subprocess.run(
-                command,
-                cwd=ROOT,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=max(left, 1),
-                check=False,
-            )
+            done = run_logged(command, env, left, log)
         except subprocess.TimeoutExpired as stopped:
             text = (stopped.stdout or b"").decode(errors="replace")
             outputs.append(text)
@@ -139,7 +146,6 @@ def run_stage(stage: Stage, env: dict, seconds: float, log) -> dict:
             status = f"stopped at its {seconds:.0f} s"
             break
         outputs.append(done.stdout)
-        log(done.stdout + done.stderr)
         if done.returncode != 0:
             status = f"failed (exit {done.returncode})"
             break
@@ -156,20 +162,10 @@ def summarise(command: list[str], env: dict, log) -> dict:
     """The summary that ``command`` prints as its last line (one JSON object),
     computed in the stage's environment, or ``summary_error``: e.g. a stage
     stopped before its checkpoint."""
-    log(f"$ {' '.join(command)}")
     try:
-        done = subprocess.run(
-            command,
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=SUMMARY_SECONDS,
-            check=False,
-        )
+        done = run_logged(command, env, SUMMARY_SECONDS, log)
     except subprocess.TimeoutExpired:
         return {"summary_error": f"no summary within {SUMMARY_SECONDS} s"}
-    log(done.stdout + done.stderr)
     lines = done.stdout.strip().splitlines()
     if done.returncode == 0 and lines:
         try:

@@ -80,6 +80,18 @@ def test_a_stopped_run_resumes_from_its_last_finished_chunk(teacher, tmp_path):
     )
 
 
+@pytest.mark.parametrize("resumed", [False, True], ids=["new", "resumed"])
+@pytest.mark.parametrize("shown", [False, True], ids=["quiet", "progress"])
+def test_the_progress_bar_is_shown_as_asked(teacher, tmp_path, capsys, resumed, shown):
+    out = tmp_path / "out.txt"
+    if resumed:
+        with pytest.raises(KeyboardInterrupt):
+            distill(StopsAfter(teacher, 1), SOURCES, out, BEAM, what={}, chunk_lines=3)
+    capsys.readouterr()
+    distill(teacher, SOURCES, out, BEAM, what={}, chunk_lines=3, progress=shown)
+    assert ("distill:" in capsys.readouterr().err) == shown
+
+
 def test_resuming_with_other_sources_is_refused(teacher, tmp_path):
     out = tmp_path / "out.txt"
     with pytest.raises(KeyboardInterrupt):
@@ -187,18 +199,25 @@ def killed_midway(argv: list[str], marker: Path, chunks: int) -> None:
     process.stderr.close()
 
 
-@pytest.mark.parametrize("again", [[], ["--overwrite"]], ids=["same", "overwrite"])
-def test_a_killed_command_resumes_to_the_uninterrupted_output(
-    toy_run, tmp_path, capsys, again
-):
+def whole_and_killed(run: Path, tmp_path: Path, copies: int):
+    """``rosetta distill`` of ``copies`` × SOURCES run whole, and the same
+    command killed after two chunks: (its argv, the whole output, its output)."""
     src = tmp_path / "train.src"
-    src.write_text("\n".join(SOURCES * 3) + "\n", encoding="utf-8")
-    flags = ["-m", str(toy_run("transformer")), "--src", str(src)]
-    flags += ["--chunk-lines", "3", "--device", "cpu"]
+    src.write_text("\n".join(SOURCES * copies) + "\n", encoding="utf-8")
+    flags = ["-m", str(run), "--src", str(src), "--chunk-lines", "3"]
+    flags += ["--device", "cpu"]
     whole, out = tmp_path / "whole.txt", tmp_path / "distilled.txt"
     assert main(["distill", *flags, "-o", str(whole)]) == 0
     argv = ["distill", *flags, "-o", str(out)]
     killed_midway(argv, tmp_path / "pid", chunks=2)
+    return argv, whole, out
+
+
+@pytest.mark.parametrize("again", [[], ["--overwrite"]], ids=["same", "overwrite"])
+def test_a_killed_command_resumes_to_the_uninterrupted_output(
+    toy_run, tmp_path, capsys, again
+):
+    argv, whole, out = whole_and_killed(toy_run("transformer"), tmp_path, 3)
     assert finished(out) == 6 and not out.exists()
     capsys.readouterr()
     # another search is refused, in one line that names what changed
@@ -219,14 +238,7 @@ def test_lines_added_to_a_killed_runs_partial_output_are_not_kept(
     """Only what the record vouches for is kept: lines added by hand after a
     kill are cut off and translated again; the output is the uninterrupted
     one's."""
-    src = tmp_path / "train.src"
-    src.write_text("\n".join(SOURCES * 2) + "\n", encoding="utf-8")
-    flags = ["-m", str(toy_run("transformer")), "--src", str(src)]
-    flags += ["--chunk-lines", "3", "--device", "cpu"]
-    whole, out = tmp_path / "whole.txt", tmp_path / "distilled.txt"
-    assert main(["distill", *flags, "-o", str(whole)]) == 0
-    argv = ["distill", *flags, "-o", str(out)]
-    killed_midway(argv, tmp_path / "pid", chunks=2)
+    argv, whole, out = whole_and_killed(toy_run("transformer"), tmp_path, 2)
     partial, _ = partial_paths(out)
     with partial.open("a", encoding="utf-8") as handle:
         handle.write("junk\nmore junk\nand more\n")

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import xxhash
+from pydantic import BaseModel, ConfigDict, Field
 from tqdm import tqdm
 
 from rosetta.errors import RosettaError
@@ -29,7 +30,7 @@ from rosetta.inference.text_translator import TextTranslator
 from rosetta.runtime.atomic import write_json_atomic
 from rosetta.runtime.fingerprint import KIND
 from rosetta.runtime.own_files import open_own
-from rosetta.runtime.records import read_record
+from rosetta.runtime.records import parse_record, read_record
 from rosetta.search.batched import Workers
 from rosetta.search.options import SearchOptions
 
@@ -44,25 +45,29 @@ def partial_paths(output: Path) -> tuple[Path, Path]:
     )
 
 
-def finished_lines(partial: Path, done: Any) -> tuple[int, Any]:
-    """Lines a stopped run finished, as its record vouches for them (``done``:
-    the bytes finished and their fingerprint), and the running hash of them.
-    What follows them (a chunk written as the process was killed, lines added
-    by hand) is cut off and translated again; finished lines that changed
-    since are refused, never taken for the teacher's."""
+class Progress(BaseModel):
+    """How far a run got, as its record vouches: the finished bytes of the
+    partial output and their fingerprint."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+    finished: int = Field(alias="bytes", ge=0)
+    fingerprint: str = Field(alias=KIND)
+
+
+def finished_lines(partial: Path, done: Any) -> tuple[int, int, Any]:
+    """Lines a stopped run finished, as its record vouches for them (``done``,
+    a ``Progress``), their bytes, and the running hash of them. What follows
+    them (a chunk written as the process was killed, lines added by hand) is
+    cut off and translated again; finished lines that changed since are
+    refused, never taken for the teacher's."""
     digest = xxhash.xxh3_128()
     size, expected = 0, digest.hexdigest()
     if done is not None:
-        if not (
-            isinstance(done, dict)
-            and isinstance(done.get("bytes"), int)
-            and done["bytes"] >= 0
-            and isinstance(done.get(KIND), str)
-        ):
-            raise RosettaError(f"{partial}: its record's progress is damaged")
-        size, expected = done["bytes"], done[KIND]
+        where = f"{partial}: its record's progress"
+        vouched = parse_record(done, Progress, where, "bytes and a fingerprint")
+        size, expected = vouched.finished, vouched.fingerprint
     if not partial.is_file():
-        return 0, digest
+        return 0, 0, digest
     # Rosetta's own file, written in place: never through a link or a
     # second name of a user's file (``rosetta.runtime.own_files``)
     with os.fdopen(open_own(partial, os.O_RDWR, writing=True, limit=None), "r+b") as f:
@@ -76,7 +81,7 @@ def finished_lines(partial: Path, done: Any) -> tuple[int, Any]:
                 "wrote them; delete it and its .json record to start again"
             )
         f.truncate(size)
-    return data.count(b"\n"), digest
+    return data.count(b"\n"), size, digest
 
 
 def changes(earlier: Any, now: Any, prefix: str = "") -> list[str]:
@@ -144,12 +149,11 @@ def distill(
     error, not a mixed file."""
     partial, record = partial_paths(output)
     made_of = started_with(sources, what)
-    started, progress = check_partial(output, made_of)
+    started, vouched = check_partial(output, made_of)
     if not started:
         output.parent.mkdir(parents=True, exist_ok=True)
         write_json_atomic(record, made_of)
-    done, digest = finished_lines(partial, progress)
-    size = progress["bytes"] if progress else 0
+    done, size, digest = finished_lines(partial, vouched)
     if done > len(sources):
         raise RosettaError(f"{partial} has more lines than the sources")
     bar = tqdm(

@@ -19,7 +19,6 @@ from rosetta.errors import RosettaError
 from rosetta.runs import checkpoint as ckpt
 from rosetta.runs import weights
 from rosetta.runs.rng import set_rng_state
-from rosetta.runtime.atomic import finish_swaps
 from rosetta.runtime.records import parse_record
 from rosetta.train.trainer import Trainer, TrainerState
 
@@ -100,9 +99,8 @@ def training_ranks(meta: dict, folder: Path, world_size: int) -> list[Any]:
 def resume_training(trainer: Trainer, upgrade: weights.Upgrade | None) -> None:
     """Put ``trainer`` where its run's latest checkpoint left off: weights
     (their names as ``upgrade``, the family's, gives them), optimizer,
-    position in the data, random states, the task's tensors."""
-    for done in finish_swaps(trainer.run_dir):
-        trainer.log(done)
+    position in the data, random states, the task's tensors. A swap a kill
+    left midway was completed before (``run.finish_pending_swaps``)."""
     index = ckpt.read_index(trainer.run_dir)
     if not index.get("latest"):  # stopped before its first checkpoint
         trainer.log(
