@@ -31,6 +31,11 @@ A sentence stops when
 A live prefix to which the controls leave no token ends where it stands, an
 incomplete candidate (``rosetta.search.controls``): a sentence's incomplete
 candidates are its result only when none of its candidates is complete.
+
+Constraints per sentence (a prefix, phrases to include or exclude) steer the
+same loop (``rosetta.search.constraints``): with phrases to include, the
+candidates also hold the next token of each phrase a prefix has not met,
+and the beam's places are allocated among them by how much they have met.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from typing import Literal
 import torch
 
 from rosetta.models.interface import DecoderState, EncoderDecoder
+from rosetta.search.constraints import BatchConstraints, allocate
 from rosetta.search.controls import NO_CONTROLS, Controls, next_token_log_probs
 from rosetta.search.finished import FinishedCandidates, expand_like
 from rosetta.search.greedy import Hypothesis, max_lengths
@@ -87,8 +93,10 @@ def beam_search(
     need_attention: bool = False,
     refill: bool = False,
     controls: Controls = NO_CONTROLS,
+    constraints: BatchConstraints | None = None,
 ) -> list[list[Hypothesis]]:
-    """Decode a batch ``src`` (n, S) with mask (n, S), True at real tokens.
+    """Decode a batch ``src`` (n, S) with mask (n, S), True at real tokens,
+    each sentence under its ``constraints`` (if any).
 
     ``refill=False`` is the textbook beam: the k best expansions, ended or not,
     fill the beam, so it narrows as candidates end. ``refill=True`` keeps k live
@@ -111,7 +119,8 @@ def beam_search(
         )
     length_penalty(torch.tensor(1), alpha, penalty)  # validates the penalty kind
     n, k, device = src.size(0), beam_size, src.device
-    limits = max_lengths(src_mask.sum(1), max_len_a, max_len_b, max_len_cap)
+    least = None if constraints is None else constraints.least_lengths()
+    limits = max_lengths(src_mask.sum(1), max_len_a, max_len_b, max_len_cap, least)
     controls.check_limits(limits)
     steps = int(limits.max())
     best_possible_divisor = length_penalty(limits, alpha, penalty)  # (n,)
@@ -137,6 +146,10 @@ def beam_search(
     live_attention: torch.Tensor | None = None  # (a, k, t, layers, heads, S)
     done = FinishedCandidates.empty(n, k, steps, eos_id, device)
     stuck = FinishedCandidates.empty(n, k, steps, eos_id, device)  # incomplete
+    includes = constraints is not None and constraints.includes
+    live_matched = None  # (a, k, P): include tokens each live prefix has met
+    if includes:
+        live_matched = constraints.start(active).unsqueeze(1).expand(-1, k, -1)
 
     for t in range(steps):
         a = active.numel()
@@ -145,6 +158,12 @@ def beam_search(
         log_probs, state = next_token_log_probs(  # (a*k, V)
             model, prev, state, prefixes, controls, need_attention
         )
+        row_sentence = active.repeat_interleave(rows_per_sentence)
+        row_matched = None
+        if live_matched is not None:
+            row_matched = live_matched[:, :rows_per_sentence].flatten(0, 1)
+        if constraints is not None:
+            constraints.rule_out(log_probs, prefixes, row_sentence, row_matched)
         no_token = ~log_probs.isfinite().any(dim=1)  # (a * rows_per_sentence,)
         if bool(no_token.any()):  # those prefixes end here, incomplete
             ended_here = torch.zeros_like(live_scores, dtype=torch.bool)
@@ -164,11 +183,35 @@ def beam_search(
         # k·width candidates per sentence, not k·V.
         per_row = min(width, log_probs.size(-1))
         row_scores, row_tokens = top_k_rows(log_probs, per_row)  # (rows, per_row)
+        if includes:  # and the next token of each phrase not met
+            wanted = constraints.next_tokens(row_matched, row_sentence)  # (rows, P)
+            wanted_scores = log_probs.gather(1, wanted.clamp(min=0)).to(row_scores)
+            repeated = (wanted[:, :, None] == row_tokens[:, None, :]).any(2)
+            repeated |= (wanted[:, :, None] == wanted[:, None, :]).tril(-1).any(2)
+            unwanted = (wanted < 0) | repeated
+            row_scores = torch.cat(
+                [row_scores, wanted_scores.masked_fill(unwanted, neg_inf)], 1
+            )
+            row_tokens = torch.cat([row_tokens, wanted.clamp(min=0)], 1)
+        per_row = row_tokens.size(1)
         if rows_per_sentence < k:  # the first step: slot 0 is the only live one
             row_scores = row_scores.repeat_interleave(k, dim=0)
             row_tokens = row_tokens.repeat_interleave(k, dim=0)
         candidates = live_scores.unsqueeze(-1) + row_scores.double().view(a, k, -1)
-        top_scores, top_index = candidates.view(a, -1).topk(width, dim=1)  # (a, w)
+        matched = None
+        if includes:  # every candidate's count, and the beam allocated by it
+            expanded = live_matched.unsqueeze(2).expand(-1, -1, per_row, -1)
+            matched = constraints.advance(expanded, row_tokens.view(a, k, per_row))
+            matched = matched.reshape(a, k * per_row, -1)
+            sentence = active.unsqueeze(1)
+            banks = constraints.met(matched, sentence)
+            top_index = allocate(
+                candidates.view(a, -1), banks, constraints.needed[active], width
+            )
+            top_scores = candidates.view(a, -1).gather(1, top_index)
+            matched = matched.gather(1, expand_like(top_index, matched))
+        else:
+            top_scores, top_index = candidates.view(a, -1).topk(width, dim=1)
         parent = top_index // per_row
         token = row_tokens.view(a, -1).gather(1, top_index)
         at_limit = (t + 1 >= limits[active]).unsqueeze(1)  # (a, 1)
@@ -186,10 +229,23 @@ def beam_search(
                 state, live_attention, parent, a, rows_per_sentence
             )
 
-        # expansions among the k best that end are finished candidates
+        # expansions among the k best that end are finished candidates (those
+        # that end at the limit with an include phrase unmet, incomplete ones)
         finishing = ends & top_scores.isfinite() & among_k_best
         rank = (top_scores / divisors[t]).masked_fill(~finishing, neg_inf)
         lengths = t + 1 - (token == eos_id).long()  # tokens before <eos>
+        if matched is not None:
+            short = ~constraints.all_met(matched, active.unsqueeze(1))
+            attention = step_attention
+            stuck.merge(
+                active,
+                rank.masked_fill(~short, neg_inf),
+                top_scores,
+                sequences,
+                lengths,
+                attention,
+            )
+            rank = rank.masked_fill(short, neg_inf)
         done.merge(active, rank, top_scores, sequences, lengths, step_attention)
 
         if refill:  # the k best expansions that do not end live on
@@ -197,12 +253,15 @@ def beam_search(
             top_scores, ends = top_scores.gather(1, live), ends.gather(1, live)
             parent, token = parent.gather(1, live), token.gather(1, live)
             sequences = sequences.gather(1, expand_like(live, sequences))
+            if matched is not None:
+                matched = matched.gather(1, expand_like(live, matched))
             if step_attention is not None:
                 step_attention = step_attention.gather(
                     1, expand_like(live, step_attention)
                 )
         live_scores = top_scores.masked_fill(ends, neg_inf)
         live_tokens, prev_rows, live_attention = sequences, token, step_attention
+        live_matched = matched
         # the state row each new live prefix continues (at the first step, the
         # -inf candidates of the dead slots point to the sentence's one row)
         beam_rows = torch.arange(a, device=device).unsqueeze(1) * rows_per_sentence
@@ -226,6 +285,8 @@ def beam_search(
         live_tokens, prev = live_tokens[keep], prev_rows[keep].flatten()
         if live_attention is not None:
             live_attention = live_attention[keep]
+        if live_matched is not None:
+            live_matched = live_matched[keep]
 
     src_lengths = src_mask.sum(1).tolist()
     found = done.hypotheses(nbest, src_lengths)

@@ -10,14 +10,23 @@ one also has probability zero, so none of them can be the best sequence.
 A prefix to which the controls leave no token is an incomplete candidate,
 ranked as ``Σ log P / penalty(max(L, 1))``; they are the result only where
 no candidate is complete (as in beam search).
+
+With ``constraints`` (one per sentence), a candidate is complete only if it
+meets them (``TokenConstraints.met_by``, checked on the whole sequence, not
+during the search), and the output limit leaves room for them as beam
+search's does.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
 
 import torch
 
 from rosetta.models.interface import EncoderDecoder
 from rosetta.search.beam import LengthPenalty, normalized_score
+from rosetta.search.constraints import TokenConstraints
 from rosetta.search.controls import NO_CONTROLS, Controls, next_token_log_probs
 from rosetta.search.greedy import Hypothesis, max_lengths
 
@@ -38,12 +47,17 @@ def exhaustive_search(
     max_len_cap: int | None = None,
     max_sequences: int = 1_000_000,
     controls: Controls = NO_CONTROLS,
+    constraints: Sequence[TokenConstraints] | None = None,
 ) -> list[list[Hypothesis]]:
     """The ``nbest`` best sequences of every sentence of the batch, best first.
 
     Raises ``ValueError`` when ``V^T'`` exceeds ``max_sequences``.
     """
-    limits = max_lengths(src_mask.sum(1), max_len_a, max_len_b, max_len_cap)
+    least = None
+    if constraints is not None:
+        needs = [len(c.prefix) + c.needed + 1 for c in constraints]
+        least = torch.tensor(needs, dtype=torch.long)
+    limits = max_lengths(src_mask.sum(1), max_len_a, max_len_b, max_len_cap, least)
     controls.check_limits(limits)
     results = []
     for i in range(src.size(0)):  # one sentence at a time: this is the reference
@@ -95,6 +109,11 @@ def exhaustive_search(
             scores = candidates[live[:, 0], live[:, 1]]
             state = state.reorder(live[:, 0].to(src.device))
             prev = live[:, 1].to(src.device)
+        if constraints is not None:
+            finished = [
+                h if constraints[i].met_by(h.tokens) else replace(h, complete=False)
+                for h in finished
+            ]
         complete = [h for h in finished if h.complete]
         chosen = complete or finished
         chosen.sort(key=lambda h: -(h.normalized_score or 0.0))

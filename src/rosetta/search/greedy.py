@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import torch
 
 from rosetta.models.interface import EncoderDecoder
+from rosetta.search.constraints import BatchConstraints
 from rosetta.search.controls import NO_CONTROLS, Controls, next_token_log_probs
 from rosetta.search.topk import argmax_rows
 
@@ -38,10 +39,17 @@ class Hypothesis:
 
 
 def max_lengths(
-    src_lengths: torch.Tensor, a: float, b: int, cap: int | None = None
+    src_lengths: torch.Tensor,
+    a: float,
+    b: int,
+    cap: int | None = None,
+    least: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Per-sentence output limit ``floor(a * S + b)``, at least 1, at most ``cap``."""
+    """Per-sentence output limit ``floor(a * S + b)``, at least 1 (and
+    ``least``, (n,), what constraints need), at most ``cap``."""
     limits = torch.floor(src_lengths.double() * a + b).long().clamp(min=1)
+    if least is not None:
+        limits = torch.maximum(limits, least.to(limits.device))
     return limits.clamp(max=cap) if cap is not None else limits
 
 
@@ -66,8 +74,11 @@ def greedy_search(
     max_len_cap: int | None = None,
     choose: TokenChooser = most_likely,
     controls: Controls = NO_CONTROLS,
+    constraints: BatchConstraints | None = None,
 ) -> list[Hypothesis]:
-    """Decode a batch ``src`` (n, S) with mask (n, S), True at real tokens.
+    """Decode a batch ``src`` (n, S) with mask (n, S), True at real tokens,
+    each sentence under its ``constraints`` (a prefix, phrases to exclude;
+    phrases to include need beam search).
 
     ``choose`` picks each next token from the log-probabilities (the most
     likely one; sampling passes its own). Scores are the model's
@@ -75,7 +86,14 @@ def greedy_search(
     """
     n = src.size(0)
     device = src.device
-    limits = max_lengths(src_mask.sum(1), max_len_a, max_len_b, max_len_cap)
+    least = None
+    if constraints is not None:
+        if constraints.includes:
+            raise ValueError(
+                "phrases to include need beam search (beam size 2 or more)"
+            )
+        least = constraints.least_lengths()
+    limits = max_lengths(src_mask.sum(1), max_len_a, max_len_b, max_len_cap, least)
     controls.check_limits(limits)
     state = model.init_state(model.encode(src, src_mask), src_mask)
     alive = torch.arange(n, device=device)  # original row of each state row
@@ -89,6 +107,8 @@ def greedy_search(
         log_probs, state = next_token_log_probs(  # (alive, V)
             model, tokens, state, output[alive, :t], controls
         )
+        if constraints is not None:
+            constraints.rule_out(log_probs, output[alive, :t], alive)
         # a row left no token ends as if by <eos>, adding 0 to its score
         no_token = ~log_probs.isfinite().any(dim=1)  # (alive,)
         log_probs[:, eos_id].masked_fill_(no_token, 0.0)

@@ -19,6 +19,7 @@ from rosetta.runtime import limits
 from rosetta.runtime.limits import check
 from rosetta.search.bans import Spellings
 from rosetta.search.beam import LengthPenalty, Stopping, beam_search, length_penalty
+from rosetta.search.constraints import BatchConstraints, TokenConstraints
 from rosetta.search.controls import Controls, as_spellings
 from rosetta.search.greedy import Hypothesis, greedy_search, most_likely
 from rosetta.search.sampling import sampler
@@ -180,14 +181,20 @@ def search(
     eos_id: int,
     max_len_cap: int | None = None,
     generator: torch.Generator | None = None,
+    constraints: Sequence[TokenConstraints] | None = None,
 ) -> list[list[Hypothesis]]:
-    """Decode a batch with ``options``; per sentence its n-best list. An unset
-    length limit is that of a model configured with the defaults."""
+    """Decode a batch with ``options``; per sentence its n-best list, under
+    its ``constraints`` if given. An unset length limit is that of a model
+    configured with the defaults."""
     options = options.with_length_limit(DecodeConfig())
+    batch = None
+    if constraints is not None and any(constraints):
+        batch = BatchConstraints(constraints, eos_id, src.device)
     limits = dict(
         max_len_a=options.max_len_a,
         max_len_b=options.max_len_b,
         max_len_cap=max_len_cap,
+        constraints=batch,
     )
     if options.uses_beam:
         return beam_search(

@@ -1,0 +1,233 @@
+"""Constraints on one sentence's translation, in token ids: phrases it must
+include, phrases it must exclude, and a prefix it must start with
+(lexically constrained decoding), batched with a constraint per sentence.
+
+- ``prefix``: at step ``t < len(prefix)`` every token but ``prefix[t]`` is
+  ruled out, so the output starts with it (its tokens scored by the model).
+- ``exclude``: banned phrases as the controls ban them (every spelling,
+  ``rosetta.search.bans``), for this sentence's hypotheses only.
+- ``include``: beam search with dynamic beam allocation. Each hypothesis
+  counts the include tokens it has met: a phrase's tokens count as they are
+  matched in order, and a phrase broken off falls back to the longest part
+  of it that the output still ends with (a string-matching automaton per
+  phrase, ``step_table``). ``<eos>`` is ruled out until every phrase is met.
+  At each step a hypothesis is extended by its best tokens, as in plain beam
+  search, and also by the next token of each phrase it has not met, so a
+  phrase the model would not reach for still gets a candidate. Candidates
+  that have met as many tokens form a bank; the ``k`` places of the beam go
+  to the banks ``0..C`` (``C`` tokens to meet) in rounds, ``max(1, k / (C +
+  1))`` places per bank per round, most met first, each bank's best first.
+  A hypothesis ending at the length limit with a phrase unmet is incomplete:
+  the result only where no complete one exists.
+
+A sentence's output limit is raised, where it is shorter, to what its
+prefix and phrases need (``least_lengths``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from rosetta.search.bans import Spellings
+
+
+@dataclass(frozen=True)
+class TokenConstraints:
+    """One sentence's constraints, as target token ids."""
+
+    include: tuple[tuple[int, ...], ...] = ()
+    exclude: tuple[Spellings, ...] = ()
+    prefix: tuple[int, ...] = ()
+
+    @property
+    def needed(self) -> int:
+        """How many include tokens an output must meet."""
+        return sum(map(len, self.include))
+
+    def __bool__(self) -> bool:
+        return bool(self.include or self.exclude or self.prefix)
+
+    def met_by(self, tokens: Sequence[int]) -> bool:
+        """Whether ``tokens`` (an output, without ``<bos>``/``<eos>``) starts
+        with the prefix, holds every include phrase and spells no excluded
+        one: checked directly, whatever the search did."""
+        tokens = list(tokens)
+        if tokens[: len(self.prefix)] != list(self.prefix):
+            return False
+        for phrase in self.include:
+            size = len(phrase)
+            windows = (tuple(tokens[i : i + size]) for i in range(len(tokens)))
+            if phrase not in windows:
+                return False
+        for phrase in self.exclude:
+            longest = phrase.most_tokens
+            if any(
+                phrase.spells(tokens[i:j])
+                for i in range(len(tokens))
+                for j in range(i + 1, min(len(tokens), i + longest) + 1)
+            ):
+                return False
+        return True
+
+
+def step_table(phrase: Sequence[int], width: int) -> list[list[int]]:
+    """``table[q][i]``: the tokens of ``phrase`` matched after an output that
+    had matched ``q`` of them goes on with the token ``phrase[i]`` (the
+    longest start of the phrase the output then ends with), for ``q, i <
+    len(phrase)``, padded to ``width``."""
+    size = len(phrase)
+    fallback = [0] * size  # the longest proper start that is also an end
+    for q in range(1, size):
+        k = fallback[q - 1]
+        while k and phrase[q] != phrase[k]:
+            k = fallback[k - 1]
+        fallback[q] = k + (phrase[q] == phrase[k])
+
+    def after(q: int, token: int) -> int:
+        while q and phrase[q] != token:
+            q = fallback[q - 1]
+        return q + (phrase[q] == token)
+
+    table = [[0] * width for _ in range(width)]
+    for q in range(size):
+        for i in range(size):
+            table[q][i] = after(q, phrase[i])
+    return table
+
+
+class BatchConstraints:
+    """The constraints of a batch's sentences as tensors; rows of the search
+    are mapped to their sentence by ``sentence`` (rows,)."""
+
+    def __init__(
+        self, sentences: Sequence[TokenConstraints], eos_id: int, device: torch.device
+    ):
+        self.sentences, self.eos_id = list(sentences), eos_id
+        longest = max((len(c.prefix) for c in sentences), default=0)
+        prefix = [[*c.prefix, *[-1] * (longest - len(c.prefix))] for c in sentences]
+        self.prefix = torch.tensor(prefix, dtype=torch.long, device=device)
+        self.prefix = self.prefix.view(len(sentences), longest)
+        self.prefix_length = torch.tensor(
+            [len(c.prefix) for c in sentences], dtype=torch.long, device=device
+        )
+        owned = [(s, p) for s, c in enumerate(sentences) for p in c.include]
+        width = max((len(p) for _, p in owned), default=1)
+        self.phrases = torch.tensor(
+            [[*p, *[-1] * (width - len(p))] for _, p in owned] or [[-1]],
+            dtype=torch.long,
+            device=device,
+        )[: len(owned)]
+        self.phrase_length = torch.tensor(
+            [len(p) for _, p in owned], dtype=torch.long, device=device
+        )
+        self.owner = torch.tensor(
+            [s for s, _ in owned], dtype=torch.long, device=device
+        )
+        self.table = torch.tensor(
+            [step_table(p, width) for _, p in owned] or [[[0]]],
+            dtype=torch.long,
+            device=device,
+        )[: len(owned)]
+        self.needed = torch.tensor(
+            [c.needed for c in sentences], dtype=torch.long, device=device
+        )
+        self.excluded = [(s, p) for s, c in enumerate(sentences) for p in c.exclude]
+
+    @property
+    def includes(self) -> bool:
+        """Whether any sentence has a phrase to include (beam search only)."""
+        return bool(self.owner.numel())
+
+    def least_lengths(self) -> torch.Tensor:
+        """(n,) the shortest output limit that leaves room for each sentence's
+        prefix and include phrases, and ``<eos>``."""
+        return self.prefix_length + self.needed + 1
+
+    def start(self, sentence: torch.Tensor) -> torch.Tensor:
+        """(rows, P) the include tokens matched before the first step: none."""
+        return sentence.new_zeros((len(sentence), len(self.owner)))
+
+    def advance(self, matched: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+        """``matched`` (..., P) after each row goes on with ``tokens`` (...);
+        a phrase met stays met."""
+        if not self.includes:
+            return matched
+        size = self.phrases.size(1)
+        equal = self.phrases == tokens[..., None, None]  # (..., P, width)
+        table = self.table.expand(*matched.shape, size, size)
+        at = matched.clamp(max=size - 1)[..., None, None].expand(
+            *matched.shape, 1, size
+        )
+        following = table.gather(-2, at).squeeze(-2)  # (..., P, width)
+        after = torch.where(equal, following, 0).amax(-1)
+        return torch.where(matched >= self.phrase_length, matched, after)
+
+    def met(self, matched: torch.Tensor, sentence: torch.Tensor) -> torch.Tensor:
+        """(...) how many include tokens each row has met (its bank)."""
+        owned = self.owner == sentence[..., None]
+        return (matched * owned).sum(-1)
+
+    def all_met(self, matched: torch.Tensor, sentence: torch.Tensor) -> torch.Tensor:
+        return self.met(matched, sentence) >= self.needed[sentence]
+
+    def next_tokens(
+        self, matched: torch.Tensor, sentence: torch.Tensor
+    ) -> torch.Tensor:
+        """(rows, P) the next token of each phrase a row has not met, -1 for
+        the phrases met or of other sentences."""
+        size = self.phrases.size(1)
+        tokens = self.phrases.expand(len(matched), -1, -1)
+        following = tokens.gather(2, matched.clamp(max=size - 1).unsqueeze(2))
+        open_ = (self.owner == sentence[:, None]) & (matched < self.phrase_length)
+        return following.squeeze(2).masked_fill(~open_, -1)
+
+    def rule_out(
+        self,
+        log_probs: torch.Tensor,
+        prefixes: torch.Tensor,
+        sentence: torch.Tensor,
+        matched: torch.Tensor | None = None,
+    ) -> None:
+        """Set to -inf, in place, every next token of ``log_probs`` (rows, V)
+        that breaks a constraint after ``prefixes`` (rows, t): off the
+        prefix, completing an excluded phrase, ``<eos>`` with an include
+        phrase unmet (``matched``, where includes are searched for)."""
+        t = prefixes.size(1)
+        forcing = (t < self.prefix_length[sentence]).nonzero().squeeze(1)
+        if forcing.numel():
+            forced = self.prefix[sentence[forcing], t]
+            kept = log_probs[forcing, forced]
+            log_probs[forcing] = float("-inf")
+            log_probs[forcing, forced] = kept
+        for owner, phrase in self.excluded:
+            rows = (sentence == owner).nonzero().squeeze(1)
+            if rows.numel():
+                part = log_probs[rows]
+                phrase.rule_out(part, prefixes[rows])
+                log_probs[rows] = part
+        if matched is not None and self.includes:
+            unmet = ~self.all_met(matched, sentence)
+            log_probs[unmet, self.eos_id] = float("-inf")
+
+
+def allocate(
+    scores: torch.Tensor, banks: torch.Tensor, needed: torch.Tensor, width: int
+) -> torch.Tensor:
+    """(a, width) the candidates a beam keeps, in the order it ranks them:
+    of ``scores`` (a, M) in ``banks`` (a, M) (include tokens met, of
+    ``needed`` (a,)), ``max(1, width / (needed + 1))`` per bank per round,
+    most met first, each bank's best first; -inf candidates last."""
+    order = scores.argsort(dim=1, descending=True, stable=True)
+    sorted_banks = banks.gather(1, order)
+    top = int(sorted_banks.max()) + 1 if sorted_banks.numel() else 1
+    member = torch.nn.functional.one_hot(sorted_banks, top)  # (a, M, top)
+    rank_in_bank = (member.cumsum(1) * member).sum(-1) - 1
+    quota = (width // (needed + 1)).clamp(min=1).unsqueeze(1)
+    rounds = (rank_in_bank // quota).masked_fill(
+        ~scores.gather(1, order).isfinite(), scores.size(1) + 1
+    )
+    key = rounds * (top + 1) + (top - sorted_banks)  # round, then most met
+    return order.gather(1, key.argsort(dim=1, stable=True)[:, :width])
