@@ -277,3 +277,34 @@ def test_the_server_runs_on_the_engine(engines):
     texts = [r["hypotheses"][0]["text"] for r in response.json()["translations"]]
     assert texts == rosetta_translator.translate(SENTENCES)
     assert info["parameters"] == rosetta_translator.parameter_count
+
+
+@pytest.mark.reference
+def test_the_engine_starts_each_translation_with_its_prefix_as_rosetta_does(engines):
+    """Greedy search: the same tokens and scores, a prefix's tokens scored
+    with the rest (CTranslate2 leaves them out of its own score)."""
+    rosetta_translator, ct2_translator, _ = engines
+    whole = rosetta_translator.translate(SENTENCES)
+    constraints = [
+        {"prefix": " ".join(text.split()[:cut])}
+        for text in whole
+        for cut in (1, 2, len(text.split()))  # the last: nothing left to add
+    ]
+    sentences = [s for s in SENTENCES for _ in range(3)]
+    ours = rosetta_translator.translate_nbest(sentences, constraints=constraints)
+    theirs = ct2_translator.translate_nbest(sentences, constraints=constraints)
+    for constraint, [mine], [found] in zip(constraints, ours, theirs, strict=True):
+        assert found.token_ids == mine.token_ids
+        assert found.score == pytest.approx(mine.score, abs=1e-4)
+        assert mine.constraints_met is found.constraints_met is True
+        assert mine.text.startswith(constraint["prefix"])
+
+
+def test_the_engine_refuses_what_it_cannot_do_with_constraints(engines):
+    _, ct2_translator, _ = engines
+    for kind in ("include", "exclude"):
+        with pytest.raises(RosettaError, match="CTranslate2 takes a prefix, not"):
+            ct2_translator.translate(SENTENCES[:1], constraints=[{kind: ["a"]}])
+    beam = SearchOptions(beam_size=3, **REFILL)
+    with pytest.raises(RosettaError, match="a prefix with greedy search"):
+        ct2_translator.translate(SENTENCES[:1], beam, constraints=[{"prefix": "a"}])

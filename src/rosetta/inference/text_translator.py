@@ -21,9 +21,15 @@ import torch
 from rosetta.data.tokenizer import TokenizerPair
 from rosetta.errors import RosettaError
 from rosetta.inference.bans import PhraseSpeller
+from rosetta.inference.constraints import (
+    Constraint,
+    as_constraints,
+    spell_constraints,
+)
 from rosetta.runtime.resources import refuse_beyond_memory
 from rosetta.search.batched import Workers
 from rosetta.search.beam import normalized_score
+from rosetta.search.constraints import TokenConstraints
 from rosetta.search.greedy import Hypothesis, max_lengths
 from rosetta.search.options import SearchOptions
 
@@ -131,6 +137,16 @@ class TextTranslator(ABC):
         (a family or engine refuses what it cannot honour); none here."""
         return None
 
+    def check_constraints(
+        self, constraints: list[Constraint], options: SearchOptions
+    ) -> None:
+        """``RosettaError`` for constraints this translator cannot honour
+        with ``options``: phrases to include need beam search."""
+        if any(c.include for c in constraints) and not options.uses_beam:
+            raise RosettaError(
+                "phrases to include need beam search: use a beam of 2 or more (--beam)"
+            )
+
     @cached_property
     def speller(self) -> PhraseSpeller:
         """Spells banned phrases in the target vocabulary, made on first use."""
@@ -177,6 +193,7 @@ class TextTranslator(ABC):
         *,
         batch_size: int | None = None,
         workers: Workers = 1,
+        constraints: Iterable[Constraint | dict | None] | None = None,
     ) -> list[str]:
         """Translate sentences; one output per input, in order (empty in, empty out).
 
@@ -184,9 +201,15 @@ class TextTranslator(ABC):
         with the model's configured length limit). ``workers`` > 1 decodes that
         many batches at once on the CPU, sharing torch's threads among them;
         ``"auto"`` one per thread where that applies (``auto_workers``).
+        ``constraints``: one per sentence (``Constraint``, or a dict of its
+        fields ``include``, ``exclude``, ``prefix``; None for none).
         """
         results = self.translate_nbest(
-            sentences, options, batch_size=batch_size, workers=workers
+            sentences,
+            options,
+            batch_size=batch_size,
+            workers=workers,
+            constraints=constraints,
         )
         return [found[0].text if found else "" for found in results]
 
@@ -197,12 +220,17 @@ class TextTranslator(ABC):
         *,
         batch_size: int | None = None,
         workers: Workers = 1,
+        constraints: Iterable[Constraint | dict | None] | None = None,
     ) -> list[list[Translation]]:
         """Per input, its n-best list of ``Translation`` (empty for a blank
         line); the arguments are those of ``translate``."""
         sources = [self.encode(sentence) for sentence in sentences]
         return self.translate_ids(
-            sources, options, batch_size=batch_size, workers=workers
+            sources,
+            options,
+            batch_size=batch_size,
+            workers=workers,
+            constraints=constraints,
         )
 
     def translate_ids(
@@ -212,12 +240,22 @@ class TextTranslator(ABC):
         *,
         batch_size: int | None = None,
         workers: Workers = 1,
+        constraints: Iterable[Constraint | dict | None] | None = None,
     ) -> list[list[Translation]]:
         """``translate_nbest`` of sentences already encoded (``encode``): one
         n-best list per id list, none for an empty one (a blank line)."""
         size = batch_size or self.config.decode.batch_size
         options = self.complete(options)
         self.check_meetable(sources, options)
+        if constraints is not None and not isinstance(constraints, list | tuple):
+            constraints = list(constraints)
+        wanted = as_constraints(constraints, len(sources))
+        tokens = None
+        if wanted is not None:
+            self.check_constraints(wanted, options)
+            tokens = spell_constraints(
+                wanted, sources, self.tokenizers.tgt, self.speller, self.position_limit
+            )
         # each step scores every word for every hypothesis of the batch, and
         # keeps a few such tables (scores, their top choices, their sum)
         rows = min(size, max(len(sources), 1)) * options.beam_size
@@ -225,14 +263,26 @@ class TextTranslator(ABC):
             16 * rows * len(self.tokenizers.tgt),
             f"a search of {rows:,} hypotheses at once (beam {options.beam_size})",
         )
-        return self.decode_ids(sources, options, size, workers)
+        found = self.decode_ids(sources, options, size, workers, tokens)
+        for translations, wanted_tokens in zip(found, tokens or [], strict=False):
+            for translation in translations:
+                translation.constraints_met = wanted_tokens.met_by(
+                    translation.token_ids
+                )
+        return found
 
     @abstractmethod
     def decode_ids(
-        self, sources: Sources, options: SearchOptions, size: int, workers: Workers
+        self,
+        sources: Sources,
+        options: SearchOptions,
+        size: int,
+        workers: Workers,
+        constraints: list[TokenConstraints] | None = None,
     ) -> Found:
         """``translate_ids`` with complete ``options``, ``size`` sentences per
-        batch: what each engine does its own way."""
+        batch, each under its ``constraints`` (if any): what each engine does
+        its own way."""
 
     def _translation(
         self, hypothesis: Hypothesis, source_pieces: list[str], options: SearchOptions
@@ -278,6 +328,7 @@ class Translation:
     attention: torch.Tensor | None = None
     fertilities: list[int] | None = None  # a NAT's, one per source token
     complete: bool = True
+    constraints_met: bool | None = None  # None: the input had no constraints
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: attention as nested lists rounded to 4 decimals."""
@@ -290,6 +341,8 @@ class Translation:
             "tokens": self.tokens,
             "source_tokens": self.source_tokens,
         }
+        if self.constraints_met is not None:
+            record["constraints_met"] = self.constraints_met
         if self.fertilities is not None:
             record["fertilities"] = self.fertilities
         if self.attention is not None:

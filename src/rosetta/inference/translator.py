@@ -25,6 +25,7 @@ from rosetta.runtime.precision import (
     quantize_int8,
 )
 from rosetta.search.batched import Workers, decode_in_batches
+from rosetta.search.constraints import TokenConstraints
 from rosetta.search.options import SearchOptions
 
 if TYPE_CHECKING:
@@ -75,10 +76,16 @@ class Translator(TextTranslator):
 
     @torch.no_grad()
     def decode_ids(
-        self, sources: Sources, options: SearchOptions, size: int, workers: Workers
+        self,
+        sources: Sources,
+        options: SearchOptions,
+        size: int,
+        workers: Workers,
+        constraints: list[TokenConstraints] | None = None,
     ) -> Found:
         """Search, a batch at a time (``rosetta.search.batched``)."""
         nonempty = {i: ids for i, ids in enumerate(sources) if ids}
+        kept = None if constraints is None else [constraints[i] for i in nonempty]
         with autocast(self.device, self.precision):
             found = decode_in_batches(
                 self.model,
@@ -88,6 +95,7 @@ class Translator(TextTranslator):
                 options=options,
                 max_len_cap=self.position_limit,
                 workers=workers,
+                constraints=kept,
             )
         results: list[list[Translation]] = [[] for _ in sources]
         for i, source, hypotheses in zip(

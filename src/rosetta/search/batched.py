@@ -13,6 +13,7 @@ from rosetta.data.batching import Example, collate
 from rosetta.data.vocab import BOS_ID, EOS_ID
 from rosetta.models.interface import EncoderDecoder
 from rosetta.runtime.precision import current_autocast
+from rosetta.search.constraints import TokenConstraints
 from rosetta.search.greedy import Hypothesis
 from rosetta.search.options import SearchOptions, search
 
@@ -28,8 +29,10 @@ def decode_in_batches(
     options: SearchOptions,
     max_len_cap: int | None = None,
     workers: Workers = 1,
+    constraints: list[TokenConstraints] | None = None,
 ) -> list[list[Hypothesis]]:
-    """Decode token-id sources (without ``<eos>``); an n-best list for each.
+    """Decode token-id sources (without ``<eos>``); an n-best list for each,
+    under its ``constraints`` (one per source) if given.
 
     Sentences of similar length are batched together so little work is spent
     on padding; the results come back in the order of ``sources``. Sampling
@@ -68,6 +71,9 @@ def decode_in_batches(
             eos_id=EOS_ID,
             max_len_cap=max_len_cap,
             generator=generator,
+            constraints=None
+            if constraints is None
+            else [constraints[i] for i in chunk],
         )
 
     results: list[list[Hypothesis]] = [[] for _ in sources]

@@ -42,29 +42,29 @@ MAX_BANNED = 100  # phrases per search
 MAX_PHRASE_CHARS = 200  # characters per banned phrase
 
 
-def check_phrases(phrases: Sequence[str]) -> None:
+def check_phrases(phrases: Sequence[str], what: str = "banned phrase") -> None:
     """``ValueError`` unless ``phrases`` are at most ``MAX_BANNED`` texts,
     none blank, longer than ``MAX_PHRASE_CHARS`` or holding a lone surrogate
-    (which is no text: it has no UTF-8)."""
+    (which is no text: it has no UTF-8); ``what`` names one in the message."""
     if isinstance(phrases, str):
-        raise ValueError("ban is a list of phrases, not one string")
+        raise ValueError(f"{what}s: a list of phrases, not one string")
     if len(phrases) > MAX_BANNED:
-        raise ValueError(f"{len(phrases)} banned phrases; at most {MAX_BANNED}")
+        raise ValueError(f"{len(phrases)} {what}s; at most {MAX_BANNED}")
     for number, phrase in enumerate(phrases, start=1):
         if not isinstance(phrase, str):
-            raise ValueError(f"banned phrase {number} is not text: {phrase!r}")
+            raise ValueError(f"{what} {number} is not text: {phrase!r}")
         if not phrase.strip():
-            raise ValueError("a banned phrase is empty")
+            raise ValueError(f"a {what} is empty")
         if len(phrase) > MAX_PHRASE_CHARS:
             raise ValueError(
-                f"banned phrase {number} has {len(phrase)} characters; at most "
+                f"{what} {number} has {len(phrase)} characters; at most "
                 f"{MAX_PHRASE_CHARS}"
             )
         try:
             phrase.encode("utf-8")
         except UnicodeEncodeError as error:
             raise ValueError(
-                f"banned phrase {number}: a lone surrogate at character "
+                f"{what} {number}: a lone surrogate at character "
                 f"{error.start} is not text"
             ) from None
 

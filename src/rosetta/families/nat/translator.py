@@ -23,6 +23,7 @@ from rosetta.families.nat.search import (
     nat_candidates,
     teacher_log_probabilities,
 )
+from rosetta.inference.constraints import Constraint
 from rosetta.inference.text_translator import (
     Found,
     Sources,
@@ -33,6 +34,7 @@ from rosetta.models.trained import Trained
 from rosetta.runtime.precision import Precision, autocast, check_precision
 from rosetta.search.batched import Workers
 from rosetta.search.beam import normalized_score
+from rosetta.search.constraints import TokenConstraints
 from rosetta.search.greedy import max_lengths
 from rosetta.search.options import SearchOptions
 
@@ -130,8 +132,22 @@ class NATTranslator(TextTranslator):
         return NATTranslator(self.trained, self.precision, teacher=teacher, npd=npd)
 
     @torch.no_grad()
+    def check_constraints(
+        self, constraints: list[Constraint], options: SearchOptions
+    ) -> None:
+        """One pass has no search to steer: constraints are refused."""
+        raise RosettaError(
+            "a NAT model decodes in one pass: no constraints (a prefix, phrases "
+            "to include or exclude); use an autoregressive model"
+        )
+
     def decode_ids(
-        self, sources: Sources, options: SearchOptions, size: int, workers: Workers
+        self,
+        sources: Sources,
+        options: SearchOptions,
+        size: int,
+        workers: Workers,
+        constraints: list[TokenConstraints] | None = None,
     ) -> Found:
         """One translation per non-empty source (module docstring); ``options``
         gives the attention switch, the seed of the fertility draws, the

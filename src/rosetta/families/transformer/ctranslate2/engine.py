@@ -26,6 +26,7 @@ from rosetta.families.transformer.ctranslate2.export import (
     import_ctranslate2,
     read_engine_file,
 )
+from rosetta.inference.constraints import Constraint
 from rosetta.inference.text_translator import (
     Found,
     Sources,
@@ -35,6 +36,7 @@ from rosetta.inference.text_translator import (
 from rosetta.runtime.own_files import not_own
 from rosetta.runtime.records import read_record
 from rosetta.search.batched import Workers
+from rosetta.search.constraints import TokenConstraints
 from rosetta.search.greedy import Hypothesis, max_lengths
 from rosetta.search.options import SearchOptions
 
@@ -130,14 +132,40 @@ class CTranslate2Translator(TextTranslator):
     def parameter_count(self) -> int:
         return self._parameters
 
+    def check_constraints(
+        self, constraints: list[Constraint], options: SearchOptions
+    ) -> None:
+        """CTranslate2 takes a prefix in greedy search; phrases to include
+        or exclude, and a prefix in its beam, are Rosetta's search's."""
+        if any(c.include or c.exclude for c in constraints):
+            raise RosettaError(
+                "CTranslate2 takes a prefix, not phrases to include or exclude; "
+                "use --engine rosetta"
+            )
+        if options.uses_beam:  # its beam ranks the candidates after a prefix
+            raise RosettaError(  # otherwise (it keeps some that Rosetta ends)
+                "CTranslate2 takes a prefix with greedy search only; use "
+                "--engine rosetta for a beam"
+            )
+
     def decode_ids(
-        self, sources: Sources, options: SearchOptions, size: int, workers: Workers
+        self,
+        sources: Sources,
+        options: SearchOptions,
+        size: int,
+        workers: Workers,
+        constraints: list[TokenConstraints] | None = None,
     ) -> Found:
         arguments = search_arguments(options)
         pieces = {
             i: [*self.tokenizers.src.id_pieces(ids), EOS]
             for i, ids in enumerate(sources)
             if ids
+        }
+        prefixes = {  # as the Rosetta search's, a prefix raises a limit short of it
+            i: self.tokenizers.tgt.id_pieces(list(constraints[i].prefix))
+            for i in pieces
+            if constraints is not None
         }
         limits = dict(
             zip(
@@ -147,10 +175,13 @@ class CTranslate2Translator(TextTranslator):
                     options.max_len_a,
                     options.max_len_b,
                     self.position_limit,
+                    torch.tensor([len(prefixes.get(i, ())) + 1 for i in pieces]),
                 ).tolist(),
                 strict=True,
             )
         )
+        if any(prefixes.values()):
+            arguments = {**arguments, "target_prefix": prefixes}
         # CTranslate2 takes one length limit per call, Rosetta one per
         # sentence. One call with the largest limit decodes each sentence as
         # its own limit would until that limit: a greedy or sampled output is
@@ -169,7 +200,9 @@ class CTranslate2Translator(TextTranslator):
         for limit, rows in again.items():
             found |= self._decode(rows, limit, arguments, size, pieces)
         for i, result in found.items():
-            results[i] = self._translations(result, pieces[i], options, limits[i])
+            results[i] = self._translations(
+                result, pieces[i], options, limits[i], bool(prefixes.get(i))
+            )
         return results
 
     def _decode(
@@ -181,6 +214,9 @@ class CTranslate2Translator(TextTranslator):
         pieces: dict[int, list[str]],
     ) -> dict[int, Any]:
         """CTranslate2's results for ``rows``, decoded under ``limit``."""
+        if "target_prefix" in arguments:  # the rows' own, in their order
+            prefixes = arguments["target_prefix"]
+            arguments = {**arguments, "target_prefix": [prefixes[i] for i in rows]}
         found = self.model.translate_batch(
             [pieces[i] for i in rows],
             max_decoding_length=limit,
@@ -190,8 +226,15 @@ class CTranslate2Translator(TextTranslator):
         return dict(zip(rows, found, strict=True))
 
     def _translations(
-        self, result: Any, source: list[str], options: SearchOptions, limit: int
+        self,
+        result: Any,
+        source: list[str],
+        options: SearchOptions,
+        limit: int,
+        prefixed: bool = False,
     ) -> list[Translation]:
+        """Rosetta's translations of CTranslate2's ``result``; ``prefixed``: its
+        scores leave out the prefix, so they are computed again in full."""
         translations = []
         for index, tokens in enumerate(result.hypotheses[: options.nbest]):
             normalized = result.scores[index]
@@ -205,6 +248,11 @@ class CTranslate2Translator(TextTranslator):
                 normalized = score = self._log_probability(source, tokens)
             ids = [self._target_ids[piece] for piece in tokens]
             scored = len(ids) + (ended and len(ids) < limit)  # <eos> when produced
+            if prefixed:
+                score = self._log_probability(
+                    source, tokens, ended and len(ids) < limit
+                )
+                normalized = score / scored**options.alpha if options.alpha else score
             if options.beam_size > 1 and options.alpha:
                 score = normalized * scored**options.alpha
             attention = None
@@ -223,10 +271,12 @@ class CTranslate2Translator(TextTranslator):
             translations.append(self._translation(hypothesis, source, options))
         return translations
 
-    def _log_probability(self, source: list[str], tokens: list[str]) -> float:
-        """Σ log P of ``tokens`` (no ``<eos>``) after ``source``."""
+    def _log_probability(
+        self, source: list[str], tokens: list[str], ended: bool = False
+    ) -> float:
+        """Σ log P of ``tokens`` (and ``<eos>`` if ``ended``) after ``source``."""
         [scored] = self.model.score_batch([source], [tokens])
-        return float(sum(scored.log_probs[: len(tokens)]))  # not its </s>
+        return float(sum(scored.log_probs[: len(tokens) + ended]))
 
 
 def search_arguments(options: SearchOptions) -> dict[str, Any]:
