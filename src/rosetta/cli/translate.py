@@ -19,6 +19,7 @@ from rosetta.cli.common import (
     search_options,
 )
 from rosetta.errors import RosettaError
+from rosetta.inference.constraints import read_constraints_file
 from rosetta.runtime.atomic import write_text_atomic
 from rosetta.runtime.limits import Count, number_flag
 from rosetta.runtime.outputs import claim_file, record_written
@@ -38,12 +39,21 @@ def cmd_translate(args: argparse.Namespace) -> None:
     for path in args.input:  # a missing file is said before the model loads
         if path != "-" and not Path(path).exists():
             raise RosettaError(f"{path}: file not found")
+    constraints = None
+    if args.constraints:  # checked before the model loads
+        lines = read_input_lines(args.input)
+        constraints = read_constraints_file(args.constraints, len(lines))
     translator = load_translator(args)
-    lines = read_input_lines(args.input)
+    if constraints is None:
+        lines = read_input_lines(args.input)
     options = search_options(args, need_attention=args.attention)
     workers = decoding_workers(args, translator, options)
     results = translator.translate_nbest(
-        lines, options, batch_size=args.batch_size, workers=workers
+        lines,
+        options,
+        batch_size=args.batch_size,
+        workers=workers,
+        constraints=constraints,
     )
     short = sum(1 for found in results if found and not found[0].complete)
     if short:  # said where it is seen, whatever the warning filters
@@ -51,6 +61,13 @@ def cmd_translate(args: argparse.Namespace) -> None:
             f"warning: {short} of {len(lines)} lines stop short: the search "
             'controls left no token to go on with ("complete": false in '
             "--format jsonl)",
+            file=sys.stderr,
+        )
+    unmet = sum(1 for found in results if found and not found[0].constraints_met)
+    if constraints is not None and unmet:
+        print(
+            f"warning: {unmet} of {len(lines)} lines do not meet their "
+            'constraints ("constraints_met": false in --format jsonl)',
             file=sys.stderr,
         )
     if args.format == "text":
@@ -110,6 +127,14 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
         "--attention",
         action="store_true",
         help="jsonl: add the best hypotheses' attention weights",
+    )
+    translate.add_argument(
+        "--constraints",
+        metavar="FILE",
+        help="JSON Lines, one object per input line: phrases the translation "
+        'must hold and must not hold, and text it starts with: {"include": '
+        '["..."], "exclude": ["..."], "prefix": "..."} ({} for none); '
+        "phrases to include need --beam 2 or more",
     )
     add_batching_flags(translate)
     add_npd_flags(translate)

@@ -12,8 +12,10 @@ vocabulary can write it (``rosetta.inference.bans``). The search
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from rosetta.data.tokenizer import Tokenizer
@@ -159,4 +161,37 @@ def spell_constraints(
                 f"allow {room}"
             )
         found.append(tokens)
+    return found
+
+
+def read_constraints_file(path: str, count: int) -> list[Constraint]:
+    """A JSON Lines file of constraints, one object per input line (``{}``
+    for none); one line naming the file and line of what does not fit, or a
+    count that differs from the ``count`` input lines."""
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise RosettaError(f"{path}: file not found") from None
+    except OSError as error:
+        raise RosettaError(f"{path}: unreadable ({error.strerror})") from None
+    lines = data.split(b"\n")
+    if lines and not lines[-1]:
+        lines.pop()  # the newline that ends the last line
+    if len(lines) != count:
+        raise RosettaError(
+            f"{path}: {len(lines)} lines of constraints for {count} input lines; "
+            "give one JSON object per input line ({} for none)"
+        )
+    found = []
+    for number, line in enumerate(lines, start=1):
+        try:
+            found.append(Constraint.from_dict(json.loads(line.decode("utf-8"))))
+        except UnicodeDecodeError as error:
+            raise RosettaError(
+                f"{path}:{number}: invalid UTF-8 at byte {error.start}"
+            ) from None
+        except RecursionError:
+            raise RosettaError(f"{path}:{number}: nested too deep") from None
+        except ValueError as error:  # JSON's errors are ValueErrors too
+            raise RosettaError(f"{path}:{number}: {error}") from None
     return found

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import warnings
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -247,8 +247,8 @@ class TextTranslator(ABC):
         size = batch_size or self.config.decode.batch_size
         options = self.complete(options)
         self.check_meetable(sources, options)
-        if constraints is not None and not isinstance(constraints, list | tuple):
-            constraints = list(constraints)
+        if not isinstance(constraints, list | tuple | str | bytes | Mapping | None):
+            constraints = list(constraints)  # any other iterable, once
         wanted = as_constraints(constraints, len(sources))
         tokens = None
         if wanted is not None:

@@ -54,7 +54,8 @@ def check_phrases(phrases: Sequence[str], what: str = "banned phrase") -> None:
         if not isinstance(phrase, str):
             raise ValueError(f"{what} {number} is not text: {phrase!r}")
         if not phrase.strip():
-            raise ValueError(f"a {what} is empty")
+            article = "an" if what[0] in "aeiou" else "a"
+            raise ValueError(f"{article} {what} is empty")
         if len(phrase) > MAX_PHRASE_CHARS:
             raise ValueError(
                 f"{what} {number} has {len(phrase)} characters; at most "

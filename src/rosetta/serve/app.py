@@ -30,6 +30,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from rosetta import __version__
 from rosetta.config.reading import config_to_dict
 from rosetta.errors import RosettaError
+from rosetta.inference.constraints import Constraint, spell_constraints
 from rosetta.inference.text_translator import TextTranslator
 from rosetta.search.batched import threads_per_worker
 from rosetta.search.options import SearchOptions
@@ -148,12 +149,50 @@ async def _unless_gone(http: Request, work: Awaitable[Any]) -> Any:
 
 
 def _translate_group(
-    translator: TextTranslator, sources: list[list[int]], options: SearchOptions
+    translator: TextTranslator,
+    sentences: list[tuple[list[int], Constraint | None]],
+    options: SearchOptions,
 ) -> list[list[dict[str, Any]]]:
-    """The worker thread's job: decode a group of encoded sentences and make
-    its JSON."""
-    results = translator.translate_ids(sources, options)
+    """The worker thread's job: decode a group of encoded sentences, each
+    with its constraints (None: its request had none), and make its JSON."""
+    sources = [ids for ids, _ in sentences]
+    wanted = [constraint for _, constraint in sentences]
+    constraints = None
+    if any(constraint is not None for constraint in wanted):
+        constraints = [constraint or Constraint() for constraint in wanted]
+    results = translator.translate_ids(sources, options, constraints=constraints)
+    for found, constraint in zip(results, wanted, strict=True):
+        for translation in found if constraint is None else ():
+            translation.constraints_met = None  # its request asked for none
     return [[t.to_dict() for t in found] for found in results]
+
+
+def _constraints(
+    translator: TextTranslator,
+    request: TranslateRequest,
+    sources: list[list[int]],
+    options: SearchOptions,
+) -> list[Constraint | None]:
+    """The request's constraints, one per sentence, checked here so that a
+    bad one is this request's 422 (``ValueError``, ``RosettaError``), never
+    an error of the batch it would share."""
+    if request.constraints is None:
+        return [None] * len(sources)
+    if len(request.constraints) != len(sources):
+        raise ValueError(
+            f"{len(request.constraints)} constraints for {len(sources)} "
+            "sentences: give one per sentence (null or {} for none)"
+        )
+    wanted = [c.constraint() if c else Constraint() for c in request.constraints]
+    translator.check_constraints(wanted, options)
+    spell_constraints(
+        wanted,
+        sources,
+        translator.tokenizers.tgt,
+        translator.speller,
+        translator.position_limit,
+    )
+    return list(wanted)
 
 
 def create_app(
@@ -218,11 +257,16 @@ def create_app(
             translator.check_meetable(sources, options)  # this request's alone
         except (ValueError, RosettaError) as error:
             return _unprocessable("options", str(error))
+        try:
+            wanted = _constraints(translator, request, sources, options)
+        except (ValueError, RosettaError) as error:
+            return _unprocessable("constraints", str(error))
         cost = sum(len(ids) + 1 for ids in sources) * options.beam_size
         key = None if options.sample and options.seed is not None else options
+        items = list(zip(sources, wanted, strict=True))
         try:
             results = await _unless_gone(
-                http, batcher.submit(sources, options, key, cost)
+                http, batcher.submit(items, options, key, cost)
             )
         except ClientGone:
             return Response(status_code=499)  # nginx's "client closed request"

@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from rosetta.inference.constraints import Constraint
 from rosetta.runtime.limits import (
     Count,
     LengthOffset,
@@ -36,6 +37,21 @@ class ServerSettings:
     max_wait_ms: float = 5.0
     max_queue: int = 4096  # sentences waiting; 503 beyond
     workers: int = 1  # batches in the model at once (CPU), each with threads / N
+
+
+class ConstraintFields(BaseModel):
+    """What one translation must hold, must not hold and starts with."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    include: list[str] = Field([], max_length=MAX_BANNED)
+    exclude: list[str] = Field([], max_length=MAX_BANNED)
+    prefix: str = ""
+
+    def constraint(self) -> Constraint:
+        """As the translator takes it; ``ValueError`` for a phrase that is
+        not text (validated once, in ``Constraint``)."""
+        return Constraint(tuple(self.include), tuple(self.exclude), self.prefix)
 
 
 class TranslateRequest(BaseModel):
@@ -81,6 +97,12 @@ class TranslateRequest(BaseModel):
         "of the target vocabulary",
     )
     attention: bool = Field(False, description="return cross-attention weights")
+    constraints: list[ConstraintFields | None] | None = Field(
+        None,
+        description="one per sentence (null or {} for none): phrases the "
+        "translation must include or exclude, and text it starts with; "
+        "include needs beam_size 2 or more",
+    )
 
     @field_validator("sentences")
     @classmethod
@@ -103,7 +125,9 @@ class TranslateRequest(BaseModel):
 
     def search_options(self) -> SearchOptions:
         """The search this request asks for; ``ValueError`` if inconsistent."""
-        options = self.model_dump(exclude={"sentences", "attention", "ban"})
+        options = self.model_dump(
+            exclude={"sentences", "attention", "ban", "constraints"}
+        )
         return SearchOptions(
             **options, ban=tuple(self.ban), need_attention=self.attention
         )
@@ -119,6 +143,12 @@ class Hypothesis(BaseModel):
         True,
         description="false: the controls (min_length, no_repeat_ngram, ban) "
         "left no token to go on with, so the translation stops short",
+    )
+    constraints_met: bool | None = Field(
+        None,
+        description="with constraints: whether this translation meets them "
+        "(starts with the prefix, holds every phrase to include and none to "
+        "exclude)",
     )
     token_ids: list[int]
     tokens: list[str]
