@@ -210,3 +210,39 @@ def test_every_family_honours_or_refuses_every_control(
         "ban": "alpha" not in words,
     }[control]
     assert held, best
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize(
+    "family", ["transformer", "transformer-relative", "rnn-attention"]
+)
+@pytest.mark.parametrize("beam", [1, 3])
+def test_a_prefix_fed_in_one_pass_decodes_as_forcing_it_step_by_step(
+    toy_run, monkeypatch, family, beam
+):
+    """The common prefix of a batch goes through the model in one call;
+    the translations and scores are those of forcing it token by token."""
+    import rosetta.search.beam
+    import rosetta.search.greedy
+
+    translator = load_translator(toy_run(family), device="cpu")
+    free = translator.translate(LINES)
+    wanted = [{"prefix": " ".join(text.split()[:2] or ["iota"])} for text in free]
+    wanted[1] = {"prefix": "iota eta gamma", "include": ["beta"] if beam > 1 else []}
+    options = SearchOptions(beam_size=beam, nbest=beam)
+    fed = []
+    module = rosetta.search.beam if beam > 1 else rosetta.search.greedy
+    feed = module.feed_prefix
+    monkeypatch.setattr(
+        module, "feed_prefix", lambda *a: fed.append(feed(*a)) or fed[-1]
+    )
+    one_pass = translator.translate_nbest(LINES, options, constraints=wanted)
+    assert fed and all(f is not None and f.length >= 1 for f in fed)
+    for module in (rosetta.search.beam, rosetta.search.greedy):
+        monkeypatch.setattr(module, "feed_prefix", lambda *args: None)
+    stepwise = translator.translate_nbest(LINES, options, constraints=wanted)
+    for fast, slow in zip(one_pass, stepwise, strict=True):
+        assert [t.token_ids for t in fast] == [t.token_ids for t in slow]
+        for a, b in zip(fast, slow, strict=True):
+            assert a.score == pytest.approx(b.score, abs=1e-5)
+            assert a.constraints_met and b.constraints_met

@@ -115,6 +115,16 @@ class EncoderDecoder(nn.Module):
         logits = self.output_proj(features[:, -1])
         return torch.log_softmax(logits.float(), dim=-1), state
 
+    def steps(
+        self, tokens: torch.Tensor, state: DecoderState
+    ) -> tuple[torch.Tensor, DecoderState]:
+        """``step`` over (n, T) tokens in one pass: (n, T, V), at each
+        position the log-probabilities of the token after it (a forced
+        prefix, fed at once)."""
+        features, state = self.decoder(tokens, state)
+        logits = self.output_proj(features)
+        return torch.log_softmax(logits.float(), dim=-1), state
+
 
 def output_projection_moved(stored: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """A checkpoint of a Rosetta whose decoder held the output projection

@@ -45,7 +45,7 @@ from typing import Literal
 import torch
 
 from rosetta.models.interface import DecoderState, EncoderDecoder
-from rosetta.search.constraints import BatchConstraints, allocate
+from rosetta.search.constraints import BatchConstraints, allocate, feed_prefix
 from rosetta.search.controls import NO_CONTROLS, Controls, next_token_log_probs
 from rosetta.search.finished import FinishedCandidates, expand_like
 from rosetta.search.greedy import Hypothesis, max_lengths
@@ -150,14 +150,26 @@ def beam_search(
     live_matched = None  # (a, k, P): include tokens each live prefix has met
     if includes:
         live_matched = constraints.start(active).unsqueeze(1).expand(-1, k, -1)
+    fed = None
+    if not need_attention:  # the prefix every sentence starts with, in one pass
+        fed = feed_prefix(model, state, constraints, controls, limits, bos_id)
+    if fed is not None:
+        state, live_scores[:, 0] = fed.state, fed.scores
+        live_tokens = fed.tokens.unsqueeze(1).expand(-1, k, -1).contiguous()
+        for column in range(fed.length if live_matched is not None else 0):
+            live_matched = constraints.advance(live_matched, live_tokens[..., column])
 
-    for t in range(steps):
+    for t in range(0 if fed is None else fed.length, steps):
         a = active.numel()
         # the tokens so far of each state row: (a * rows_per_sentence, t)
         prefixes = live_tokens[:, :rows_per_sentence].reshape(a * rows_per_sentence, t)
-        log_probs, state = next_token_log_probs(  # (a*k, V)
-            model, prev, state, prefixes, controls, need_attention
-        )
+        if fed is not None and t == fed.length:
+            log_probs = fed.after
+            controls.rule_out(log_probs, prefixes)
+        else:
+            log_probs, state = next_token_log_probs(  # (a*k, V)
+                model, prev, state, prefixes, controls, need_attention
+            )
         row_sentence = active.repeat_interleave(rows_per_sentence)
         row_matched = None
         if live_matched is not None:

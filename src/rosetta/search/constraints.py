@@ -21,7 +21,9 @@ include, phrases it must exclude, and a prefix it must start with
   the result only where no complete one exists.
 
 A sentence's output limit is raised, where it is shorter, to what its
-prefix and phrases need (``least_lengths``).
+prefix and phrases need (``least_lengths``). The tokens every prefix of a
+batch has are fed to the model in one pass (``feed_prefix``), not one step
+per token: the same scores and state as forcing them step by step.
 """
 
 from __future__ import annotations
@@ -31,7 +33,9 @@ from dataclasses import dataclass
 
 import torch
 
+from rosetta.models.interface import DecoderState, EncoderDecoder
 from rosetta.search.bans import Spellings
+from rosetta.search.controls import Controls
 
 
 @dataclass(frozen=True)
@@ -231,3 +235,43 @@ def allocate(
     )
     key = rounds * (top + 1) + (top - sorted_banks)  # round, then most met
     return order.gather(1, key.argsort(dim=1, stable=True)[:, :width])
+
+
+@dataclass
+class FedPrefix:
+    """A batch's common prefix, fed in one pass: its ``length`` ``m``, its
+    ``tokens`` (n, m), their ``scores`` (n,) (Σ log P), the log-probabilities
+    of the token after them (n, V), and the state after them."""
+
+    length: int
+    tokens: torch.Tensor
+    scores: torch.Tensor
+    after: torch.Tensor
+    state: DecoderState
+
+
+def feed_prefix(
+    model: EncoderDecoder,
+    state: DecoderState,
+    constraints: BatchConstraints | None,
+    controls: Controls,
+    limits: torch.Tensor,
+    bos_id: int,
+) -> FedPrefix | None:
+    """The tokens that every sentence's prefix starts with, fed after
+    ``<bos>`` in one pass; None where there are none, or where the controls
+    or excluded phrases could rule out a prefix token (forcing it step by
+    step then says so: the hypothesis stops, incomplete)."""
+    if constraints is None or constraints.excluded:
+        return None
+    if controls.banned or controls.no_repeat_ngram:
+        return None
+    m = int(constraints.prefix_length.min()) if len(constraints.sentences) else 0
+    m = min(m, int(limits.min()) - 1)  # room left for a token after them
+    if m < 1:
+        return None
+    tokens = constraints.prefix[:, :m]
+    bos = tokens.new_full((len(tokens), 1), bos_id)
+    log_probs, state = model.steps(torch.cat([bos, tokens], dim=1), state)
+    scores = log_probs[:, :m].gather(2, tokens.unsqueeze(2)).double().sum((1, 2))
+    return FedPrefix(m, tokens, scores, log_probs[:, m], state)

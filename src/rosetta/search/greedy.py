@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 
 from rosetta.models.interface import EncoderDecoder
-from rosetta.search.constraints import BatchConstraints
+from rosetta.search.constraints import BatchConstraints, feed_prefix
 from rosetta.search.controls import NO_CONTROLS, Controls, next_token_log_probs
 from rosetta.search.topk import argmax_rows
 
@@ -102,11 +102,18 @@ def greedy_search(
     lengths = limits.clone()
     scores = torch.zeros(n, dtype=torch.float64, device=device)
     stuck = torch.zeros(n, dtype=torch.bool, device=device)  # no token was left
+    fed = feed_prefix(model, state, constraints, controls, limits, bos_id)
+    if fed is not None:  # the prefix every sentence starts with, in one pass
+        output[:, : fed.length], scores, state = fed.tokens, fed.scores, fed.state
 
-    for t in range(int(limits.max())):
-        log_probs, state = next_token_log_probs(  # (alive, V)
-            model, tokens, state, output[alive, :t], controls
-        )
+    for t in range(0 if fed is None else fed.length, int(limits.max())):
+        if fed is not None and t == fed.length:
+            log_probs = fed.after
+            controls.rule_out(log_probs, output[:, :t])
+        else:
+            log_probs, state = next_token_log_probs(  # (alive, V)
+                model, tokens, state, output[alive, :t], controls
+            )
         if constraints is not None:
             constraints.rule_out(log_probs, output[alive, :t], alive)
         # a row left no token ends as if by <eos>, adding 0 to its score
