@@ -144,6 +144,51 @@ def test_page_translates_lists_alternatives_and_draws_the_heatmap(server):
 
 
 @pytest.mark.slow
+def test_page_completes_the_start_the_user_types(server):
+    """The prefix box: completions as the user types, best first, each
+    starting with the prefix, as the API gives them; one click takes one,
+    and Translate keeps the prefix."""
+    playwright = require_browser()
+    address, kind = server
+    sentence = "alpha beta gamma delta"
+    free = httpx.post(
+        f"{address}/translate", json={"sentences": [sentence]}, timeout=30
+    ).json()["translations"][0]["hypotheses"][0]["text"]
+    prefix = "iota" if free.split()[:1] != ["iota"] else "eta"
+    beam = 1 if kind == "ctranslate2" else 3  # the page's nbest, 3 by default
+    request = {
+        "sentences": [sentence],
+        "beam_size": beam,
+        "nbest": beam,
+        "alpha": 0.75,
+        "constraints": [{"prefix": prefix}],
+    }
+    expected = httpx.post(f"{address}/translate", json=request, timeout=30).json()
+    hypotheses = [h["text"] for h in expected["translations"][0]["hypotheses"]]
+    assert all(text.startswith(prefix) for text in hypotheses)
+    with playwright.sync_playwright() as driver:
+        browser = driver.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        try:
+            page = browser.new_page(viewport={"width": 1000, "height": 900})
+            page.goto(f"{address}/")
+            page.wait_for_function(
+                "document.getElementById('model-info').textContent.includes('→')"
+            )
+            page.fill("#source", sentence)
+            page.locator("#prefix").press_sequentially(prefix, delay=30)
+            page.wait_for_selector("#completions li")
+            shown = page.locator("#completions li").all_inner_texts()
+            assert shown == hypotheses
+            page.locator("#completions li").nth(len(shown) - 1).click()
+            assert page.input_value("#prefix") == hypotheses[-1]
+            page.click("#submit")
+            page.wait_for_selector("#results:not([hidden])")
+            assert page.inner_text("#translation").strip().startswith(hypotheses[-1])
+        finally:
+            browser.close()
+
+
+@pytest.mark.slow
 def test_page_shows_a_nat_models_fertilities_under_its_source_tokens(toy_run):
     playwright = require_browser()
     teacher = str(toy_run("transformer"))
@@ -165,6 +210,7 @@ def test_page_shows_a_nat_models_fertilities_under_its_source_tokens(toy_run):
                     "document.getElementById('model-info').textContent.includes('nat')"
                 )
                 assert not page.locator("#beam").is_visible()  # no beam to size
+                assert not page.locator("#prefix").is_visible()  # nothing to steer
                 page.fill("#source", sentence)
                 page.click("#submit")
                 page.wait_for_selector("#fertilities .fertility")

@@ -10,6 +10,8 @@ let results = []; // one entry per input line: {source, hypotheses}
 let selected = { line: 0, hypothesis: 0 };
 let engine = "rosetta"; // the server's; CTranslate2 has only the refilling beam
 let oneShot = false; // a non-autoregressive model: no beam, fertilities instead
+let completing = 0; // the latest completion request; earlier answers are dropped
+const COMPLETION_DELAY_MS = 250; // typing pauses this long before asking
 
 async function loadInfo() {
   try {
@@ -27,11 +29,12 @@ async function loadInfo() {
     $("nbest").max = info.limits.max_beam;
     oneShot = info.one_pass;
     if (oneShot) {
-      // one pass decodes every token: there is no beam to size
+      // one pass decodes every token: there is no beam to size, no prefix
       for (const id of ["beam", "nbest"]) {
         $(id).value = 1;
         $(id).closest("label").style.display = "none";
       }
+      $("prefix-box").hidden = true;
     }
   } catch (error) {
     $("model-info").textContent = "model information unavailable";
@@ -51,13 +54,27 @@ function describeError(status, body) {
   return `the server answered ${status}`;
 }
 
-async function translate(event) {
-  event.preventDefault();
+function sourceLines() {
   const sentences = $("source").value.split("\n");
   while (sentences.length > 1 && sentences[sentences.length - 1].trim() === "") {
     sentences.pop();
   }
-  const beam = Number($("beam").value);
+  return sentences;
+}
+
+// The first line's constraint: the prefix typed, if any; none for the others.
+function prefixConstraints(count) {
+  const prefix = $("prefix").value;
+  if (!prefix.trim()) return null;
+  return Array.from({ length: count }, (_, line) => (line === 0 ? { prefix } : null));
+}
+
+async function translate(event) {
+  event.preventDefault();
+  const sentences = sourceLines();
+  const constraints = prefixConstraints(sentences.length);
+  // CTranslate2 takes a prefix in greedy search only
+  const beam = engine === "ctranslate2" && constraints ? 1 : Number($("beam").value);
   const request = {
     sentences,
     beam_size: beam,
@@ -65,6 +82,7 @@ async function translate(event) {
     alpha: Number($("alpha").value),
     attention: true,
   };
+  if (constraints) request.constraints = constraints;
   if (engine === "ctranslate2" && beam > 1) {
     Object.assign(request, { refill: true, stopping: "k_finished" });
   }
@@ -91,6 +109,61 @@ async function translate(event) {
     $("submit").disabled = false;
     $("submit").textContent = "Translate";
   }
+}
+
+// Alternatives that start with the prefix, best first, as the user types.
+async function complete() {
+  const ticket = ++completing;
+  const source = sourceLines()[0];
+  const prefix = $("prefix").value;
+  const list = $("completions");
+  if (!source.trim() || !prefix.trim()) {
+    list.replaceChildren();
+    return;
+  }
+  const beam = engine === "ctranslate2" ? 1 : Math.max(Number($("nbest").value), 2);
+  const request = {
+    sentences: [source],
+    beam_size: beam,
+    nbest: beam,
+    alpha: Number($("alpha").value),
+    constraints: [{ prefix }],
+  };
+  try {
+    const response = await fetch("/translate", {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify(request),
+    });
+    const body = await response.json().catch(() => null);
+    if (ticket !== completing) return; // the user typed on
+    if (!response.ok) {
+      showError(describeError(response.status, body));
+      list.replaceChildren();
+      return;
+    }
+    showError("");
+    list.replaceChildren(
+      ...body.translations[0].hypotheses.map((hypothesis) => {
+        const item = document.createElement("li");
+        item.textContent = hypothesis.text;
+        item.title = `log P ${hypothesis.score.toFixed(3)}: click to take it`;
+        item.addEventListener("click", () => {
+          $("prefix").value = hypothesis.text;
+          complete();
+        });
+        return item;
+      }),
+    );
+  } catch (error) {
+    if (ticket === completing) showError(`could not reach the server: ${error}`);
+  }
+}
+
+let completionTimer = null;
+function completeSoon() {
+  clearTimeout(completionTimer);
+  completionTimer = setTimeout(complete, COMPLETION_DELAY_MS);
 }
 
 function render() {
@@ -312,3 +385,5 @@ $("translate-form").addEventListener("submit", translate);
 $("layer").addEventListener("change", drawHeatmap);
 $("head").addEventListener("change", drawHeatmap);
 loadInfo();
+$("prefix").addEventListener("input", completeSoon);
+$("source").addEventListener("input", completeSoon);

@@ -142,7 +142,7 @@ class CTranslate2Translator(TextTranslator):
                 "CTranslate2 takes a prefix, not phrases to include or exclude; "
                 "use --engine rosetta"
             )
-        if options.uses_beam:  # its beam ranks the candidates after a prefix
+        if options.beam_size > 1:  # its beam ranks the candidates after a prefix
             raise RosettaError(  # otherwise (it keeps some that Rosetta ends)
                 "CTranslate2 takes a prefix with greedy search only; use "
                 "--engine rosetta for a beam"
