@@ -17,7 +17,8 @@ from rosetta.errors import RosettaError
 if TYPE_CHECKING:
     from rosetta.families.language_model.inference import LanguageModel
     from rosetta.families.nat.translator import NATTranslator
-    from rosetta.inference.text_translator import TextTranslator, Translation
+    from rosetta.inference.text_translator import TextTranslator
+    from rosetta.inference.translation import Translation
     from rosetta.inference.translator import Translator
     from rosetta.loading import load, load_language_model, load_translator
     from rosetta.search.options import SearchOptions
@@ -28,7 +29,7 @@ WHERE = {
     "NATTranslator": "rosetta.families.nat.translator",
     "SearchOptions": "rosetta.search.options",
     "TextTranslator": "rosetta.inference.text_translator",
-    "Translation": "rosetta.inference.text_translator",
+    "Translation": "rosetta.inference.translation",
     "Translator": "rosetta.inference.translator",
     "load": "rosetta.loading",
     "load_language_model": "rosetta.loading",

@@ -54,6 +54,7 @@ def cmd_translate(args: argparse.Namespace) -> None:
         batch_size=args.batch_size,
         workers=workers,
         constraints=constraints,
+        alignment=args.alignment,
     )
     short = sum(1 for found in results if found and not found[0].complete)
     if short:  # said where it is seen, whatever the warning filters
@@ -70,7 +71,12 @@ def cmd_translate(args: argparse.Namespace) -> None:
             'constraints ("constraints_met": false in --format jsonl)',
             file=sys.stderr,
         )
-    if args.format == "text":
+    if args.format == "text" and args.alignment:  # Marian's and fairseq's layout
+        outputs = [
+            f"{found[0].text} ||| {found[0].alignment}" if found else " ||| "
+            for found in results
+        ]
+    elif args.format == "text":
         outputs = [found[0].text if found else "" for found in results]
     else:
         outputs = [
@@ -127,6 +133,13 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
         "--attention",
         action="store_true",
         help="jsonl: add the best hypotheses' attention weights",
+    )
+    translate.add_argument(
+        "--alignment",
+        action="store_true",
+        help="word alignments from the attention, Pharaoh i-j (source word i, "
+        "target word j, from 0): text: TRANSLATION ||| ALIGNMENT; jsonl: "
+        '"alignment"',
     )
     translate.add_argument(
         "--constraints",

@@ -12,20 +12,22 @@ import copy
 import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import torch
 
 from rosetta.data.tokenizer import TokenizerPair
 from rosetta.errors import RosettaError
+from rosetta.inference.alignment import add_alignments
 from rosetta.inference.bans import PhraseSpeller
 from rosetta.inference.constraints import (
     Constraint,
     as_constraints,
     spell_constraints,
 )
+from rosetta.inference.translation import Translation
 from rosetta.runtime.resources import refuse_beyond_memory
 from rosetta.search.batched import Workers
 from rosetta.search.beam import normalized_score
@@ -221,9 +223,11 @@ class TextTranslator(ABC):
         batch_size: int | None = None,
         workers: Workers = 1,
         constraints: Iterable[Constraint | dict | None] | None = None,
+        alignment: bool = False,
     ) -> list[list[Translation]]:
         """Per input, its n-best list of ``Translation`` (empty for a blank
-        line); the arguments are those of ``translate``."""
+        line); the arguments are those of ``translate``, and ``alignment``:
+        each translation's word alignment (``rosetta.inference.alignment``)."""
         sources = [self.encode(sentence) for sentence in sentences]
         return self.translate_ids(
             sources,
@@ -231,6 +235,7 @@ class TextTranslator(ABC):
             batch_size=batch_size,
             workers=workers,
             constraints=constraints,
+            alignment=alignment,
         )
 
     def translate_ids(
@@ -241,11 +246,15 @@ class TextTranslator(ABC):
         batch_size: int | None = None,
         workers: Workers = 1,
         constraints: Iterable[Constraint | dict | None] | None = None,
+        alignment: bool = False,
     ) -> list[list[Translation]]:
         """``translate_nbest`` of sentences already encoded (``encode``): one
         n-best list per id list, none for an empty one (a blank line)."""
         size = batch_size or self.config.decode.batch_size
         options = self.complete(options)
+        asked_attention = options.need_attention
+        if alignment:  # read off the attention, returned only if asked for
+            options = replace(options, need_attention=True)
         self.check_meetable(sources, options)
         if not isinstance(constraints, list | tuple | str | bytes | Mapping | None):
             constraints = list(constraints)  # any other iterable, once
@@ -264,6 +273,12 @@ class TextTranslator(ABC):
             f"a search of {rows:,} hypotheses at once (beam {options.beam_size})",
         )
         found = self.decode_ids(sources, options, size, workers, tokens)
+        if alignment:
+            skip = 1 if self.target_language is not None else 0  # >>code<<
+            add_alignments(found, sources, self.tokenizers, skip)
+            for translation in (t for ts in found for t in ts):
+                if not asked_attention:
+                    translation.attention = None
         for translations, wanted_tokens in zip(found, tokens or [], strict=False):
             for translation in translations:
                 translation.constraints_met = wanted_tokens.met_by(
@@ -304,47 +319,3 @@ class TextTranslator(ABC):
             attention=hypothesis.attention,
             complete=hypothesis.complete,
         )
-
-
-@dataclass
-class Translation:
-    """One hypothesis for one input.
-
-    ``attention`` (when asked for) has one row per scored output token (the
-    tokens, then ``<eos>`` if it was produced), per layer and head, over
-    ``source_tokens``: shape (L, layers, heads, S). A non-autoregressive
-    model adds its ``fertilities``: how many target tokens each source token
-    (``<eos>`` included) gave. ``complete`` is False where the search's
-    controls left no token to go on with, so the translation stops short
-    (``rosetta.search.controls``).
-    """
-
-    text: str
-    score: float  # Σ log P(y_t | y_<t, c), <eos> included when produced
-    normalized_score: float  # score / penalty(L): what beam search ranks by
-    token_ids: list[int]
-    tokens: list[str]
-    source_tokens: list[str]
-    attention: torch.Tensor | None = None
-    fertilities: list[int] | None = None  # a NAT's, one per source token
-    complete: bool = True
-    constraints_met: bool | None = None  # None: the input had no constraints
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready: attention as nested lists rounded to 4 decimals."""
-        record: dict[str, Any] = {
-            "text": self.text,
-            "score": self.score,
-            "normalized_score": self.normalized_score,
-            "complete": self.complete,
-            "token_ids": self.token_ids,
-            "tokens": self.tokens,
-            "source_tokens": self.source_tokens,
-        }
-        if self.constraints_met is not None:
-            record["constraints_met"] = self.constraints_met
-        if self.fertilities is not None:
-            record["fertilities"] = self.fertilities
-        if self.attention is not None:
-            record["attention"] = torch.round(self.attention, decimals=4).tolist()
-        return record

@@ -151,16 +151,20 @@ async def _unless_gone(http: Request, work: Awaitable[Any]) -> Any:
 def _translate_group(
     translator: TextTranslator,
     sentences: list[tuple[list[int], Constraint | None]],
-    options: SearchOptions,
+    asked: tuple[SearchOptions, bool],
 ) -> list[list[dict[str, Any]]]:
     """The worker thread's job: decode a group of encoded sentences, each
-    with its constraints (None: its request had none), and make its JSON."""
+    with its constraints (None: its request had none), with ``asked``'s
+    options and word alignments or not, and make its JSON."""
+    options, alignment = asked
     sources = [ids for ids, _ in sentences]
     wanted = [constraint for _, constraint in sentences]
     constraints = None
     if any(constraint is not None for constraint in wanted):
         constraints = [constraint or Constraint() for constraint in wanted]
-    results = translator.translate_ids(sources, options, constraints=constraints)
+    results = translator.translate_ids(
+        sources, options, constraints=constraints, alignment=alignment
+    )
     for found, constraint in zip(results, wanted, strict=True):
         for translation in found if constraint is None else ():
             translation.constraints_met = None  # its request asked for none
@@ -262,12 +266,11 @@ def create_app(
         except (ValueError, RosettaError) as error:
             return _unprocessable("constraints", str(error))
         cost = sum(len(ids) + 1 for ids in sources) * options.beam_size
-        key = None if options.sample and options.seed is not None else options
+        asked = (options, request.alignment)  # what a shared model call runs
+        key = None if options.sample and options.seed is not None else asked
         items = list(zip(sources, wanted, strict=True))
         try:
-            results = await _unless_gone(
-                http, batcher.submit(items, options, key, cost)
-            )
+            results = await _unless_gone(http, batcher.submit(items, asked, key, cost))
         except ClientGone:
             return Response(status_code=499)  # nginx's "client closed request"
         except QueueFull as error:

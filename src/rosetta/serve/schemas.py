@@ -97,6 +97,11 @@ class TranslateRequest(BaseModel):
         "of the target vocabulary",
     )
     attention: bool = Field(False, description="return cross-attention weights")
+    alignment: bool = Field(
+        False,
+        description="return word alignments, Pharaoh i-j (source word i, "
+        "target word j, from 0, words split on spaces)",
+    )
     constraints: list[ConstraintFields | None] | None = Field(
         None,
         description="one per sentence (null or {} for none): phrases the "
@@ -126,7 +131,7 @@ class TranslateRequest(BaseModel):
     def search_options(self) -> SearchOptions:
         """The search this request asks for; ``ValueError`` if inconsistent."""
         options = self.model_dump(
-            exclude={"sentences", "attention", "ban", "constraints"}
+            exclude={"sentences", "attention", "ban", "constraints", "alignment"}
         )
         return SearchOptions(
             **options, ban=tuple(self.ban), need_attention=self.attention
@@ -149,6 +154,9 @@ class Hypothesis(BaseModel):
         description="with constraints: whether this translation meets them "
         "(starts with the prefix, holds every phrase to include and none to "
         "exclude)",
+    )
+    alignment: str | None = Field(
+        None, description="with alignment: word links i-j, source i to target j"
     )
     token_ids: list[int]
     tokens: list[str]

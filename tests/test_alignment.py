@@ -1,0 +1,79 @@
+"""Word alignments from the attention (``rosetta.inference.alignment``):
+pieces folded into the words of the text, the layer's strongest source
+token per target token, Pharaoh output on the command line and the server."""
+
+from __future__ import annotations
+
+import json
+
+import torch
+from fastapi.testclient import TestClient
+
+from rosetta.cli import main
+from rosetta.inference.alignment import (
+    default_layer,
+    links_from_attention,
+    pharaoh,
+    word_of_each_token,
+)
+from rosetta.loading import load_translator
+from rosetta.serve.app import create_app
+from tests.test_bans import pieces  # noqa: F401  (a fixture)
+
+
+def test_each_piece_belongs_to_the_word_it_writes(pieces):  # noqa: F811
+    text = "the quickest dogs jumped over lazy foxes"
+    ids = pieces.encode(text)
+    assert len(ids) > len(text.split())  # some words are several pieces
+    owner = word_of_each_token(pieces, ids)
+    assert owner == sorted(owner) and owner[-1] == len(text.split()) - 1
+    for index, word in enumerate(text.split()):
+        mine = [t for t, w in zip(ids, owner, strict=True) if w == index]
+        assert pieces.decode(mine).strip() == word
+
+
+def test_links_are_the_strongest_source_word_of_each_target_word():
+    # 3 target tokens (the first two one word), 4 source tokens (the last
+    # <eos>) over 3 words; 2 layers of 2 heads: the links come from layer 0
+    attention = torch.zeros(4, 2, 2, 4)
+    attention[:, 1, :, 0] = 1.0  # the last layer looks elsewhere
+    attention[0, 0, :, 2] = 0.9  # token 0 -> source token 2 (word 1)
+    attention[1, 0, 0, 1] = 0.6  # token 1 -> source token 1 (word 1), by the
+    attention[1, 0, 1, 0] = 0.5  # mean of the heads, not one head's maximum
+    attention[2, 0, :, 3] = 0.99  # <eos> is no word: the next strongest
+    attention[2, 0, :, 0] = 0.5
+    links = links_from_attention(attention, [0, 1, 1], [0, 0, 1])
+    assert links == [(0, 1), (1, 0)]
+    assert pharaoh(links) == "0-1 1-0"
+    assert default_layer(6) == 4 and default_layer(1) == 0
+
+
+def test_the_command_and_the_server_give_alignments(toy_run, tmp_path, capsys):
+    run = toy_run("transformer")
+    source = tmp_path / "in.txt"
+    lines = ["alpha beta gamma delta", "", "kappa iota theta"]
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    base = ["translate", "-m", str(run), "-i", str(source), "--alignment"]
+    capsys.readouterr()
+    assert main([*base, "--beam", "3"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 3 and out[1] == " ||| "
+    for line, given in zip(out, lines, strict=True):
+        text, links = line.split(" ||| ")
+        for link in links.split():
+            i, j = map(int, link.split("-"))
+            assert 0 <= i < len(given.split()) and 0 <= j < len(text.split())
+    assert main([*base, "--format", "jsonl"]) == 0
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    best = records[0]["hypotheses"][0]
+    assert best["alignment"] and "attention" not in best  # not asked for
+    translator = load_translator(run, device="cpu")
+    with TestClient(create_app(translator)) as client:
+        body = {"sentences": lines[:1], "alignment": True}
+        answer = client.post("/translate", json=body).json()
+        assert (
+            answer["translations"][0]["hypotheses"][0]["alignment"]
+            == (best["alignment"])
+        )
+        plain = client.post("/translate", json={"sentences": lines[:1]}).json()
+        assert plain["translations"][0]["hypotheses"][0]["alignment"] is None
