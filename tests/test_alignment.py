@@ -5,7 +5,9 @@ token per target token, Pharaoh output on the command line and the server."""
 from __future__ import annotations
 
 import json
+import re
 
+import pytest
 import torch
 from fastapi.testclient import TestClient
 
@@ -16,6 +18,7 @@ from rosetta.inference.alignment import (
     pharaoh,
     word_of_each_token,
 )
+from rosetta.inference.markup import restore_markup, strip_markup
 from rosetta.loading import load_translator
 from rosetta.serve.app import create_app
 from tests.test_bans import pieces  # noqa: F401  (a fixture)
@@ -77,3 +80,56 @@ def test_the_command_and_the_server_give_alignments(toy_run, tmp_path, capsys):
         )
         plain = client.post("/translate", json={"sentences": lines[:1]}).json()
         assert plain["translations"][0]["hypotheses"][0]["alignment"] is None
+
+
+# ---- markup carried through the alignment ----------------------------------
+
+
+def test_tags_come_out_with_the_words_they_enclose():
+    plain, tags = strip_markup(
+        '<b>big dog</b> runs <x/>home, <a href="u">f<i>a</i>st</a>'
+    )
+    assert plain == "big dog runs home, fast"
+    assert [(t.opening, t.first, t.last) for t in tags] == [
+        ("<b>", 0, 1),
+        ("<x/>", 3, None),
+        ("<i>", 4, 4),  # inside a word: that word
+        ('<a href="u">', 4, 4),
+    ]
+    for bad, said in [("<b>x", "<b> is not closed"), ("x</b>", "</b> closes no <b>")]:
+        with pytest.raises(ValueError, match=said):
+            strip_markup(bad)
+    with pytest.raises(ValueError, match="</a> closes no <a>"):
+        strip_markup("<a><b>x</a></b>")  # crossing pairs
+
+
+def test_tags_go_back_around_the_aligned_words():
+    _, tags = strip_markup("<b>big dog</b> runs <x/>home")
+    marked = restore_markup("der große Hund läuft heim", "0-1 1-2 2-3 3-4", tags)
+    assert marked == "der <b>große Hund</b> läuft <x/>heim"
+    _, nested = strip_markup("<a><b>x</b> y</a> z")
+    assert restore_markup("X Y Z", "0-0 1-1 2-2", nested) == "<a><b>X</b> Y</a> Z"
+    # words aligned to nothing: the tag goes at the end, never lost
+    assert restore_markup("X Y Z", "2-2", nested) == "X Y Z <a></a> <b></b>"
+
+
+def test_the_command_carries_markup(toy_run, tmp_path, capsys):
+    run = toy_run("transformer")
+    source = tmp_path / "in.txt"
+    source.write_text("<b>alpha beta</b> gamma\nkappa <i>iota\n", encoding="utf-8")
+    capsys.readouterr()
+    assert main(["translate", "-m", str(run), "-i", str(source), "--markup"]) == 2
+    assert capsys.readouterr().err.strip().endswith("in.txt:2: <i> is not closed")
+    source.write_text("<b>alpha beta</b> gamma\n\nkappa<x/> iota\n", encoding="utf-8")
+    assert main(["translate", "-m", str(run), "-i", str(source), "--markup"]) == 0
+    marked = capsys.readouterr().out.splitlines()
+    plain = load_translator(run, device="cpu").translate(
+        ["alpha beta gamma", "", "kappa iota"]
+    )
+    assert len(marked) == 3 and marked[1] == ""
+    assert marked[0].count("<b>") == marked[0].count("</b>") == 1
+    assert marked[0].index("<b>") < marked[0].index("</b>")
+    assert marked[2].count("<x/>") == 1
+    for line, text in zip(marked, plain, strict=True):
+        bare = " ".join(re.sub(r"</?\w+/?>", " ", line).split())
+        assert bare == text

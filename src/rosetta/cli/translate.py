@@ -20,6 +20,7 @@ from rosetta.cli.common import (
 )
 from rosetta.errors import RosettaError
 from rosetta.inference.constraints import read_constraints_file
+from rosetta.inference.markup import restore_markup, strip_markup
 from rosetta.runtime.atomic import write_text_atomic
 from rosetta.runtime.limits import Count, number_flag
 from rosetta.runtime.outputs import claim_file, record_written
@@ -46,6 +47,9 @@ def cmd_translate(args: argparse.Namespace) -> None:
     translator = load_translator(args)
     if constraints is None:
         lines = read_input_lines(args.input)
+    shown, tags = lines, None
+    if args.markup:  # the tags come out before translating, and go back after
+        lines, tags = without_markup(lines, args.input)
     options = search_options(args, need_attention=args.attention)
     workers = decoding_workers(args, translator, options)
     results = translator.translate_nbest(
@@ -54,8 +58,17 @@ def cmd_translate(args: argparse.Namespace) -> None:
         batch_size=args.batch_size,
         workers=workers,
         constraints=constraints,
-        alignment=args.alignment,
+        alignment=args.alignment or args.markup,
     )
+    if tags is not None:
+        for found, line_tags in zip(results, tags, strict=True):
+            for translation in found:
+                translation.text = restore_markup(
+                    translation.text, translation.alignment or "", line_tags
+                )
+                translation.alignment = (
+                    translation.alignment if args.alignment else None
+                )
     short = sum(1 for found in results if found and not found[0].complete)
     if short:  # said where it is seen, whatever the warning filters
         print(
@@ -83,13 +96,13 @@ def cmd_translate(args: argparse.Namespace) -> None:
             json.dumps(
                 {
                     "line": number,
-                    "source": source,
+                    "source": shown_source,
                     "hypotheses": [t.to_dict() for t in found],
                 },
                 ensure_ascii=False,
             )
-            for number, (source, found) in enumerate(
-                zip(lines, results, strict=True), start=1
+            for number, (shown_source, found) in enumerate(
+                zip(shown, results, strict=True), start=1
             )
         ]
     text = "".join(line + "\n" for line in outputs)
@@ -104,6 +117,21 @@ def cmd_translate(args: argparse.Namespace) -> None:
             raise
         except OSError as error:  # a full disk behind a redirection
             raise RosettaError(f"<stdout>: not written ({error.strerror})") from None
+
+
+def without_markup(lines: list[str], inputs: list[str]) -> tuple[list[str], list]:
+    """The lines without their tags, and each line's tags; a line whose tags
+    do not pair up is refused naming it."""
+    plain, tags = [], []
+    where = inputs[0] if len(inputs) == 1 and inputs[0] != "-" else "<input>"
+    for number, line in enumerate(lines, start=1):
+        try:
+            text, found = strip_markup(line)
+        except ValueError as error:
+            raise RosettaError(f"{where}:{number}: {error}") from None
+        plain.append(text)
+        tags.append(found)
+    return plain, tags
 
 
 def add_parser(verbs: argparse._SubParsersAction) -> None:
@@ -140,6 +168,12 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
         help="word alignments from the attention, Pharaoh i-j (source word i, "
         "target word j, from 0): text: TRANSLATION ||| ALIGNMENT; jsonl: "
         '"alignment"',
+    )
+    translate.add_argument(
+        "--markup",
+        action="store_true",
+        help="carry inline tags (<b>...</b>, <x/>) from each line to its "
+        "translation through the word alignment",
     )
     translate.add_argument(
         "--constraints",
