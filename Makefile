@@ -40,7 +40,7 @@ docs: $(STAMP)
 
 test: $(STAMP) browser docs
 	$(BIN)/ruff check src tests benchmarks
-	ROSETTA_REQUIRE_BROWSER=1 $(BIN)/python -m pytest -q
+	ROSETTA_REQUIRE_BROWSER=1 $(BIN)/python -m pytest -q --durations=25
 
 # The same suite on a CUDA GPU: its own environment with PyPI's default PyTorch
 # build (which carries CUDA on Linux), and the device tests required to run on
