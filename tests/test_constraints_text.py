@@ -246,3 +246,58 @@ def test_a_prefix_fed_in_one_pass_decodes_as_forcing_it_step_by_step(
         for a, b in zip(fast, slow, strict=True):
             assert a.score == pytest.approx(b.score, abs=1e-5)
             assert a.constraints_met and b.constraints_met
+
+
+@pytest.mark.parametrize(
+    ("constraint", "beam", "said"),
+    [
+        ({"include": ["alpha beta gamma delta"] * 90}, "2", "positions allow"),
+        ({"include": ["alpha", "\u2603"]}, "2", "cannot write"),
+        ({"prefix": "\u2603 alpha"}, "1", "cannot write"),
+        ({"include": ["beta"] * 101}, "2", "at most 100"),
+        ({"include": ["x" * 201]}, "2", "at most 200"),
+    ],
+    ids=["beyond-positions", "unknown-include", "unknown-prefix", "many", "long"],
+)
+def test_constraints_no_search_can_meet_are_one_line(
+    toy_run, tmp_path, capsys, constraint, beam, said
+):
+    path = constraints_file(tmp_path, [constraint])
+    status, out, err = translate(
+        toy_run("transformer"),
+        tmp_path,
+        capsys,
+        "--constraints",
+        path,
+        "--beam",
+        beam,
+        lines=LINES[:1],
+    )
+    errors = [line for line in err.splitlines() if "error" in line]
+    assert status == 2 and out == "" and len(errors) == 1 and said in errors[0], err
+
+
+def test_more_phrases_than_a_beam_can_carry_give_a_result_that_says_so(
+    toy_run, tmp_path, capsys
+):
+    """Eight phrases, a beam of 2 and a short limit: a translation marked
+    with whether it meets them, never a traceback."""
+    wanted = {"include": WORDS[:8]}
+    path = constraints_file(tmp_path, [wanted])
+    status, out, err = translate(
+        toy_run("transformer"),
+        tmp_path,
+        capsys,
+        "--constraints",
+        path,
+        "--beam",
+        "2",
+        "--format",
+        "jsonl",
+        lines=LINES[:1],
+    )
+    assert status == 0, err
+    best = json.loads(out)["hypotheses"][0]
+    words = best["text"].split()
+    assert best["constraints_met"] == all(w in words for w in WORDS[:8])
+    assert best["constraints_met"] or "do not meet their constraints" in err
