@@ -227,3 +227,27 @@ def test_every_option_of_every_command_is_suggested_when_mistyped():
                 assert message.endswith(f"did you mean {option}?"), message
                 checked += 1
     assert checked > 100
+
+
+def test_a_name_holding_a_line_break_is_said_on_one_line(tmp_path, capsys):
+    from rosetta.cli import main
+
+    assert main(["translate", "-m", str(tmp_path / "run"), "-i", "no\nsuch.src"]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "no\\nsuch.src: file not found" in error
+
+
+def test_evaluate_scores_either_a_file_or_a_models_output(tmp_path, capsys):
+    from rosetta.cli import main
+
+    for text in ("a b\n",):
+        (tmp_path / "hyp.en").write_text(text)
+        (tmp_path / "ref.en").write_text(text)
+    both = ["evaluate", "--hyp", str(tmp_path / "hyp.en"), "--ref"]
+    both += [str(tmp_path / "ref.en"), "-m", str(tmp_path), "--src", "x"]
+    assert main(both) == 2
+    assert "not both" in capsys.readouterr().err
+    alone = ["evaluate", "--hyp", str(tmp_path / "hyp.en"), "--ref"]
+    alone += [str(tmp_path / "ref.en"), "--src", "x"]
+    assert main(alone) == 2
+    assert "--src goes with --model" in capsys.readouterr().err

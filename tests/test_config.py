@@ -123,3 +123,12 @@ def test_the_sections_are_all_found():
 def test_older_runs_name_the_cho_gru_notes():
     config = RNNConfig(arch="rnn", gru_variant="notes", rnn_impl="reference")
     assert config.gru_variant == "cho"
+
+
+@pytest.mark.parametrize("value", ["{[}", "[", '"abc', "*a", "@x", "%", "\tx: &"])
+def test_a_set_value_that_is_not_yaml_is_one_line(value):
+    with pytest.raises(RosettaError) as raised:
+        load_config(CONFIG, [f"model.d_model={value}"])
+    message = str(raised.value)
+    assert message.startswith("--set model.d_model: ") and "not a YAML value" in message
+    assert "\n" not in message

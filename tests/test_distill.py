@@ -1,6 +1,7 @@
 """``rosetta distill``: one line out per line in, and a stopped run resumes."""
 
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -244,3 +245,22 @@ def test_lines_added_to_a_killed_runs_partial_output_are_not_kept(
         handle.write("junk\nmore junk\nand more\n")
     assert main(argv) == 0
     assert out.read_bytes() == whole.read_bytes()
+
+
+def test_a_killed_run_resumes_after_its_folder_is_moved(toy_run, tmp_path, capsys):
+    """The record knows the teacher by its weights, not its path."""
+    inner = tmp_path / "inner"
+    inner.mkdir()
+    teacher = inner / "teacher"
+    shutil.copytree(toy_run("transformer"), teacher)
+    argv, whole, out = whole_and_killed(teacher, inner, 2)
+    moved = tmp_path / "moved"
+    inner.rename(moved)
+    again = [
+        str(moved / Path(a).relative_to(inner)) if a.startswith(str(inner)) else a
+        for a in argv
+    ]
+    capsys.readouterr()
+    assert main(again) == 0, capsys.readouterr().err
+    result = moved / out.relative_to(inner)
+    assert result.read_bytes() == (moved / whole.relative_to(inner)).read_bytes()

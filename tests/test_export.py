@@ -308,3 +308,33 @@ def test_the_engine_refuses_what_it_cannot_do_with_constraints(engines):
     beam = SearchOptions(beam_size=3, **REFILL)
     with pytest.raises(RosettaError, match="a prefix with greedy search"):
         ct2_translator.translate(SENTENCES[:1], beam, constraints=[{"prefix": "a"}])
+
+
+def test_a_users_item_where_the_engine_keeps_its_export_is_never_replaced(
+    toy_run, tmp_path, capsys
+):
+    """Translating with --engine ctranslate2 exports into the checkpoint on
+    first use; a folder or file of the user's already there is refused in one
+    line, and kept."""
+    pytest.importorskip("ctranslate2")
+    run = tmp_path / "run"
+    shutil.copytree(toy_run("transformer"), run)
+    latest = run / read_index(run)["latest"]
+    source = tmp_path / "in.txt"
+    source.write_text("alpha beta\n")
+    for make in ("folder", "file"):
+        place = latest / "ctranslate2"
+        if make == "folder":
+            place.mkdir()
+            (place / "notes.txt").write_text("mine")
+        else:
+            place.write_text("mine")
+        command = ["translate", "-m", str(run), "-i", str(source)]
+        capsys.readouterr()
+        assert main([*command, "--engine", "ctranslate2"]) == 2
+        errors = [e for e in capsys.readouterr().err.splitlines() if "error" in e]
+        assert len(errors) == 1
+        assert "not a ctranslate2 export Rosetta wrote" in errors[0]
+        kept = place / "notes.txt" if make == "folder" else place
+        assert kept.read_text() == "mine"
+        shutil.rmtree(place) if make == "folder" else place.unlink()

@@ -471,3 +471,12 @@ def test_an_untied_export_loads_in_transformers_as_the_same_model(untied, tmp_pa
     original = logits(untied, src, tgt)
     assert (rosetta_logits(run, src, tgt) - original).abs().max().item() <= 1e-4
     assert (logits(out, src, tgt) - original).abs().max().item() <= 1e-4
+
+
+@pytest.mark.parametrize("name", ["source.spm", "target.spm"])
+def test_an_empty_sentencepiece_model_is_one_line(marian, tmp_path, capsys, name):
+    folder = edited(marian, tmp_path / "m")
+    (folder / name).write_bytes(b"")
+    assert f"{name}: not a SentencePiece model (an empty file)" in refused(
+        folder, tmp_path, capsys
+    )

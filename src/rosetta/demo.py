@@ -28,7 +28,7 @@ from rosetta.cli import Parser
 from rosetta.config.schema import Config
 from rosetta.data.corpus import read_corpus
 from rosetta.data.encoded_pairs import EncodedPairs
-from rosetta.errors import RosettaError
+from rosetta.errors import RosettaError, one_line
 from rosetta.evaluate.corpus import evaluate_all
 from rosetta.families import family_of
 from rosetta.loading import load_translator
@@ -256,4 +256,4 @@ if __name__ == "__main__":
     try:
         main()
     except RosettaError as error:
-        raise SystemExit(f"rosetta demo: error: {error}") from None
+        raise SystemExit(f"rosetta demo: error: {one_line(error)}") from None

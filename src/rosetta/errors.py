@@ -9,6 +9,12 @@ class RosettaError(Exception):
     """
 
 
+def one_line(message: object) -> str:
+    """``message`` on one line: a line break inside it (a file name may hold
+    one) written as its escape, so an error is always one line."""
+    return str(message).replace("\r", "\\r").replace("\n", "\\n")
+
+
 def where(path: object, line: int | None = None) -> str:
     """Format a location as ``path`` or ``path:line`` for error messages."""
     return f"{path}:{line}" if line is not None else str(path)

@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any, NoReturn
 
-from rosetta.errors import RosettaError, Stopped
+from rosetta.errors import RosettaError, Stopped, one_line
 
 
 def installed_version() -> str:
@@ -70,7 +70,8 @@ class Parser(argparse.ArgumentParser):
         """A usage error in one line, with a suggestion for a mistyped
         command or choice and where to read more (argparse would print the
         whole usage first)."""
-        self.exit(2, f"{self.prog}: error: {with_suggestion(message, self.prog)}\n")
+        said = one_line(with_suggestion(message, self.prog))
+        self.exit(2, f"{self.prog}: error: {said}\n")
 
 
 INVALID_CHOICE = re.compile(
@@ -229,7 +230,7 @@ def run_command(argv: list[str] | None, noted: list[bool]) -> int:
         if noted:  # what the interrupt set off (see main)
             raise
         if not told_the_launcher(str(error)):
-            print(f"rosetta {args.verb}: error: {error}", file=sys.stderr)
+            print(f"rosetta {args.verb}: error: {one_line(error)}", file=sys.stderr)
         return 2
     except Stopped as stop:
         print(f"rosetta {args.verb}: {stop}", file=sys.stderr)

@@ -54,8 +54,8 @@ def cmd_distill(args: argparse.Namespace) -> None:
         if path.is_symlink() or (path.exists() and not path.is_file()):
             raise RosettaError(f"{path}: not a regular file; move it")
     sources = [line for _, line in read_lines(src)]
-    what = {  # a resumed run must continue with the same of each
-        "teacher": str(model.resolve()),
+    what = {  # a resumed run must continue with the same of each (the
+        # teacher by its digest, not its path: a moved folder is the same)
         "teacher_sha256": teacher_identity(model),
         "engine": args.engine,
         "precision": args.precision,

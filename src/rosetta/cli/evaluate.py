@@ -20,6 +20,13 @@ from rosetta.evaluate.corpus import evaluate_all
 
 def cmd_evaluate(args: argparse.Namespace) -> None:
     references = read_input_lines([args.ref])
+    if args.model and args.hyp:
+        raise RosettaError(
+            "give --hyp FILE (translations to score), or --model MODEL with "
+            "--src FILE (translate, then score), not both"
+        )
+    if args.src and not args.model:
+        raise RosettaError("--src goes with --model (the model translates it)")
     if args.model:
         if not args.src:
             raise RosettaError("--model needs --src, the sentences to translate")

@@ -45,7 +45,14 @@ def apply_override(raw: dict[str, Any], assignment: str) -> str:
         if not isinstance(child, dict):
             raise RosettaError(f"--set {dotted}: '{key}' is not a section")
         node = child
-    node[keys[-1]] = yaml.safe_load(value_text)
+    try:
+        node[keys[-1]] = yaml.safe_load(value_text)
+    except yaml.YAMLError as error:
+        problem = getattr(error, "problem", None) or "not valid YAML"
+        raise RosettaError(
+            f"--set {dotted}: {value_text!r} is not a YAML value ({problem}); "
+            "quote text that holds YAML's characters, e.g. --set 'KEY=\"...\"'"
+        ) from None
     return ".".join(keys)
 
 

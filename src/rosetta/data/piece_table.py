@@ -50,10 +50,10 @@ class PieceTableTokenizer:
     ):
         self.model_bytes = model_bytes
         self.decode_model_bytes = decode_model_bytes
-        self.processor = spm.SentencePieceProcessor(model_proto=model_bytes)
+        self.processor = loaded(model_bytes)
         self.decoder = self.processor
         if decode_model_bytes is not None:
-            self.decoder = spm.SentencePieceProcessor(model_proto=decode_model_bytes)
+            self.decoder = loaded(decode_model_bytes)
         self.vocab = Vocabulary(tokens)
 
     @property
@@ -110,3 +110,14 @@ class PieceTableTokenizer:
             tokens,
             None if decode_model is None else base64.b64decode(decode_model),
         )
+
+
+def loaded(model_bytes: bytes) -> spm.SentencePieceProcessor:
+    """A SentencePiece model from its bytes; ``RuntimeError`` for bytes that
+    hold none (an empty file loads without complaint, and fails at first use)."""
+    if not model_bytes:
+        raise RuntimeError("an empty file")
+    processor = spm.SentencePieceProcessor(model_proto=model_bytes)
+    if processor.vocab_size() == 0:  # pragma: no cover - protobuf refuses first
+        raise RuntimeError("a model without pieces")
+    return processor

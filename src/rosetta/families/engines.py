@@ -119,5 +119,11 @@ def load_engine(
         checkpoint = ckpt.resolve_checkpoint(folder)
         folder = checkpoint / engine.name
         if not (folder / engine.marker).is_file():
+            if folder.exists() or folder.is_symlink():  # never replaced: not ours
+                raise RosettaError(
+                    f"{folder}: not a {engine.name} export Rosetta wrote, where "
+                    "it keeps the one it makes on first use; move it away, or "
+                    "export elsewhere (rosetta export) and translate with that"
+                )
             write_engine_export(engine, checkpoint, folder)
     return engine.load(folder, pick_device(device).type, precision, threads)

@@ -31,7 +31,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from rosetta.errors import RosettaError, Stopped
+from rosetta.errors import RosettaError, Stopped, one_line
 
 # How long a collective may wait for a silent peer before the processes give
 # up with an error instead of hanging (validation on rank 0 must fit in it).
@@ -172,7 +172,7 @@ def launch(argv: list[str]) -> int:
             return 128 - failure.exitcode
         message = refusal(failure.error_file)
         if failure.exitcode == 2 and message is not None:
-            say(f"rosetta train: error: {message}")
+            say(f"rosetta train: error: {one_line(message)}")
         return failure.exitcode
     except SignalException as stop:  # the processes have said where they stopped
         return 128 + int(stop.sigval)
