@@ -343,3 +343,38 @@ def test_a_refusal_inside_the_processes_is_said_once(tmp_path, setting, said):
     assert len(errors) == 1 and said in errors[0], stderr
     assert errors[0].startswith("rosetta train: error: ")
     assert "Traceback" not in stderr and "ChildFailedError" not in stderr
+
+
+@pytest.mark.slow
+def test_ctrl_c_under_nproc_is_said_once_and_saves(uninterrupted, tmp_path):
+    """Ctrl-C reaches every process of the terminal's group: rosetta,
+    torchrun and each training process. The update under way is saved and
+    said once, with how to continue; status 130, nothing from torchrun."""
+    _, config, _ = uninterrupted
+    run = tmp_path / "ctrl-c"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "rosetta.cli", *train_args(config, run, "--nproc", "2")],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,  # its own group, as a terminal's job
+    )
+    deadline = time.monotonic() + 180
+    while (
+        not (run / "metrics.jsonl").is_file()
+        or not (run / "metrics.jsonl").read_text().strip()
+    ):
+        assert process.poll() is None and time.monotonic() < deadline
+        time.sleep(0.1)
+    os.killpg(process.pid, signal.SIGINT)
+    _, stderr = process.communicate(timeout=180)
+    said = [
+        line
+        for line in stderr.decode().replace("\r", "\n").splitlines()
+        if line.strip() and "update/s" not in line and "%|" not in line
+    ]
+    assert process.returncode == 130, said
+    assert sum("finishing this update" in line for line in said) == 1, said
+    assert sum("stopped by SIGINT at update" in line for line in said) == 1, said
+    assert not any("error" in line or line.startswith("W1") for line in said), said
+    assert read_index(run)["latest"]

@@ -1,5 +1,7 @@
 """The one exception type users see: a message, never a traceback."""
 
+import os
+
 
 class RosettaError(Exception):
     """A problem with the user's input (file, config, model) that Rosetta explains.
@@ -7,6 +9,12 @@ class RosettaError(Exception):
     The command line prints the message and exits with status 2; library callers
     can catch it like any exception.
     """
+
+
+def speaks_for_the_run() -> bool:
+    """Whether this process says what happened: the only one, or the first
+    of the processes ``torchrun`` started (the others would repeat it)."""
+    return os.environ.get("RANK", "0") == "0"
 
 
 def one_line(message: object) -> str:

@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any, NoReturn
 
-from rosetta.errors import RosettaError, Stopped, one_line
+from rosetta.errors import RosettaError, Stopped, one_line, speaks_for_the_run
 
 
 def installed_version() -> str:
@@ -176,7 +176,8 @@ def main(argv: list[str] | None = None) -> int:
         # whose import it cut short, then used): the interrupt is what happened
         if not (noted or isinstance(error, KeyboardInterrupt)):
             raise
-    print("interrupted", file=sys.stderr)
+    if speaks_for_the_run():  # one line for all of torchrun's processes
+        print("interrupted", file=sys.stderr)
     return 130
 
 
@@ -279,5 +280,6 @@ def command_line() -> NoReturn:
 
 
 def end_at_once(number: int, frame: FrameType | None) -> None:
-    print("interrupted", file=sys.stderr, flush=True)
+    if speaks_for_the_run():
+        print("interrupted", file=sys.stderr, flush=True)
     os._exit(130)

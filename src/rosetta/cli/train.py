@@ -18,7 +18,7 @@ from typing import NoReturn
 from rosetta.cli.common import add_threads_flag
 from rosetta.config.reading import config_to_dict
 from rosetta.config.schema import Config
-from rosetta.errors import RosettaError, Stopped
+from rosetta.errors import RosettaError, Stopped, speaks_for_the_run
 from rosetta.families import family_of
 from rosetta.run_config import load_config
 from rosetta.runs import checkpoint as ckpt
@@ -33,6 +33,10 @@ from rosetta.train.interrupt import SIGNALS
 from rosetta.train.prepare import PrepareOptions, require_corpus
 from rosetta.train.resume import check_resumed_config, training_ranks
 from rosetta.train.run import check_new_run_folder, check_run_folder, run_training
+
+# how torchrun's processes end after a signal stopped them (128 + SIGINT,
+# SIGTERM): having saved and said where, or said "interrupted"
+STOPPED_BY_SIGNAL = (130, 143)
 
 
 def default_run_dir(config_path: str) -> Path:
@@ -73,7 +77,7 @@ def cmd_train(args: argparse.Namespace) -> int | None:
     except Stopped as stop:
         again = resume_command(args, run_dir)
         if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # one of torchrun's
-            if os.environ.get("RANK", "0") == "0":
+            if speaks_for_the_run():
                 print(
                     f"rosetta train: {stop}; continue with:\n  {again}", file=sys.stderr
                 )
@@ -81,7 +85,7 @@ def cmd_train(args: argparse.Namespace) -> int | None:
                 time.sleep(PEERS_GRACE_S)  # stops the others when one ends
             end_worker(stop.status)
         raise Stopped(f"{stop}; continue with:\n  {again}", stop.status) from None
-    if os.environ.get("RANK", "0") == "0":
+    if speaks_for_the_run():
         print(f"model: {run_dir}")
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:
         end_worker()
@@ -157,6 +161,8 @@ def launch_processes(args: argparse.Namespace, run_dir: Path) -> int:
         status = process.wait()
     if status == 2:  # a refusal, which the launcher has said once
         return 2
+    if status in STOPPED_BY_SIGNAL:  # rank 0 said where it stopped, or
+        return status  # "interrupted" if it had not started training
     if status:
         raise RosettaError(
             f"training in {args.nproc} processes stopped (exit status {status}); "

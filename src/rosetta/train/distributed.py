@@ -157,8 +157,10 @@ def launch(argv: list[str]) -> int:
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.run import parse_args, run
 
-    # torchrun's own report of a failure, in several lines, is the one below
+    # torchrun's own report of a failure, in several lines, is the one below;
+    # its warnings (a banner on threads, the signal it passed on) are noise
     logging.getLogger("torch.distributed.elastic").setLevel(logging.CRITICAL)
+    logging.disable(logging.WARNING)
     try:
         run(parse_args(argv))
     except ChildFailedError as failed:

@@ -11,6 +11,8 @@ import sys
 import threading
 from types import FrameType, TracebackType
 
+from rosetta.errors import speaks_for_the_run
+
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
@@ -36,6 +38,8 @@ class SignalStop:
         if self.received is not None:
             raise KeyboardInterrupt
         self.received = signal.Signals(number).name
+        if not speaks_for_the_run():  # Ctrl-C reaches every process: one says it
+            return
         print(
             f"\n{self.received}: finishing this update and saving a checkpoint "
             "(press Ctrl-C again to stop at once, saving nothing)",
