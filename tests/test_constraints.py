@@ -26,9 +26,14 @@ def plainly_met(tokens: list[int], constraints: TokenConstraints) -> bool:
     """The constraints read plainly on a whole output."""
     if tokens[: len(constraints.prefix)] != list(constraints.prefix):
         return False
-    text = " " + " ".join(map(str, tokens)) + " "
+    glue = constraints.continuations  # may not follow a phrase: it stays a word
     for phrase in constraints.include:
-        if " " + " ".join(map(str, phrase)) + " " not in text:
+        size = len(phrase)
+        if not any(
+            tuple(tokens[i : i + size]) == phrase
+            and (i + size == len(tokens) or tokens[i + size] not in glue)
+            for i in range(len(tokens))
+        ):
             return False
     for phrase in constraints.exclude:
         for start in range(len(tokens)):
@@ -79,6 +84,8 @@ KINDS = [
     TokenConstraints(include=((5, 7),)),
     TokenConstraints(include=((4,), (6,))),
     TokenConstraints(include=((6, 6),)),  # a phrase that overlaps itself
+    # 7 and 4 go on with the word before them: after the phrase, neither
+    TokenConstraints(include=((5,),), continuations=frozenset({7, 4})),
     TokenConstraints(prefix=(7,)),
     TokenConstraints(prefix=(4, 4)),
     TokenConstraints(exclude=(Spellings.of_tokens((6,)), Spellings.of_tokens((5,)))),

@@ -301,3 +301,26 @@ def test_more_phrases_than_a_beam_can_carry_give_a_result_that_says_so(
     words = best["text"].split()
     assert best["constraints_met"] == all(w in words for w in WORDS[:8])
     assert best["constraints_met"] or "do not meet their constraints" in err
+
+
+def test_an_imported_model_takes_constraints_and_aligns_the_users_words(tmp_path):
+    """A MarianMT import (SentencePiece, a >>lang<< token before the
+    source): constraints met, and alignments over the words the user gave."""
+    from benchmarks.marian_model import sentences
+
+    from tests.test_serve_checks import imported
+
+    translator = load_translator(
+        imported(tmp_path, languages=("fra", "spa")), "cpu"
+    ).for_language("fra")
+    texts = sentences("de", 6, "val")
+    beam = SearchOptions(beam_size=4)
+    wanted = [{"include": ["dog"], "exclude": ["guitar"], "prefix": "A man"}] * 6
+    found = translator.translate_nbest(texts, beam, constraints=wanted, alignment=True)
+    for text, want, [best, *_] in zip(texts, wanted, found, strict=True):
+        assert best.constraints_met, (want, best.text)
+        assert best.text.startswith(want["prefix"])
+        assert "dog" in best.text.split() and "guitar" not in best.text
+        for link in best.alignment.split():
+            i, j = map(int, link.split("-"))
+            assert 0 <= i < len(text.split()) and 0 <= j < len(best.text.split())

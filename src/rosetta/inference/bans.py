@@ -16,6 +16,7 @@ write part of a character (byte pieces) are not among the spellings.
 from __future__ import annotations
 
 from collections import defaultdict
+from functools import cached_property
 
 from rosetta.data.tokenizer import Tokenizer
 from rosetta.data.vocab import SPECIALS
@@ -58,6 +59,17 @@ class PhraseSpeller:
         if not (whole.startswith(self.left) and whole.endswith(self.right)):
             return None
         return whole[len(self.left) : len(whole) - len(self.right)]
+
+    @cached_property
+    def continuations(self) -> frozenset[int]:
+        """The tokens that go on with the word before them: what they add
+        starts with a letter or digit, no space before it ("s" after "dog")."""
+        return frozenset(
+            token
+            for text, tokens in self.tokens_of.items()
+            if text[:1].isalnum()
+            for token in tokens
+        )
 
     def spellings(self, phrase: str) -> Spellings:
         """Every token sequence that writes ``phrase`` where it starts a word

@@ -93,7 +93,8 @@ class Constraint:
         if self.prefix.strip():
             prefix = self._written(self.prefix, tokenizer, "prefix")
         exclude = tuple(speller.spellings(p) for p in self.exclude)
-        return TokenConstraints(include, exclude, prefix)
+        continuations = speller.continuations if include else frozenset()
+        return TokenConstraints(include, exclude, prefix, continuations)
 
     @staticmethod
     def _written(text: str, tokenizer: Tokenizer, what: str) -> tuple[int, ...]:

@@ -6,7 +6,9 @@ include, phrases it must exclude, and a prefix it must start with
   ruled out, so the output starts with it (its tokens scored by the model).
 - ``exclude``: banned phrases as the controls ban them (every spelling,
   ``rosetta.search.bans``), for this sentence's hypotheses only.
-- ``include``: beam search with dynamic beam allocation. Each hypothesis
+- ``include``: a phrase stays a word: right after it, the tokens that would
+  go on with its last word (``continuations``: "s" after "▁dog") are ruled
+  out. Beam search with dynamic beam allocation. Each hypothesis
   counts the include tokens it has met: a phrase's tokens count as they are
   matched in order, and a phrase broken off falls back to the longest part
   of it that the output still ends with (a string-matching automaton per
@@ -45,6 +47,8 @@ class TokenConstraints:
     include: tuple[tuple[int, ...], ...] = ()
     exclude: tuple[Spellings, ...] = ()
     prefix: tuple[int, ...] = ()
+    # the vocabulary's tokens that continue a word (no space before them)
+    continuations: frozenset[int] = frozenset()
 
     @property
     def needed(self) -> int:
@@ -63,8 +67,12 @@ class TokenConstraints:
             return False
         for phrase in self.include:
             size = len(phrase)
-            windows = (tuple(tokens[i : i + size]) for i in range(len(tokens)))
-            if phrase not in windows:
+            if not any(
+                tuple(tokens[i : i + size]) == phrase
+                and tokens[i + size : i + size + 1]
+                not in ([c] for c in self.continuations)
+                for i in range(len(tokens))
+            ):
                 return False
         for phrase in self.exclude:
             longest = phrase.most_tokens
@@ -139,6 +147,17 @@ class BatchConstraints:
             [c.needed for c in sentences], dtype=torch.long, device=device
         )
         self.excluded = [(s, p) for s, c in enumerate(sentences) for p in c.exclude]
+        self.owned = owned
+        # the vocabulary's, the same for each sentence that keeps its words
+        kinds = {c.continuations for c in sentences if c.continuations}
+        if len(kinds) > 1:
+            raise ValueError("the sentences of a batch share one vocabulary")
+        self.continuations = torch.tensor(
+            sorted(next(iter(kinds), ())), dtype=torch.long
+        )
+        self.keeps_words = torch.tensor(
+            [bool(c.continuations) for c in sentences], dtype=torch.bool, device=device
+        )
 
     @property
     def includes(self) -> bool:
@@ -215,6 +234,28 @@ class BatchConstraints:
         if matched is not None and self.includes:
             unmet = ~self.all_met(matched, sentence)
             log_probs[unmet, self.eos_id] = float("-inf")
+        if self.includes and len(self.continuations):  # a phrase just met
+            ended = self.ends_with_a_phrase(prefixes, sentence)  # stays a word
+            ended &= self.keeps_words[sentence]
+            rows = ended.nonzero().squeeze(1)
+            if rows.numel():
+                where = self.continuations.to(log_probs.device)
+                log_probs[rows.unsqueeze(1), where.unsqueeze(0)] = float("-inf")
+
+    def ends_with_a_phrase(
+        self, prefixes: torch.Tensor, sentence: torch.Tensor
+    ) -> torch.Tensor:
+        """(rows,) whether each row's output ends with one of its sentence's
+        phrases to include."""
+        t = prefixes.size(1)
+        ended = torch.zeros(len(prefixes), dtype=torch.bool, device=prefixes.device)
+        for owner, phrase in self.owned:
+            if len(phrase) <= t:
+                tail = torch.tensor(phrase, device=prefixes.device)
+                ended |= (sentence == owner) & (
+                    prefixes[:, t - len(phrase) :] == tail
+                ).all(1)
+        return ended
 
 
 def allocate(
