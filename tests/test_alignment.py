@@ -133,3 +133,20 @@ def test_the_command_carries_markup(toy_run, tmp_path, capsys):
     for line, text in zip(marked, plain, strict=True):
         bare = " ".join(re.sub(r"</?\w+/?>", " ", line).split())
         assert bare == text
+
+
+def test_tags_alone_and_words_the_tokenizer_splits(toy_run, tmp_path, capsys):
+    """A line of tags alone keeps them; a word the tokenizer writes as
+    several ("zwei´männer") is still one word of the user's."""
+    run = toy_run("transformer")
+    source = tmp_path / "in.txt"
+    source.write_text("<x/>\nalpha <b></b>\nalpha´beta\n", encoding="utf-8")
+    capsys.readouterr()
+    assert main(["translate", "-m", str(run), "-i", str(source), "--markup"]) == 0
+    first, second, _ = capsys.readouterr().out.splitlines()
+    assert first == "<x/>" and "<b>" in second
+    assert main(["translate", "-m", str(run), "-i", str(source), "--alignment"]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert all(link.startswith("0-") for link in last.split(" ||| ")[1].split())
+    assert main(["translate", "-m", str(run), "-i", "/dev/zero"]) == 2
+    assert "a line longer than 16 MiB" in capsys.readouterr().err

@@ -324,3 +324,48 @@ def test_an_imported_model_takes_constraints_and_aligns_the_users_words(tmp_path
         for link in best.alignment.split():
             i, j = map(int, link.split("-"))
             assert 0 <= i < len(text.split()) and 0 <= j < len(best.text.split())
+
+
+def test_a_prefix_ending_with_a_space_is_followed_by_a_new_word(tmp_path):
+    """SentencePiece drops the space that ends "A "; the search then starts a
+    new word after the prefix, and constraints_met reads the text."""
+    from benchmarks.marian_model import sentences
+
+    from tests.test_serve_checks import imported
+
+    translator = load_translator(imported(tmp_path), "cpu")
+    texts = sentences("de", 6, "val")
+    for prefix in ("A ", "A  ", " A", "ﬁ "):  # a ligature, normalised to "fi"
+        found = translator.translate_nbest(texts, constraints=[{"prefix": prefix}] * 6)
+        for [best] in found:
+            written = "fi" if prefix.startswith("ﬁ") else "A"
+            kept = best.text == written or best.text.startswith(written + " ")
+            if prefix.endswith(" "):
+                assert kept, (prefix, best.text)
+            assert best.constraints_met is (kept or not prefix.endswith(" ")), best
+
+
+def test_what_the_command_says_of_constraints_is_true(toy_run, tmp_path, capsys):
+    run = toy_run("transformer")
+    lines = ["alpha beta", "", "gamma"]
+    path = constraints_file(tmp_path, [{}, {"prefix": "iota"}, {"include": []}])
+    status, _, err = translate(
+        run, tmp_path, capsys, "--constraints", path, lines=lines
+    )
+    assert status == 0 and "do not meet" not in err  # nothing asked of lines 1, 3
+    assert "the constraints of 1 blank lines are not used (line 2)" in err
+    status, _, err = translate(run, tmp_path, capsys, "--constraints", "", lines=lines)
+    assert status == 2 and "--constraints needs a file name" in err
+    status, _, err = translate(
+        run, tmp_path, capsys, "--constraints", "/dev/zero", lines=lines
+    )
+    assert status == 2 and "not a file of constraints" in err
+    status, _, err = translate(
+        run, tmp_path, capsys, "--alignment", "--sample", lines=lines
+    )
+    assert status == 2 and "not of sampling" in err
+    unwritable = constraints_file(tmp_path, [{}, {}, {"include": ["\u2603"]}])
+    status, _, err = translate(
+        run, tmp_path, capsys, "--constraints", unwritable, "--beam", "2", lines=lines
+    )
+    assert status == 2 and f"{unwritable}:3: include phrase" in err

@@ -320,6 +320,7 @@ def test_a_users_item_where_the_engine_keeps_its_export_is_never_replaced(
     run = tmp_path / "run"
     shutil.copytree(toy_run("transformer"), run)
     latest = run / read_index(run)["latest"]
+    shutil.rmtree(latest / "ctranslate2", ignore_errors=True)  # another test's
     source = tmp_path / "in.txt"
     source.write_text("alpha beta\n")
     for make in ("folder", "file"):

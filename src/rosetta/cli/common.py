@@ -9,7 +9,7 @@ from pathlib import Path
 
 from rosetta import loading
 from rosetta.data.corpus import check_no_carriage_return, read_lines
-from rosetta.errors import RosettaError
+from rosetta.errors import RosettaError, one_line
 from rosetta.families.engines import export_engine
 from rosetta.inference.text_translator import TextTranslator
 from rosetta.runs import checkpoint as ckpt
@@ -288,7 +288,7 @@ def load_translator(args: argparse.Namespace) -> TextTranslator:
     model = Path(args.model)
     if export_engine(model) is None:  # a run or checkpoint, not an export
         model, reason = ckpt.choose_checkpoint(model)
-        print(f"model: {model} ({reason})", file=sys.stderr)
+        print(f"model: {one_line(model)} ({reason})", file=sys.stderr)
     translator = loading.load_translator(
         model, device=args.device, precision=args.precision, engine=args.engine
     )

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from rosetta.cli.common import add_threads_flag
 from rosetta.data.text import read_text
+from rosetta.errors import one_line
 from rosetta.families.language_model.inference import LanguageModel
 from rosetta.loading import load_language_model
 from rosetta.runs import checkpoint as ckpt
@@ -20,7 +21,7 @@ from rosetta.runtime.threads import use_threads
 def load(args: argparse.Namespace) -> LanguageModel:
     use_threads(args.threads)
     folder, reason = ckpt.choose_checkpoint(Path(args.model))
-    print(f"model: {folder} ({reason})", file=sys.stderr)
+    print(f"model: {one_line(folder)} ({reason})", file=sys.stderr)
     return load_language_model(folder, device=args.device)
 
 

@@ -21,6 +21,7 @@ from rosetta.cli.common import (
 from rosetta.errors import RosettaError
 from rosetta.inference.constraints import read_constraints_file
 from rosetta.inference.markup import restore_markup, strip_markup
+from rosetta.inference.translation import Translation
 from rosetta.runtime.atomic import write_text_atomic
 from rosetta.runtime.limits import Count, number_flag
 from rosetta.runtime.outputs import claim_file, record_written
@@ -40,16 +41,21 @@ def cmd_translate(args: argparse.Namespace) -> None:
     for path in args.input:  # a missing file is said before the model loads
         if path != "-" and not Path(path).exists():
             raise RosettaError(f"{path}: file not found")
+    if args.sample and (args.alignment or args.markup):
+        raise RosettaError(
+            "--alignment and --markup read the attention of greedy or beam "
+            "search, not of sampling"
+        )
+    if not Path(args.model).exists():  # said before the input is read
+        raise RosettaError(f"{args.model}: no such model file or folder")
     constraints = None
-    if args.constraints:  # checked before the model loads
-        lines = read_input_lines(args.input)
+    lines, origins = numbered_lines(args.input)  # before the model loads
+    if args.constraints is not None:
         constraints = read_constraints_file(args.constraints, len(lines))
-    translator = load_translator(args)
-    if constraints is None:
-        lines = read_input_lines(args.input)
     shown, tags = lines, None
     if args.markup:  # the tags come out before translating, and go back after
-        lines, tags = without_markup(lines, args.input)
+        lines, tags = without_markup(lines, origins)
+    translator = load_translator(args)
     options = search_options(args, need_attention=args.attention)
     workers = decoding_workers(args, translator, options)
     results = translator.translate_nbest(
@@ -61,7 +67,9 @@ def cmd_translate(args: argparse.Namespace) -> None:
         alignment=args.alignment or args.markup,
     )
     if tags is not None:
-        for found, line_tags in zip(results, tags, strict=True):
+        for number, (found, line_tags) in enumerate(zip(results, tags, strict=True)):
+            if not found and line_tags:  # a line of tags alone keeps them
+                results[number] = [tags_alone(line_tags)]
             for translation in found:
                 translation.text = restore_markup(
                     translation.text, translation.alignment or "", line_tags
@@ -77,11 +85,19 @@ def cmd_translate(args: argparse.Namespace) -> None:
             "--format jsonl)",
             file=sys.stderr,
         )
-    unmet = sum(1 for found in results if found and not found[0].constraints_met)
-    if constraints is not None and unmet:
+    unmet = sum(1 for found in results if found and found[0].constraints_met is False)
+    if unmet:
         print(
             f"warning: {unmet} of {len(lines)} lines do not meet their "
             'constraints ("constraints_met": false in --format jsonl)',
+            file=sys.stderr,
+        )
+    blank = [n for n, line in enumerate(lines, 1) if not line.strip()]
+    unused = [n for n in blank if constraints is not None and constraints[n - 1]]
+    if unused:  # blank in, blank out: nothing to constrain
+        print(
+            f"warning: the constraints of {len(unused)} blank lines are not used "
+            f"(line {unused[0]}{', ...' if len(unused) > 1 else ''})",
             file=sys.stderr,
         )
     if args.format == "text" and args.alignment:  # Marian's and fairseq's layout
@@ -119,16 +135,34 @@ def cmd_translate(args: argparse.Namespace) -> None:
             raise RosettaError(f"<stdout>: not written ({error.strerror})") from None
 
 
-def without_markup(lines: list[str], inputs: list[str]) -> tuple[list[str], list]:
+def numbered_lines(inputs: list[str]) -> tuple[list[str], list[str]]:
+    """The input lines, and where each is (``FILE:LINE``)."""
+    if not inputs or inputs == ["-"]:
+        lines = read_input_lines(inputs)
+        return lines, [f"<stdin>:{n}" for n in range(1, len(lines) + 1)]
+    lines, origins = [], []
+    for path in inputs:
+        found = read_input_lines([path])
+        lines += found
+        origins += [f"{path}:{n}" for n in range(1, len(found) + 1)]
+    return lines, origins
+
+
+def tags_alone(tags: list) -> Translation:
+    """The translation of a line that holds tags and no text: the tags."""
+    text = restore_markup("", "", tags)
+    return Translation(text, 0.0, 0.0, [], [], [], alignment="")
+
+
+def without_markup(lines: list[str], origins: list[str]) -> tuple[list[str], list]:
     """The lines without their tags, and each line's tags; a line whose tags
-    do not pair up is refused naming it."""
+    do not pair up is refused naming it (``origins``: where each line is)."""
     plain, tags = [], []
-    where = inputs[0] if len(inputs) == 1 and inputs[0] != "-" else "<input>"
-    for number, line in enumerate(lines, start=1):
+    for where, line in zip(origins, lines, strict=True):
         try:
             text, found = strip_markup(line)
         except ValueError as error:
-            raise RosettaError(f"{where}:{number}: {error}") from None
+            raise RosettaError(f"{where}: {error}") from None
         plain.append(text)
         tags.append(found)
     return plain, tags

@@ -36,6 +36,9 @@ class FilterReport:
         return f"{self.kept} of {self.read} pairs kept ({reasons})"
 
 
+MAX_LINE_BYTES = 16 * 2**20  # a line of text; far beyond any sentence
+
+
 def read_lines(path: Path) -> Iterator[tuple[int, str]]:
     """Yield ``(line_number, text)`` from a UTF-8 file, gzip if it ends in .gz.
 
@@ -54,7 +57,15 @@ def read_lines(path: Path) -> Iterator[tuple[int, str]]:
     opener = gzip.open if path.suffix == ".gz" else open
     try:
         with opener(path, "rb") as handle:
-            for number, raw in enumerate(handle, start=1):
+            # lines of bounded length: a stream without line ends (/dev/zero)
+            # is refused, not read into memory without end
+            lines = iter(lambda: handle.readline(MAX_LINE_BYTES + 1), b"")
+            for number, raw in enumerate(lines, start=1):
+                if len(raw) > MAX_LINE_BYTES:
+                    raise RosettaError(
+                        f"{where(path, number)}: a line longer than "
+                        f"{MAX_LINE_BYTES // 2**20} MiB; is this a file of lines?"
+                    )
                 try:
                     text = raw.decode("utf-8")
                 except UnicodeDecodeError as error:

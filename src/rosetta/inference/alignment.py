@@ -66,22 +66,42 @@ def pharaoh(links: Sequence[tuple[int, int]]) -> str:
     return " ".join(f"{i}-{j}" for i, j in links)
 
 
+def users_words(tokenizer: Tokenizer, text: str, found: int) -> list[int]:
+    """For each of the ``found`` words of ``text`` as the tokenizer writes it
+    (its normalisation may split a word: "Zwei´Männer" is two), the user's
+    word (split on spaces) it comes from."""
+    owner = [
+        word
+        for word, piece in enumerate(text.split())
+        for _ in range(max(len(tokenizer.decode(tokenizer.encode(piece)).split()), 1))
+    ]
+    if len(owner) != found:  # normalised otherwise in context: keep in range
+        return [min(word, max(len(text.split()) - 1, 0)) for word in range(found)]
+    return owner
+
+
 def add_alignments(
     found: Sequence[Sequence[Translation]],
     sources: Sequence[Sequence[int]],
     tokenizers: TokenizerPair,
     skip_source_words: int = 0,
+    texts: Sequence[str] | None = None,
 ) -> None:
     """Set each translation's ``alignment`` (Pharaoh) from its attention;
     ``skip_source_words``: words the source was given ahead of the user's
-    text (a multilingual model's language token), left out."""
-    for translations, source in zip(found, sources, strict=True):
+    text (a multilingual model's language token), left out; ``texts``: the
+    user's lines, whose words the links name (else the words the tokenizer
+    writes)."""
+    for number, (translations, source) in enumerate(zip(found, sources, strict=True)):
         if not translations:
             continue
         source_words = [
             word - skip_source_words
             for word in word_of_each_token(tokenizers.src, source)
         ]
+        if texts is not None and source_words:
+            owner = users_words(tokenizers.src, texts[number], max(source_words) + 1)
+            source_words = [owner[w] if w >= 0 else w for w in source_words]
         for translation in translations:
             if translation.attention is None:
                 raise ValueError("alignments need the attention weights")

@@ -13,8 +13,10 @@ vocabulary can write it (``rosetta.inference.bans``). The search
 from __future__ import annotations
 
 import json
+import os
+import stat
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +54,7 @@ class Constraint:
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     prefix: str = ""
+    origin: str = field(default="", compare=False)  # where it was given: FILE:LINE
 
     def __post_init__(self) -> None:
         for name in ("include", "exclude"):
@@ -66,7 +69,7 @@ class Constraint:
         return bool(self.include or self.exclude or self.prefix.strip())
 
     @classmethod
-    def from_dict(cls, data: Any) -> Constraint:
+    def from_dict(cls, data: Any, origin: str = "") -> Constraint:
         """``{"include": [...], "exclude": [...], "prefix": "..."}``, any of
         them left out; ``ValueError`` naming a field that does not fit."""
         if not isinstance(data, Mapping):
@@ -78,7 +81,7 @@ class Constraint:
             raise ValueError(f"unknown field {unknown[0]!r}: use {', '.join(FIELDS)}")
         include, exclude = data.get("include", ()), data.get("exclude", ())
         if isinstance(include, list | tuple) and isinstance(exclude, list | tuple):
-            return cls(tuple(include), tuple(exclude), data.get("prefix", ""))
+            return cls(tuple(include), tuple(exclude), data.get("prefix", ""), origin)
         wrong = "include" if not isinstance(include, list | tuple) else "exclude"
         raise ValueError(f"{wrong} is a list of phrases, not {data[wrong]!r}")
 
@@ -93,8 +96,22 @@ class Constraint:
         if self.prefix.strip():
             prefix = self._written(self.prefix, tokenizer, "prefix")
         exclude = tuple(speller.spellings(p) for p in self.exclude)
-        continuations = speller.continuations if include else frozenset()
-        return TokenConstraints(include, exclude, prefix, continuations)
+        ends_word = bool(prefix) and self.prefix[-1].isspace()  # "Das ": a word
+        glue = speller.continuations if include or ends_word else frozenset()
+        return TokenConstraints(include, exclude, prefix, glue, ends_word)
+
+    def prefix_kept(self, text: str, tokenizer: Tokenizer) -> bool:
+        """Whether the translation ``text`` starts with the prefix as the
+        target side writes it (normalised as its tokenizer normalises), and
+        with a whole word where the prefix ended with a space."""
+        if not self.prefix.strip():
+            return True
+        written = " ".join(tokenizer.decode(tokenizer.encode(self.prefix)).split())
+        if not text.startswith(written):
+            return False
+        return not self.prefix[-1].isspace() or text[
+            len(written) : len(written) + 1
+        ] in ("", " ")
 
     @staticmethod
     def _written(text: str, tokenizer: Tokenizer, what: str) -> tuple[int, ...]:
@@ -150,14 +167,15 @@ def spell_constraints(
     for line, (constraint, source) in enumerate(
         zip(constraints, sources, strict=True), start=1
     ):
+        where = constraint.origin or f"constraints of line {line}"
         try:
             tokens = constraint.tokens(tokenizer, speller)
         except ValueError as error:
-            raise RosettaError(f"constraints of line {line}: {error}") from None
+            raise RosettaError(f"{where}: {error}") from None
         need = len(tokens.prefix) + tokens.needed + 1
         if source and room is not None and need > room:
             raise RosettaError(
-                f"constraints of line {line}: the prefix and the phrases to "
+                f"{where}: the prefix and the phrases to "
                 f"include take {need} tokens with <eos>; the model's positions "
                 f"allow {room}"
             )
@@ -169,7 +187,13 @@ def read_constraints_file(path: str, count: int) -> list[Constraint]:
     """A JSON Lines file of constraints, one object per input line (``{}``
     for none); one line naming the file and line of what does not fit, or a
     count that differs from the ``count`` input lines."""
+    if not str(path):
+        raise RosettaError("--constraints needs a file name")
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode) and not Path(path).is_fifo():
+            raise RosettaError(
+                f"{path}: not a file of constraints (a folder or device)"
+            )
         data = Path(path).read_bytes()
     except FileNotFoundError:
         raise RosettaError(f"{path}: file not found") from None
@@ -186,7 +210,8 @@ def read_constraints_file(path: str, count: int) -> list[Constraint]:
     found = []
     for number, line in enumerate(lines, start=1):
         try:
-            found.append(Constraint.from_dict(json.loads(line.decode("utf-8"))))
+            data_line = json.loads(line.decode("utf-8"))
+            found.append(Constraint.from_dict(data_line, f"{path}:{number}"))
         except UnicodeDecodeError as error:
             raise RosettaError(
                 f"{path}:{number}: invalid UTF-8 at byte {error.start}"

@@ -228,6 +228,7 @@ class TextTranslator(ABC):
         """Per input, its n-best list of ``Translation`` (empty for a blank
         line); the arguments are those of ``translate``, and ``alignment``:
         each translation's word alignment (``rosetta.inference.alignment``)."""
+        sentences = list(sentences)
         sources = [self.encode(sentence) for sentence in sentences]
         return self.translate_ids(
             sources,
@@ -236,6 +237,7 @@ class TextTranslator(ABC):
             workers=workers,
             constraints=constraints,
             alignment=alignment,
+            texts=sentences,
         )
 
     def translate_ids(
@@ -247,9 +249,11 @@ class TextTranslator(ABC):
         workers: Workers = 1,
         constraints: Iterable[Constraint | dict | None] | None = None,
         alignment: bool = False,
+        texts: list[str] | None = None,
     ) -> list[list[Translation]]:
         """``translate_nbest`` of sentences already encoded (``encode``): one
-        n-best list per id list, none for an empty one (a blank line)."""
+        n-best list per id list, none for an empty one (a blank line);
+        ``texts``: the sentences, whose words alignments name."""
         size = batch_size or self.config.decode.batch_size
         options = self.complete(options)
         asked_attention = options.need_attention
@@ -275,15 +279,15 @@ class TextTranslator(ABC):
         found = self.decode_ids(sources, options, size, workers, tokens)
         if alignment:
             skip = 1 if self.target_language is not None else 0  # >>code<<
-            add_alignments(found, sources, self.tokenizers, skip)
+            add_alignments(found, sources, self.tokenizers, skip, texts)
             for translation in (t for ts in found for t in ts):
                 if not asked_attention:
                     translation.attention = None
-        for translations, wanted_tokens in zip(found, tokens or [], strict=False):
-            for translation in translations:
-                translation.constraints_met = wanted_tokens.met_by(
+        for number, translations in enumerate(found if tokens else []):
+            for translation in translations:  # the tokens, and the text
+                translation.constraints_met = tokens[number].met_by(
                     translation.token_ids
-                )
+                ) and wanted[number].prefix_kept(translation.text, self.tokenizers.tgt)
         return found
 
     @abstractmethod

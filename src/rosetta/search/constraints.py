@@ -3,7 +3,8 @@ include, phrases it must exclude, and a prefix it must start with
 (lexically constrained decoding), batched with a constraint per sentence.
 
 - ``prefix``: at step ``t < len(prefix)`` every token but ``prefix[t]`` is
-  ruled out, so the output starts with it (its tokens scored by the model).
+  ruled out, so the output starts with it (its tokens scored by the model);
+  a prefix that ended with a space is followed by a new word.
 - ``exclude``: banned phrases as the controls ban them (every spelling,
   ``rosetta.search.bans``), for this sentence's hypotheses only.
 - ``include``: a phrase stays a word: right after it, the tokens that would
@@ -49,6 +50,7 @@ class TokenConstraints:
     prefix: tuple[int, ...] = ()
     # the vocabulary's tokens that continue a word (no space before them)
     continuations: frozenset[int] = frozenset()
+    prefix_ends_word: bool = False  # the prefix ended with a space
 
     @property
     def needed(self) -> int:
@@ -158,6 +160,9 @@ class BatchConstraints:
         self.keeps_words = torch.tensor(
             [bool(c.continuations) for c in sentences], dtype=torch.bool, device=device
         )
+        self.prefix_ends_word = torch.tensor(
+            [c.prefix_ends_word for c in sentences], dtype=torch.bool, device=device
+        )
 
     @property
     def includes(self) -> bool:
@@ -234,9 +239,14 @@ class BatchConstraints:
         if matched is not None and self.includes:
             unmet = ~self.all_met(matched, sentence)
             log_probs[unmet, self.eos_id] = float("-inf")
-        if self.includes and len(self.continuations):  # a phrase just met
-            ended = self.ends_with_a_phrase(prefixes, sentence)  # stays a word
-            ended &= self.keeps_words[sentence]
+        if len(self.continuations):  # a phrase just met, or a prefix that
+            ended = torch.zeros_like(sentence, dtype=torch.bool)  # ended a word
+            if self.includes:
+                ended = self.ends_with_a_phrase(prefixes, sentence)
+                ended &= self.keeps_words[sentence]
+            ended |= self.prefix_ends_word[sentence] & (
+                self.prefix_length[sentence] == t
+            )
             rows = ended.nonzero().squeeze(1)
             if rows.numel():
                 where = self.continuations.to(log_probs.device)

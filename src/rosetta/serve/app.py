@@ -150,20 +150,24 @@ async def _unless_gone(http: Request, work: Awaitable[Any]) -> Any:
 
 def _translate_group(
     translator: TextTranslator,
-    sentences: list[tuple[list[int], Constraint | None]],
+    sentences: list[tuple[list[int], Constraint | None, str]],
     asked: tuple[SearchOptions, bool],
 ) -> list[list[dict[str, Any]]]:
     """The worker thread's job: decode a group of encoded sentences, each
     with its constraints (None: its request had none), with ``asked``'s
     options and word alignments or not, and make its JSON."""
     options, alignment = asked
-    sources = [ids for ids, _ in sentences]
-    wanted = [constraint for _, constraint in sentences]
+    sources = [ids for ids, _, _ in sentences]
+    wanted = [constraint for _, constraint, _ in sentences]
     constraints = None
     if any(constraint is not None for constraint in wanted):
         constraints = [constraint or Constraint() for constraint in wanted]
     results = translator.translate_ids(
-        sources, options, constraints=constraints, alignment=alignment
+        sources,
+        options,
+        constraints=constraints,
+        alignment=alignment,
+        texts=[text for _, _, text in sentences],
     )
     for found, constraint in zip(results, wanted, strict=True):
         for translation in found if constraint is None else ():
@@ -268,7 +272,7 @@ def create_app(
         cost = sum(len(ids) + 1 for ids in sources) * options.beam_size
         asked = (options, request.alignment)  # what a shared model call runs
         key = None if options.sample and options.seed is not None else asked
-        items = list(zip(sources, wanted, strict=True))
+        items = list(zip(sources, wanted, request.sentences, strict=True))
         try:
             results = await _unless_gone(http, batcher.submit(items, asked, key, cost))
         except ClientGone:
