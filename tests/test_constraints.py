@@ -149,6 +149,8 @@ def test_a_narrow_beam_meets_every_include_phrase(beam_size, refill):
             for _ in range(rng.randint(1, 2))
         )
         kinds.append(TokenConstraints(include=phrases))
+    for shared in (((5, 6), (5, 7)), ((4, 5, 6), (4, 7)), ((7, 4, 4), (7, 5))):
+        kinds.append(TokenConstraints(include=shared))  # one first token, twice
     found = search_batch(sources(len(kinds), 5), kinds, beam_size, refill=refill)
     for constraints, [best] in zip(kinds, found, strict=True):
         assert best.complete and plainly_met(best.tokens, constraints), (
@@ -250,7 +252,7 @@ def test_the_matching_automaton_counts_what_plain_matching_counts():
         )
         matched = batch.start(torch.tensor([0]))
         for token in tokens:
-            matched = batch.advance(matched, torch.tensor([token]))
+            matched = batch.advance(matched, torch.tensor([token]), torch.tensor([0]))
         seen = any(
             tuple(tokens[i : i + len(phrase)]) == phrase for i in range(len(tokens))
         )

@@ -369,3 +369,21 @@ def test_what_the_command_says_of_constraints_is_true(toy_run, tmp_path, capsys)
         run, tmp_path, capsys, "--constraints", unwritable, "--beam", "2", lines=lines
     )
     assert status == 2 and f"{unwritable}:3: include phrase" in err
+
+
+def test_phrases_written_letter_by_letter_are_met_by_a_narrow_beam(tmp_path):
+    """A vocabulary that writes "kleine Haus" and "Garten" in pieces of one
+    or two letters, both starting with "▁": going on with one phrase must
+    not lower a hypothesis's bank, or the beam never reaches them."""
+    from benchmarks.marian_model import sentences
+
+    from tests.test_serve_checks import imported
+
+    translator = load_translator(imported(tmp_path), "cpu")
+    texts = sentences("de", 4, "val")
+    wanted = [{"include": ["kleine Haus", "Garten"]}] * len(texts)
+    found = translator.translate_nbest(
+        texts, SearchOptions(beam_size=4), constraints=wanted
+    )
+    for [best, *_] in found:
+        assert best.complete and best.constraints_met, best.text

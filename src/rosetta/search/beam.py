@@ -157,7 +157,11 @@ def beam_search(
         state, live_scores[:, 0] = fed.state, fed.scores
         live_tokens = fed.tokens.unsqueeze(1).expand(-1, k, -1).contiguous()
         for column in range(fed.length if live_matched is not None else 0):
-            live_matched = constraints.advance(live_matched, live_tokens[..., column])
+            live_matched = constraints.advance(
+                live_matched,
+                live_tokens[..., column],
+                active.unsqueeze(1).expand(-1, k),
+            )
 
     for t in range(0 if fed is None else fed.length, steps):
         a = active.numel()
@@ -213,7 +217,11 @@ def beam_search(
         matched = None
         if includes:  # every candidate's count, and the beam allocated by it
             expanded = live_matched.unsqueeze(2).expand(-1, -1, per_row, -1)
-            matched = constraints.advance(expanded, row_tokens.view(a, k, per_row))
+            matched = constraints.advance(
+                expanded,
+                row_tokens.view(a, k, per_row),
+                active[:, None, None].expand(-1, k, per_row),
+            )
             matched = matched.reshape(a, k * per_row, -1)
             sentence = active.unsqueeze(1)
             banks = constraints.met(matched, sentence)

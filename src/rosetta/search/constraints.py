@@ -13,7 +13,8 @@ include, phrases it must exclude, and a prefix it must start with
   counts the include tokens it has met: a phrase's tokens count as they are
   matched in order, and a phrase broken off falls back to the longest part
   of it that the output still ends with (a string-matching automaton per
-  phrase, ``step_table``). ``<eos>`` is ruled out until every phrase is met.
+  phrase, ``step_table``); its bank counts the phrases met and the one it
+  is furthest into (``met``). ``<eos>`` is ruled out until every phrase is met.
   At each step a hypothesis is extended by its best tokens, as in plain beam
   search, and also by the next token of each phrase it has not met, so a
   phrase the model would not reach for still gets a candidate. Candidates
@@ -127,29 +128,39 @@ class BatchConstraints:
         self.prefix_length = torch.tensor(
             [len(c.prefix) for c in sentences], dtype=torch.long, device=device
         )
-        owned = [(s, p) for s, c in enumerate(sentences) for p in c.include]
-        width = max((len(p) for _, p in owned), default=1)
-        self.phrases = torch.tensor(
-            [[*p, *[-1] * (width - len(p))] for _, p in owned] or [[-1]],
-            dtype=torch.long,
-            device=device,
-        )[: len(owned)]
-        self.phrase_length = torch.tensor(
-            [len(p) for _, p in owned], dtype=torch.long, device=device
+        # each sentence's phrases in slots (n, S, W): a row works on its own
+        slots = max((len(c.include) for c in sentences), default=0)
+        width = max((len(p) for c in sentences for p in c.include), default=1)
+
+        def padded(phrase: Sequence[int], right: bool = False) -> list[int]:
+            pad = [-1] * (width - len(phrase))
+            return [*pad, *phrase] if right else [*phrase, *pad]
+
+        def per_slot(make, empty):  # a sentence's phrases, then empty slots
+            return [
+                [make(p) for p in c.include] + [empty] * (slots - len(c.include))
+                for c in sentences
+            ]
+
+        def tensor(rows: list) -> torch.Tensor:
+            return torch.tensor(rows, dtype=torch.long, device=device)
+
+        blank = [-1] * width
+        self.phrases = tensor(per_slot(padded, blank)).view(
+            len(sentences), slots, width
         )
-        self.owner = torch.tensor(
-            [s for s, _ in owned], dtype=torch.long, device=device
-        )
-        self.table = torch.tensor(
-            [step_table(p, width) for _, p in owned] or [[[0]]],
-            dtype=torch.long,
-            device=device,
-        )[: len(owned)]
+        self.right_aligned = tensor(
+            per_slot(lambda p: padded(p, right=True), blank)
+        ).view(len(sentences), slots, width)
+        self.phrase_length = tensor(per_slot(len, 0)).view(len(sentences), slots)
+        self.table = tensor(
+            per_slot(lambda p: step_table(p, width), [[0] * width] * width)
+        ).view(len(sentences), slots, width, width)
+        self.owned = [(s, p) for s, c in enumerate(sentences) for p in c.include]
         self.needed = torch.tensor(
             [c.needed for c in sentences], dtype=torch.long, device=device
         )
         self.excluded = [(s, p) for s, c in enumerate(sentences) for p in c.exclude]
-        self.owned = owned
         # the vocabulary's, the same for each sentence that keeps its words
         kinds = {c.continuations for c in sentences if c.continuations}
         if len(kinds) > 1:
@@ -167,7 +178,7 @@ class BatchConstraints:
     @property
     def includes(self) -> bool:
         """Whether any sentence has a phrase to include (beam search only)."""
-        return bool(self.owner.numel())
+        return bool(self.owned)
 
     def least_lengths(self) -> torch.Tensor:
         """(n,) the shortest output limit that leaves room for each sentence's
@@ -175,41 +186,49 @@ class BatchConstraints:
         return self.prefix_length + self.needed + 1
 
     def start(self, sentence: torch.Tensor) -> torch.Tensor:
-        """(rows, P) the include tokens matched before the first step: none."""
-        return sentence.new_zeros((len(sentence), len(self.owner)))
+        """(rows, S) the include tokens matched before the first step: none,
+        in each of a sentence's S phrase slots."""
+        return sentence.new_zeros((len(sentence), self.phrases.size(1)))
 
-    def advance(self, matched: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
-        """``matched`` (..., P) after each row goes on with ``tokens`` (...);
-        a phrase met stays met."""
+    def advance(
+        self, matched: torch.Tensor, tokens: torch.Tensor, sentence: torch.Tensor
+    ) -> torch.Tensor:
+        """``matched`` (..., S) after each row (of ``sentence`` (...)) goes on
+        with ``tokens`` (...); a phrase met stays met."""
         if not self.includes:
             return matched
-        size = self.phrases.size(1)
-        equal = self.phrases == tokens[..., None, None]  # (..., P, width)
-        table = self.table.expand(*matched.shape, size, size)
-        at = matched.clamp(max=size - 1)[..., None, None].expand(
-            *matched.shape, 1, size
+        width = self.phrases.size(2)
+        phrases, length = self.phrases[sentence], self.phrase_length[sentence]
+        equal = phrases == tokens[..., None, None]  # (..., S, W)
+        at = matched.clamp(max=width - 1)[..., None, None].expand(
+            *matched.shape, 1, width
         )
-        following = table.gather(-2, at).squeeze(-2)  # (..., P, width)
+        following = self.table[sentence].gather(-2, at).squeeze(-2)  # (..., S, W)
         after = torch.where(equal, following, 0).amax(-1)
-        return torch.where(matched >= self.phrase_length, matched, after)
+        return torch.where(matched >= length, matched, after)
 
     def met(self, matched: torch.Tensor, sentence: torch.Tensor) -> torch.Tensor:
-        """(...) how many include tokens each row has met (its bank)."""
-        owned = self.owner == sentence[..., None]
-        return (matched * owned).sum(-1)
+        """(...) each row's bank: the tokens of the phrases it has met, and of
+        the one it is furthest into (a token that starts two phrases counts
+        once, so going on with one of them never lowers the bank)."""
+        length = self.phrase_length[sentence]
+        done = matched >= length
+        partial = matched.masked_fill(done, 0).amax(-1) if matched.size(-1) else 0
+        return matched.masked_fill(~done, 0).sum(-1) + partial
 
     def all_met(self, matched: torch.Tensor, sentence: torch.Tensor) -> torch.Tensor:
-        return self.met(matched, sentence) >= self.needed[sentence]
+        return (matched >= self.phrase_length[sentence]).all(-1)
 
     def next_tokens(
         self, matched: torch.Tensor, sentence: torch.Tensor
     ) -> torch.Tensor:
-        """(rows, P) the next token of each phrase a row has not met, -1 for
-        the phrases met or of other sentences."""
-        size = self.phrases.size(1)
-        tokens = self.phrases.expand(len(matched), -1, -1)
-        following = tokens.gather(2, matched.clamp(max=size - 1).unsqueeze(2))
-        open_ = (self.owner == sentence[:, None]) & (matched < self.phrase_length)
+        """(rows, S) the next token of each phrase a row has not met, -1 for
+        the phrases met and the empty slots."""
+        width = self.phrases.size(2)
+        following = self.phrases[sentence].gather(
+            2, matched.clamp(max=width - 1).unsqueeze(2)
+        )
+        open_ = matched < self.phrase_length[sentence]
         return following.squeeze(2).masked_fill(~open_, -1)
 
     def rule_out(
@@ -257,15 +276,13 @@ class BatchConstraints:
     ) -> torch.Tensor:
         """(rows,) whether each row's output ends with one of its sentence's
         phrases to include."""
-        t = prefixes.size(1)
-        ended = torch.zeros(len(prefixes), dtype=torch.bool, device=prefixes.device)
-        for owner, phrase in self.owned:
-            if len(phrase) <= t:
-                tail = torch.tensor(phrase, device=prefixes.device)
-                ended |= (sentence == owner) & (
-                    prefixes[:, t - len(phrase) :] == tail
-                ).all(1)
-        return ended
+        t, width = prefixes.size(1), self.phrases.size(2)
+        tail = prefixes[:, max(t - width, 0) :]
+        tail = torch.nn.functional.pad(tail, (width - tail.size(1), 0), value=-2)
+        phrases = self.right_aligned[sentence]  # (rows, S, W), -1 before each
+        length = self.phrase_length[sentence]
+        same = ((phrases == tail[:, None, :]) | (phrases == -1)).all(-1)
+        return (same & (length > 0) & (length <= t)).any(-1)
 
 
 def allocate(
