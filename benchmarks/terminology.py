@@ -108,6 +108,16 @@ def terminology(translator, sources, references, args) -> dict:
     constrained = [f[0].text if f else "" for f in found]
     asked = [i for i, t in enumerate(terms) if t]
     met = sum(found[i][0].constraints_met for i in asked)
+    unmet = [  # kept for a look: which terms, and what the search made
+        {
+            "line": i + 1,
+            "terms": terms[i],
+            "output": constrained[i],
+            "complete": found[i][0].complete,
+        }
+        for i in asked
+        if not found[i][0].constraints_met
+    ]
     unchanged = sum(constrained[i] == plain[i] for i, t in enumerate(terms) if not t)
     result = {
         "sentences": len(sources),
@@ -117,6 +127,7 @@ def terminology(translator, sources, references, args) -> dict:
         "constrained": scores(constrained, references, terms),
         "constraints_met": round(met / max(len(asked), 1), 4),
         "empty_constraints_unchanged": f"{unchanged}/{len(sources) - len(asked)}",
+        "unmet": unmet,
     }
     subset = asked[: args.batch1_lines]
     times: dict[str, dict[str, list[float]]] = {}
