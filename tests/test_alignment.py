@@ -37,18 +37,18 @@ def test_each_piece_belongs_to_the_word_it_writes(pieces):  # noqa: F811
 
 def test_links_are_the_strongest_source_word_of_each_target_word():
     # 3 target tokens (the first two one word), 4 source tokens (the last
-    # <eos>) over 3 words; 2 layers of 2 heads: the links come from layer 0
+    # <eos>) over 3 words; 2 layers of 2 heads: the links come from layer 1
     attention = torch.zeros(4, 2, 2, 4)
-    attention[:, 1, :, 0] = 1.0  # the last layer looks elsewhere
-    attention[0, 0, :, 2] = 0.9  # token 0 -> source token 2 (word 1)
-    attention[1, 0, 0, 1] = 0.6  # token 1 -> source token 1 (word 1), by the
-    attention[1, 0, 1, 0] = 0.5  # mean of the heads, not one head's maximum
-    attention[2, 0, :, 3] = 0.99  # <eos> is no word: the next strongest
-    attention[2, 0, :, 0] = 0.5
+    attention[:, 0, :, 0] = 1.0  # the layer below looks elsewhere
+    attention[0, 1, :, 2] = 0.9  # token 0 -> source token 2 (word 1)
+    attention[1, 1, 0, 1] = 0.6  # token 1 -> source token 1 (word 1), by the
+    attention[1, 1, 1, 0] = 0.5  # mean of the heads, not one head's maximum
+    attention[2, 1, :, 3] = 0.99  # <eos> is no word: the next strongest
+    attention[2, 1, :, 0] = 0.5
     links = links_from_attention(attention, [0, 1, 1], [0, 0, 1])
     assert links == [(0, 1), (1, 0)]
     assert pharaoh(links) == "0-1 1-0"
-    assert default_layer(6) == 4 and default_layer(1) == 0
+    assert default_layer(6) == 5 and default_layer(1) == 0
 
 
 def test_the_command_and_the_server_give_alignments(toy_run, tmp_path, capsys):
