@@ -5,7 +5,6 @@ it meets its sentence's constraints read plainly)."""
 
 from __future__ import annotations
 
-import itertools
 import random
 
 import pytest
@@ -17,7 +16,8 @@ from rosetta.search.beam import beam_search
 from rosetta.search.constraints import BatchConstraints, TokenConstraints
 from rosetta.search.exhaustive import exhaustive_search
 from rosetta.search.greedy import greedy_search
-from tests.test_controls import LIMIT, MODELS, VOCAB, WORDS, teacher_forced
+from tests.test_controls import LIMIT, MODELS, VOCAB, WORDS
+from tests.test_controls import best_by_brute_force as brute_force
 
 MODEL = MODELS[0.0]
 
@@ -43,20 +43,11 @@ def plainly_met(tokens: list[int], constraints: TokenConstraints) -> bool:
     return True
 
 
-def best_by_brute_force(src, constraints: TokenConstraints, alpha: float = 1.0):
-    best, best_rank = None, float("-inf")
-    for length in range(LIMIT + 1):
-        for tokens in itertools.product(WORDS, repeat=length):
-            for ended in (True, False) if length < LIMIT else (False,):
-                if not ended and length < LIMIT:
-                    continue
-                if not plainly_met(list(tokens), constraints):
-                    continue
-                score = teacher_forced(MODEL, src, list(tokens), ended)
-                rank = score / (length + ended) ** alpha if length + ended else score
-                if rank > best_rank:
-                    best, best_rank = list(tokens), rank
-    return best
+def best_by_brute_force(src, constraints: TokenConstraints):
+    """The best output of the tiny vocabulary that meets ``constraints``."""
+    return brute_force(
+        MODEL, src, lambda tokens, _: plainly_met(tokens, constraints), 1.0
+    )
 
 
 def search_batch(src, constraints, beam_size: int, **extra):

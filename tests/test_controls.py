@@ -84,15 +84,14 @@ def teacher_forced(model, src, tokens: list[int], ended: bool) -> float:
     return float(log_probs[0, torch.arange(len(target)), target].sum())
 
 
-def best_by_brute_force(model, src, controls: Controls, alpha: float):
+def best_by_brute_force(model, src, kept, alpha: float):
+    """The best output of WORDS up to LIMIT tokens that ``kept(tokens,
+    ended)`` allows, by the beam's length-normalised score."""
     best, best_rank = None, float("-inf")
-    words = WORDS
     for length in range(0, LIMIT + 1):
-        for tokens in itertools.product(words, repeat=length):
+        for tokens in itertools.product(WORDS, repeat=length):
             for ended in (True, False) if length < LIMIT else (False,):
-                if (not ended and length < LIMIT) or not allowed(
-                    list(tokens), ended, controls
-                ):
+                if (not ended and length < LIMIT) or not kept(list(tokens), ended):
                     continue
                 score = teacher_forced(model, src, list(tokens), ended)
                 rank = score / (length + ended) ** alpha if length + ended else score
@@ -146,7 +145,8 @@ def test_beam_search_finds_the_best_output_the_controls_allow(controls, eos_bias
         )
         found = exact_beam(model, src, controls)
         assert found.complete and allowed(found.tokens, found.ended, controls)
-        assert found.tokens == best_by_brute_force(model, src, controls, 1.0)
+        allows = lambda tokens, ended: allowed(tokens, ended, controls)  # noqa: E731
+        assert found.tokens == best_by_brute_force(model, src, allows, 1.0)
         free = exact_beam(model, src)
         changed += free.tokens != found.tokens
     assert changed  # the controls changed what the search found

@@ -100,13 +100,19 @@ class Constraint:
         glue = speller.continuations if include or ends_word else frozenset()
         return TokenConstraints(include, exclude, prefix, glue, ends_word)
 
-    def prefix_kept(self, text: str, tokenizer: Tokenizer) -> bool:
-        """Whether the translation ``text`` starts with the prefix as the
-        target side writes it (normalised as its tokenizer normalises), and
-        with a whole word where the prefix ended with a space."""
+    def written_prefix(self, tokenizer: Tokenizer) -> str:
+        """The prefix as the target side writes it (normalised as its
+        tokenizer normalises; "" for none)."""
         if not self.prefix.strip():
+            return ""
+        return " ".join(tokenizer.decode(tokenizer.encode(self.prefix)).split())
+
+    def prefix_kept(self, text: str, written: str) -> bool:
+        """Whether the translation ``text`` starts with the prefix as
+        ``written`` (``written_prefix``), and with a whole word where the
+        prefix ended with a space."""
+        if not written:
             return True
-        written = " ".join(tokenizer.decode(tokenizer.encode(self.prefix)).split())
         if not text.startswith(written):
             return False
         return not self.prefix[-1].isspace() or text[

@@ -284,10 +284,11 @@ class TextTranslator(ABC):
                 if not asked_attention:
                     translation.attention = None
         for number, translations in enumerate(found if tokens else []):
+            written = wanted[number].written_prefix(self.tokenizers.tgt)
             for translation in translations:  # the tokens, and the text
                 translation.constraints_met = tokens[number].met_by(
                     translation.token_ids
-                ) and wanted[number].prefix_kept(translation.text, self.tokenizers.tgt)
+                ) and wanted[number].prefix_kept(translation.text, written)
         return found
 
     @abstractmethod

@@ -174,11 +174,11 @@ def beam_search(
             log_probs, state = next_token_log_probs(  # (a*k, V)
                 model, prev, state, prefixes, controls, need_attention
             )
-        row_sentence = active.repeat_interleave(rows_per_sentence)
         row_matched = None
         if live_matched is not None:
             row_matched = live_matched[:, :rows_per_sentence].flatten(0, 1)
-        if constraints is not None:
+        if constraints is not None:  # nothing added to a search without them
+            row_sentence = active.repeat_interleave(rows_per_sentence)
             constraints.rule_out(log_probs, prefixes, row_sentence, row_matched)
         no_token = ~log_probs.isfinite().any(dim=1)  # (a * rows_per_sentence,)
         if bool(no_token.any()):  # those prefixes end here, incomplete

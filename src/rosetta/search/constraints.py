@@ -72,8 +72,10 @@ class TokenConstraints:
             size = len(phrase)
             if not any(
                 tuple(tokens[i : i + size]) == phrase
-                and tokens[i + size : i + size + 1]
-                not in ([c] for c in self.continuations)
+                and (
+                    i + size == len(tokens)
+                    or tokens[i + size] not in self.continuations
+                )
                 for i in range(len(tokens))
             ):
                 return False
