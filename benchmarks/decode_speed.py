@@ -41,7 +41,8 @@ from rosetta.families.engines import export_model
 from rosetta.families.transformer.ctranslate2.export import import_ctranslate2
 from rosetta.loading import load_translator
 from rosetta.run_config import load_config
-from rosetta.runtime.precision import PRECISIONS, autocast, quantize_int8
+from rosetta.runtime.precision import autocast, quantize_int8
+from rosetta.runtime.precisions import PRECISIONS
 from rosetta.search.batched import decode_in_batches
 from rosetta.search.options import SearchOptions
 

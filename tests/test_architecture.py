@@ -27,6 +27,19 @@ def _type_checking_only(node: ast.If) -> bool:
     )
 
 
+def later_call(node: ast.AST) -> bool:
+    """``Later("module", "name")``: a family record naming its code
+    (``rosetta.families.family.Later``)."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "Later"
+        and bool(node.args)
+        and isinstance(node.args[0], ast.Constant)
+        and isinstance(node.args[0].value, str)
+    )
+
+
 def imported_modules(
     path: Path, modules: set[str], type_checking: bool = False
 ) -> set[str]:
@@ -56,6 +69,8 @@ def imported_modules(
                 parent = here.rsplit(".", node.level - 1)[0] if node.level > 1 else here
                 base = f"{parent}.{base}" if base else parent
             names = [base] + [f"{base}.{alias.name}" for alias in node.names]
+        elif later_call(node):
+            names = [node.args[0].value]  # imported when called: an arrow all the same
         else:
             names = []
         if isinstance(node, ast.ImportFrom):
@@ -205,3 +220,27 @@ def test_reading_the_configuration_loads_no_pytorch():
         [sys.executable, "-c", script], capture_output=True, text=True, check=True
     )
     assert done.stdout.strip() == "[]"
+
+
+def test_every_function_a_family_record_names_exists():
+    """A record names its code by module and name (``Later``, imported when
+    called): each one must be there, callable."""
+    from dataclasses import fields
+
+    from rosetta.families import FAMILIES
+    from rosetta.families.family import Later
+
+    records = [
+        *FAMILIES,
+        *(engine for family in FAMILIES for engine in family.engines),
+        *(importer for family in FAMILIES for importer in family.importers),
+    ]
+    named = [
+        getattr(record, field.name)
+        for record in records
+        for field in fields(record)
+        if isinstance(getattr(record, field.name), Later)
+    ]
+    assert len(named) >= 15
+    for later in named:
+        assert callable(later.resolve()), later

@@ -164,6 +164,62 @@ def test_the_version_and_the_package_do_not_wait_for_pytorch():
     assert found.returncode == 0, found.stderr.decode()
 
 
+HELP_AND_TYPOS = [
+    ["--help"],
+    ["--version"],
+    ["transalte"],
+    ["translate", "--help"],
+    ["translate", "-m", "run", "--beams", "5"],
+    ["train", "--help"],
+    ["train", "config.yaml", "--max-stpes", "3"],
+    ["export", "ctranslate2", "--help"],
+    ["import", "hf", "--help"],
+    *[
+        [verb, "--help"]
+        for verb in (
+            "prepare",
+            "distill",
+            "evaluate",
+            "average",
+            "serve",
+            "plot",
+            "perplexity",
+            "generate",
+            "task",
+            "export",
+            "import",
+        )
+    ],
+]
+
+
+def test_help_and_typos_load_neither_pytorch_nor_a_family_s_code():
+    """``rosetta --help``, every command's ``--help`` and a mistyped command
+    or option answer without PyTorch (or numpy, sacrebleu, YAML) and without
+    any family's model code: only the families' records and sections."""
+    script = (
+        "import json, sys, rosetta.cli\n"
+        "found = {}\n"
+        f"for argv in {HELP_AND_TYPOS!r}:\n"
+        "    try:\n"
+        "        rosetta.cli.main(argv)\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        "heavy = ('torch', 'numpy', 'sacrebleu', 'yaml', 'sentencepiece')\n"
+        "loaded = sorted(m for m in sys.modules if m in heavy or (\n"
+        "    m.startswith('rosetta.families.') and not m.endswith(\n"
+        "        ('.config', '.settings', '.files', '.family'))\n"
+        "    and m.count('.') > 2 and m.rsplit('.', 1)[1] not in (\n"
+        "        'ctranslate2', 'marian')))\n"
+        "print(json.dumps(loaded))\n"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True
+    )
+    assert found.returncode == 0, found.stderr
+    assert json.loads(found.stdout.splitlines()[-1]) == []
+
+
 def test_a_source_tree_not_installed_runs_and_says_so(monkeypatch, capsys):
     """Run from ``src/`` (a GPU machine with no network), with no package
     metadata: commands still run, and ``--version`` says where it runs from."""

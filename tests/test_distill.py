@@ -123,7 +123,7 @@ def test_a_resumed_command_refuses_another_teacher_or_precision(
     precision, would mix two teachers' translations in one file."""
     import shutil
 
-    import rosetta.cli.distill as command
+    import rosetta.cli.common as command
 
     run = tmp_path / "run"
     shutil.copytree(toy_run("transformer"), run)
@@ -155,7 +155,7 @@ FREEZES = """
 import os, sys, time
 from pathlib import Path
 
-import rosetta.cli.distill as command
+import rosetta.cli.common as command
 from rosetta.cli import main
 
 marker, chunks, argv = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3:]

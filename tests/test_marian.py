@@ -17,7 +17,8 @@ from benchmarks.marian_model import hf_generate, make_marian, same_search, sente
 from rosetta.cli import main
 from rosetta.data.batching import Example, collate
 from rosetta.errors import RosettaError
-from rosetta.families.importers import all_importers, import_run
+from rosetta.families import all_importers
+from rosetta.families.importers import import_run
 from rosetta.families.transformer.marian.convert import imported_ids
 from rosetta.loading import load_translator
 from rosetta.search.options import SearchOptions

@@ -9,7 +9,7 @@ import torch
 from rosetta.data.batching import Example, pad
 from rosetta.data.vocab import EOS_ID, PAD_ID
 from rosetta.evaluate.corpus import sacrebleu_score
-from rosetta.families.nat.fertilities import ALIGNMENTS_FILE
+from rosetta.families.nat.config import ALIGNMENTS_FILE
 from rosetta.families.nat.search import (
     draw_fertilities,
     nat_candidates,

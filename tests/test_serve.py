@@ -17,7 +17,7 @@ from fastapi.testclient import TestClient
 from rosetta.cli import main
 from rosetta.loading import load_translator
 from rosetta.serve.app import create_app
-from rosetta.serve.schemas import ServerSettings
+from rosetta.serve.settings import ServerSettings
 
 SENTENCES = ["alpha beta gamma", "", "delta eps zeta eta", "kappa"]
 

@@ -28,7 +28,8 @@ def imported(folder: Path, languages: tuple[str, ...] = ()) -> Path:
     pytest.importorskip("transformers")
     from benchmarks.marian_model import make_marian
 
-    from rosetta.families.importers import all_importers, import_run
+    from rosetta.families import all_importers
+    from rosetta.families.importers import import_run
 
     hf = next(importer for importer in all_importers() if importer.name == "hf")
     marian = make_marian(folder / "opus-mt", languages=languages, seed=1)

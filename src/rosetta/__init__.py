@@ -9,10 +9,10 @@ The names below are imported when first used, so that ``import rosetta``
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rosetta.errors import RosettaError
+from rosetta.runtime.lazy import exports
 
 if TYPE_CHECKING:
     from rosetta.families.language_model.inference import LanguageModel
@@ -51,8 +51,4 @@ __all__ = [
     "load_translator",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    if name not in WHERE:
-        raise AttributeError(f"module 'rosetta' has no attribute {name!r}")
-    return getattr(import_module(WHERE[name]), name)
+__getattr__ = exports(__name__, WHERE)

@@ -17,17 +17,18 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from rosetta.errors import RosettaError
-from rosetta.families.engines import all_engines, load_engine
+from rosetta.families import ENGINES
+from rosetta.families.engines import load_engine
 from rosetta.families.restore import restore
 from rosetta.inference.text_translator import TextTranslator
 from rosetta.runtime.devices import parse_device, pick_device
-from rosetta.runtime.precision import Precision, check_precision
+from rosetta.runtime.precision import check_precision
+from rosetta.runtime.precisions import Precision
 
 if TYPE_CHECKING:
     from rosetta.families.language_model.inference import LanguageModel
 
 # the engines that translate (an export-only one has no ``load``)
-ENGINES = ("rosetta", *(e.name for e in all_engines() if e.load is not None))
 
 
 def load(

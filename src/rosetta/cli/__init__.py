@@ -39,6 +39,17 @@ def installed_version() -> str:
         return "(source tree, not installed)"
 
 
+class VersionAction(argparse.Action):
+    """``--version``, the installed version read only when asked for (the
+    package metadata takes longer to read than the parser to build)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:  # type: ignore[override]
+        parser.exit(0, f"rosetta {installed_version()}\n")
+
+
 class DefaultsFormatter(argparse.HelpFormatter):
     """Ends an option's help with its default, unless the help names it."""
 
@@ -127,7 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="rosetta", description="Sequence-to-sequence learning for translation."
     )
     parser.add_argument(
-        "--version", action="version", version=f"rosetta {installed_version()}"
+        "--version", action=VersionAction, help="show the version and exit"
     )
     verbs = parser.add_subparsers(dest="verb", required=True)
     # the verbs import PyTorch: not before a command needs them

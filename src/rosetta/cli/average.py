@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rosetta.cli.common import add_overwrite_flag
-from rosetta.runs.average import average_run
+from rosetta.cli.flags import add_overwrite_flag
 from rosetta.runtime.limits import Count, number_flag
 
 
 def cmd_average(args: argparse.Namespace) -> None:
+    from rosetta.runs.average import average_run
+
     folders = average_run(
         Path(args.model), args.last, Path(args.output), overwrite=args.overwrite
     )

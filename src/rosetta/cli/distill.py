@@ -8,20 +8,14 @@ import sys
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from rosetta.cli.common import (
+from rosetta.cli.flags import (
     add_batching_flags,
     add_engine_flags,
     add_overwrite_flag,
     add_search_flags,
-    decoding_workers,
-    load_translator,
-    search_options,
 )
 from rosetta.data.corpus import read_lines
-from rosetta.distill import check_partial, distill, partial_paths, started_with
 from rosetta.errors import RosettaError
-from rosetta.families.engines import export_engine
-from rosetta.runs import checkpoint as ckpt
 from rosetta.runs.integrity import META_DIGEST, sha256_file
 from rosetta.runtime.limits import Count, number_flag
 from rosetta.runtime.outputs import claim_file, record_written
@@ -33,6 +27,9 @@ DISTILL = "rosetta distill"
 def teacher_identity(model: Path) -> str:
     """A digest that changes whenever the teacher's weights, config or
     tokenizers do: a run's best checkpoint moves on as it trains."""
+    from rosetta.families.engines import export_engine
+    from rosetta.runs import checkpoint as ckpt
+
     if export_engine(model) is not None:  # another engine's export
         digest = hashlib.sha256()
         for path in sorted(model.iterdir()):
@@ -43,6 +40,9 @@ def teacher_identity(model: Path) -> str:
 
 
 def cmd_distill(args: argparse.Namespace) -> None:
+    from rosetta.cli.common import decoding_workers, load_translator, search_options
+    from rosetta.distill import check_partial, distill, partial_paths, started_with
+
     options = search_options(args)
     if args.beam_size is None and not options.sample:
         options = replace(options, beam_size=DISTILL_BEAM)

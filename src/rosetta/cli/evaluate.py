@@ -4,21 +4,24 @@ from __future__ import annotations
 
 import argparse
 
-from rosetta.cli.common import (
+from rosetta.cli.flags import (
     add_batching_flags,
     add_engine_flags,
     add_npd_flags,
     add_search_flags,
-    decoding_workers,
-    load_translator,
-    read_input_lines,
-    search_options,
 )
 from rosetta.errors import RosettaError
-from rosetta.evaluate.corpus import evaluate_all
 
 
 def cmd_evaluate(args: argparse.Namespace) -> None:
+    from rosetta.cli.common import (
+        decoding_workers,
+        load_translator,
+        read_input_lines,
+        search_options,
+    )
+    from rosetta.evaluate.corpus import evaluate_all
+
     references = read_input_lines([args.ref])
     if args.model and args.hyp:
         raise RosettaError(

@@ -6,11 +6,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rosetta.cli.common import add_overwrite_flag
-from rosetta.families.engines import all_engines, export_model
+from rosetta.cli.flags import add_overwrite_flag
+from rosetta.families import all_engines
 
 
 def cmd_export(args: argparse.Namespace) -> None:
+    from rosetta.families.engines import export_model
+
     folder = export_model(
         args.engine,
         Path(args.model),

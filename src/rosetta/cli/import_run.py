@@ -6,11 +6,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rosetta.cli.common import add_overwrite_flag
-from rosetta.families.importers import all_importers, import_run
+from rosetta.cli.flags import add_overwrite_flag
+from rosetta.families import all_importers
 
 
 def cmd_import(args: argparse.Namespace) -> None:
+    from rosetta.families.importers import import_run
+
     import_run(args.importer, args.source, Path(args.output), args.overwrite)
     print(f"model: {args.output}")
 

@@ -7,18 +7,21 @@ import argparse
 import sys
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from rosetta.cli.common import add_threads_flag
-from rosetta.data.text import read_text
+from rosetta.cli.flags import add_threads_flag
 from rosetta.errors import one_line
-from rosetta.families.language_model.inference import LanguageModel
-from rosetta.loading import load_language_model
-from rosetta.runs import checkpoint as ckpt
 from rosetta.runtime.limits import Count, Seed, Size, Temperature, number_flag
-from rosetta.runtime.threads import use_threads
+
+if TYPE_CHECKING:
+    from rosetta.families.language_model.inference import LanguageModel
 
 
 def load(args: argparse.Namespace) -> LanguageModel:
+    from rosetta.loading import load_language_model
+    from rosetta.runs import checkpoint as ckpt
+    from rosetta.runtime.threads import use_threads
+
     use_threads(args.threads)
     folder, reason = ckpt.choose_checkpoint(Path(args.model))
     print(f"model: {one_line(folder)} ({reason})", file=sys.stderr)
@@ -47,6 +50,8 @@ def warn_unknown(model: LanguageModel, text: str, what: str) -> None:
 
 
 def cmd_perplexity(args: argparse.Namespace) -> None:
+    from rosetta.data.text import read_text
+
     model = load(args)
     text = read_text(Path(args.text), lines_only=not model.reads_characters)
     warn_unknown(model, text, args.text)

@@ -5,14 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rosetta import plots
-from rosetta.cli.common import (
-    add_engine_flags,
-    add_overwrite_flag,
-    add_search_flags,
-    load_translator,
-    search_options,
-)
+from rosetta.cli.flags import add_engine_flags, add_overwrite_flag, add_search_flags
 from rosetta.errors import RosettaError
 from rosetta.runtime.limits import Count, Size, flag, number_flag
 from rosetta.runtime.outputs import claim_file, record_written
@@ -22,6 +15,9 @@ PLOT = "rosetta plot"
 
 
 def cmd_plot(args: argparse.Namespace) -> None:
+    from rosetta import plots
+    from rosetta.cli.common import load_translator, search_options
+
     inputs = [getattr(args, name, None) for name in ("model", "run_dir")]
     output = claim_file(
         plots.check_format(args.output),

@@ -6,16 +6,17 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from rosetta.cli.common import add_engine_flags, add_npd_flags, load_translator
+from rosetta.cli.flags import add_engine_flags, add_npd_flags
 from rosetta.errors import RosettaError
 from rosetta.runtime.limits import Count, NonNegative, Port, Size, number_flag
-from rosetta.runtime.threads import at_most_cores
-from rosetta.serve.schemas import ServerSettings
+from rosetta.serve.settings import ServerSettings
 
 
 def cmd_serve(args: argparse.Namespace) -> None:
     import uvicorn
 
+    from rosetta.cli.common import load_translator
+    from rosetta.runtime.threads import at_most_cores
     from rosetta.serve.app import create_app
 
     translator = load_translator(args)

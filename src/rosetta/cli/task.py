@@ -6,9 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import yaml
-
-from rosetta.cli.common import add_overwrite_flag
+from rosetta.cli.flags import add_overwrite_flag
 from rosetta.data.synthetic import (
     ARITHMETIC,
     TASKS,
@@ -117,6 +115,8 @@ def ready_config(spec: TaskSpec) -> str:
     """A configuration that trains on the task as it was written:
     ``TASK_MODEL``, symbols as words, and validation scored by exact-sequence
     accuracy, which also picks the best checkpoint."""
+    import yaml
+
     longest = max(high for _, high in (spec.lengths, *spec.bands))
     config = {
         "data": {

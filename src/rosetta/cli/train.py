@@ -15,24 +15,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import NoReturn
 
-from rosetta.cli.common import add_threads_flag
-from rosetta.config.reading import config_to_dict
+from rosetta.cli.flags import add_threads_flag
 from rosetta.config.schema import Config
 from rosetta.errors import RosettaError, Stopped, speaks_for_the_run
 from rosetta.families import family_of
-from rosetta.run_config import load_config
-from rosetta.runs import checkpoint as ckpt
-from rosetta.runs.checkpoint import read_index
 from rosetta.runs.lock import run_lock
 from rosetta.runtime.atomic import SWAP_SUFFIX
 from rosetta.runtime.limits import Count, number_flag
-from rosetta.runtime.threads import at_most_cores
-from rosetta.train.distributed import PEERS_GRACE_S
-from rosetta.train.init import starting_checkpoint, write_starting_tokenizers
-from rosetta.train.interrupt import SIGNALS
-from rosetta.train.prepare import PrepareOptions, require_corpus
-from rosetta.train.resume import check_resumed_config, training_ranks
-from rosetta.train.run import check_new_run_folder, check_run_folder, run_training
 
 # how torchrun's processes end after a signal stopped them (128 + SIGINT,
 # SIGTERM): having saved and said where, or said "interrupted"
@@ -44,6 +33,12 @@ def default_run_dir(config_path: str) -> Path:
 
 
 def cmd_prepare(args: argparse.Namespace) -> None:
+    from rosetta.run_config import load_config
+    from rosetta.runtime.threads import at_most_cores
+    from rosetta.train.init import starting_checkpoint, write_starting_tokenizers
+    from rosetta.train.prepare import PrepareOptions, require_corpus
+    from rosetta.train.run import check_new_run_folder
+
     config = load_config(args.config, args.set)
     run_dir = Path(args.output or default_run_dir(args.config))
     check_new_run_folder(run_dir)
@@ -60,6 +55,12 @@ def cmd_prepare(args: argparse.Namespace) -> None:
 
 
 def cmd_train(args: argparse.Namespace) -> int | None:
+    from rosetta.run_config import load_config
+    from rosetta.runtime.threads import at_most_cores
+    from rosetta.train.distributed import PEERS_GRACE_S
+    from rosetta.train.init import starting_checkpoint
+    from rosetta.train.run import run_training
+
     if args.threads is not None:  # for every process torchrun starts, too
         args.set.append(f"train.threads={args.threads}")
     if args.init is not None:
@@ -120,6 +121,13 @@ def check_before_launch(
     """What each of the processes would refuse, refused once here, before
     torchrun starts them: the run folder, and a resumed run's configuration
     and number of processes; and the corpora, which rank 0 alone reads first."""
+    from rosetta.config.reading import config_to_dict
+    from rosetta.runs import checkpoint as ckpt
+    from rosetta.runs.checkpoint import read_index
+    from rosetta.train.prepare import require_corpus
+    from rosetta.train.resume import check_resumed_config, training_ranks
+    from rosetta.train.run import check_run_folder
+
     check_run_folder(run_dir, resume)
     require_corpus(config)
     latest = resume and read_index(run_dir).get("latest")
@@ -177,6 +185,8 @@ def signals_left_to(process: subprocess.Popen) -> Iterator[None]:
     """While torchrun's processes train: Ctrl-C, which the terminal sends to
     every process, is theirs to act on (each saves its update), and SIGTERM
     sent to this process alone is passed on to them."""
+    from rosetta.train.interrupt import SIGNALS
+
     if threading.current_thread() is not threading.main_thread():
         yield
         return

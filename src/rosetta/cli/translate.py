@@ -6,30 +6,31 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from rosetta.cli.common import (
+from rosetta.cli.flags import (
     add_batching_flags,
     add_engine_flags,
     add_npd_flags,
     add_overwrite_flag,
     add_search_flags,
-    decoding_workers,
-    load_translator,
-    read_input_lines,
-    search_options,
 )
 from rosetta.errors import RosettaError
-from rosetta.inference.constraints import read_constraints_file
 from rosetta.inference.markup import restore_markup, strip_markup
-from rosetta.inference.translation import Translation
 from rosetta.runtime.atomic import write_text_atomic
 from rosetta.runtime.limits import Count, number_flag
 from rosetta.runtime.outputs import claim_file, record_written
+
+if TYPE_CHECKING:
+    from rosetta.inference.translation import Translation
 
 TRANSLATE = "rosetta translate"
 
 
 def cmd_translate(args: argparse.Namespace) -> None:
+    from rosetta.cli.common import decoding_workers, load_translator, search_options
+    from rosetta.inference.constraints import read_constraints_file
+
     if args.format == "text" and (args.nbest > 1 or args.attention):
         raise RosettaError("--nbest and --attention need --format jsonl")
     output = None
@@ -137,6 +138,8 @@ def cmd_translate(args: argparse.Namespace) -> None:
 
 def numbered_lines(inputs: list[str]) -> tuple[list[str], list[str]]:
     """The input lines, and where each is (``FILE:LINE``)."""
+    from rosetta.cli.common import read_input_lines
+
     if not inputs or inputs == ["-"]:
         lines = read_input_lines(inputs)
         return lines, [f"<stdin>:{n}" for n in range(1, len(lines) + 1)]
@@ -150,6 +153,8 @@ def numbered_lines(inputs: list[str]) -> tuple[list[str], list[str]]:
 
 def tags_alone(tags: list) -> Translation:
     """The translation of a line that holds tags and no text: the tags."""
+    from rosetta.inference.translation import Translation
+
     text = restore_markup("", "", tags)
     return Translation(text, 0.0, 0.0, [], [], [], alignment="")
 

@@ -7,16 +7,16 @@ is the default: a ``model`` section without ``arch`` is a Transformer.
 
 from __future__ import annotations
 
-from typing import Any
-
-import torch
-from torch import nn
+from typing import TYPE_CHECKING, Any
 
 from rosetta.config.sections import ModelSection
 from rosetta.errors import RosettaError
 from rosetta.families import language_model, nat, rnn, transformer
-from rosetta.families.family import Family
+from rosetta.families.family import Engine, Family, Importer
 from rosetta.runtime.resources import refuse_beyond_memory
+
+if TYPE_CHECKING:
+    from torch import nn
 
 FAMILIES: tuple[Family, ...] = (
     transformer.FAMILY,
@@ -45,6 +45,8 @@ def check_model_fits(
     gradients and Adam's two moments) would not fit in memory, before any
     is allocated: the model is built on PyTorch's ``meta`` device, which
     records shapes and holds no data."""
+    import torch  # here: listing the families loads no PyTorch
+
     try:
         with torch.device("meta"):
             model = family_of(section).build(section, src_vocab, tgt_vocab, tokenizers)
@@ -67,3 +69,27 @@ def build_model(
     """A freshly initialised model of ``section``'s family (``tokenizers``:
     the run's, for a family that reads its tokens)."""
     return family_of(section).build(section, src_vocab, tgt_vocab, tokenizers)
+
+
+def all_engines() -> tuple[Engine, ...]:
+    """Every engine some family names, each once, in the families' order
+    (``rosetta.families.engines`` exports and loads)."""
+    found: dict[str, Engine] = {}
+    for family in FAMILIES:
+        for engine in family.engines:
+            found.setdefault(engine.name, engine)
+    return tuple(found.values())
+
+
+def all_importers() -> tuple[Importer, ...]:
+    """Every importer some family names, each once, in the families' order
+    (``rosetta.families.importers`` imports)."""
+    found: dict[str, Importer] = {}
+    for family in FAMILIES:
+        for importer in family.importers:
+            found.setdefault(importer.name, importer)
+    return tuple(found.values())
+
+
+# what ``--engine`` takes: Rosetta's own, and each engine a family can load
+ENGINES = ("rosetta", *(e.name for e in all_engines() if e.load is not None))

@@ -16,22 +16,13 @@ from typing import Any
 import torch
 
 from rosetta.errors import RosettaError
-from rosetta.families import FAMILIES
+from rosetta.families import FAMILIES, all_engines
 from rosetta.families.family import Engine, Family
 from rosetta.families.restore import restore
 from rosetta.runs import checkpoint as ckpt
 from rosetta.runtime.atomic import atomic_folder
 from rosetta.runtime.devices import pick_device
 from rosetta.runtime.outputs import claim_folder
-
-
-def all_engines() -> tuple[Engine, ...]:
-    """Every engine some family names, each once, in the families' order."""
-    found: dict[str, Engine] = {}
-    for family in FAMILIES:
-        for engine in family.engines:
-            found.setdefault(engine.name, engine)
-    return tuple(found.values())
 
 
 def engine_named(name: str) -> Engine:

@@ -6,21 +6,42 @@ and describes them in one ``FAMILY``; ``rosetta.families`` lists the
 families. Everything else (the configuration's ``model`` union, training,
 loading a run, the command line, the server, the docs) reads that list, so
 nothing outside a family asks which family it has.
+
+A record names its family's code without importing it (``Later``): listing
+the families, as the command line's help and the configuration do, loads
+no PyTorch.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from importlib import import_module
 from pathlib import Path
-from typing import Any
-
-import torch
-from torch import nn
+from typing import TYPE_CHECKING, Any
 
 from rosetta.config.sections import ModelSection
-from rosetta.models.trained import Trained
-from rosetta.train.task import TrainingSetup
+
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
+
+    from rosetta.models.trained import Trained
+    from rosetta.train.task import TrainingSetup
+
+
+@dataclass(frozen=True)
+class Later:
+    """The function ``name`` of ``module``, imported when first called."""
+
+    module: str
+    name: str
+
+    def resolve(self) -> Callable[..., Any]:
+        return getattr(import_module(self.module), self.name)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.resolve()(*args, **kwargs)
 
 
 @dataclass(frozen=True)

@@ -14,22 +14,12 @@ from pathlib import Path
 
 import torch
 
-from rosetta.families import FAMILIES
 from rosetta.families.family import Importer
 from rosetta.families.restore import restore
 from rosetta.runtime.atomic import atomic_folder
 from rosetta.runtime.outputs import claim_folder
 
 IMPORTED_KIND = "an imported model"
-
-
-def all_importers() -> tuple[Importer, ...]:
-    """Every importer some family names, each once, in the families' order."""
-    found: dict[str, Importer] = {}
-    for family in FAMILIES:
-        for importer in family.importers:
-            found.setdefault(importer.name, importer)
-    return tuple(found.values())
 
 
 def import_run(

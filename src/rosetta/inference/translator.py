@@ -19,11 +19,11 @@ from rosetta.models.interface import EncoderDecoder
 from rosetta.models.trained import Trained
 from rosetta.runtime.precision import (
     AUTOCAST_DTYPES,
-    Precision,
     autocast,
     check_precision,
     quantize_int8,
 )
+from rosetta.runtime.precisions import Precision
 from rosetta.search.batched import Workers, decode_in_batches
 from rosetta.search.constraints import TokenConstraints
 from rosetta.search.options import SearchOptions

@@ -27,15 +27,13 @@ import contextlib
 import functools
 import warnings
 from collections.abc import Callable
-from typing import Literal
 
 import torch
 from torch import nn
 
 from rosetta.errors import RosettaError
+from rosetta.runtime.precisions import PRECISIONS
 
-Precision = Literal["fp32", "bf16", "fp16", "int8"]
-PRECISIONS = ("fp32", "bf16", "fp16", "int8")
 AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 

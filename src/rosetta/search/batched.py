@@ -14,8 +14,9 @@ from rosetta.data.vocab import BOS_ID, EOS_ID
 from rosetta.models.interface import EncoderDecoder
 from rosetta.runtime.precision import current_autocast
 from rosetta.search.constraints import TokenConstraints
+from rosetta.search.dispatch import search
 from rosetta.search.greedy import Hypothesis
-from rosetta.search.options import SearchOptions, search
+from rosetta.search.options import SearchOptions
 
 Workers = int | Literal["auto"]
 

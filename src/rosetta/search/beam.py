@@ -40,8 +40,6 @@ and the beam's places are allocated among them by how much they have met.
 
 from __future__ import annotations
 
-from typing import Literal
-
 import torch
 
 from rosetta.models.interface import DecoderState, EncoderDecoder
@@ -49,22 +47,19 @@ from rosetta.search.constraints import BatchConstraints, allocate, feed_prefix
 from rosetta.search.controls import NO_CONTROLS, Controls, next_token_log_probs
 from rosetta.search.finished import FinishedCandidates, expand_like
 from rosetta.search.greedy import Hypothesis, max_lengths
+from rosetta.search.options import LengthPenalty, Stopping, check_penalty
 from rosetta.search.topk import top_k_rows
-
-LengthPenalty = Literal["power", "gnmt"]
-Stopping = Literal["exact", "k_finished", "max_length"]
 
 
 def length_penalty(
     length: torch.Tensor, alpha: float, kind: LengthPenalty = "power"
 ) -> torch.Tensor:
     """The divisor of the summed log-probability: ``L^α`` or ``((5 + L) / 6)^α``."""
+    check_penalty(kind)
     length = length.double()
     if kind == "power":
         return length**alpha
-    if kind == "gnmt":
-        return ((5 + length) / 6) ** alpha
-    raise ValueError(f"unknown length penalty {kind!r}: use 'power' or 'gnmt'")
+    return ((5 + length) / 6) ** alpha
 
 
 def normalized_score(

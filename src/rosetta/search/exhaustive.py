@@ -25,10 +25,11 @@ from dataclasses import replace
 import torch
 
 from rosetta.models.interface import EncoderDecoder
-from rosetta.search.beam import LengthPenalty, normalized_score
+from rosetta.search.beam import normalized_score
 from rosetta.search.constraints import TokenConstraints
 from rosetta.search.controls import NO_CONTROLS, Controls, next_token_log_probs
 from rosetta.search.greedy import Hypothesis, max_lengths
+from rosetta.search.options import LengthPenalty
 
 
 @torch.no_grad()

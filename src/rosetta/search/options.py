@@ -1,28 +1,33 @@
-"""The search options shared by the API, the CLI and the server, and dispatch.
+"""The search options shared by the API, the CLI and the server.
 
-One dataclass names every choice; ``search`` picks the algorithm from it: the
-dedicated greedy path for beam size 1 (same result as ``beam_search`` with
-``beam_size=1``, less work), beam search otherwise, or sampling.
+One dataclass names every choice; ``rosetta.search.dispatch.search`` picks
+the algorithm from it. This module imports no PyTorch (the search code is
+imported where an option is checked or used), so that the command line's
+help, which shows the defaults, answers at once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-
-import torch
+from typing import TYPE_CHECKING, Literal, get_args
 
 from rosetta.config.sections import DecodeConfig
 from rosetta.data.vocab import EOS_ID
-from rosetta.models.interface import EncoderDecoder
 from rosetta.runtime import limits
 from rosetta.runtime.limits import check
-from rosetta.search.bans import Spellings
-from rosetta.search.beam import LengthPenalty, Stopping, beam_search, length_penalty
-from rosetta.search.constraints import BatchConstraints, TokenConstraints
-from rosetta.search.controls import Controls, as_spellings
-from rosetta.search.greedy import Hypothesis, greedy_search, most_likely
-from rosetta.search.sampling import sampler
+
+if TYPE_CHECKING:
+    from rosetta.search.bans import Spellings
+    from rosetta.search.controls import Controls
+
+LengthPenalty = Literal["power", "gnmt"]
+Stopping = Literal["exact", "k_finished", "max_length"]
+
+
+def check_penalty(kind: str) -> None:
+    if kind not in get_args(LengthPenalty):
+        raise ValueError(f"unknown length penalty {kind!r}: use 'power' or 'gnmt'")
 
 # Every number of the options, and what it may be (``rosetta.runtime.limits``).
 KINDS = {
@@ -108,7 +113,11 @@ class SearchOptions:
                 f"nbest ({self.nbest}) must be between 1 and the beam size "
                 f"({self.beam_size}): set beam_size to at least {self.nbest}"
             )
-        length_penalty(torch.tensor(1), self.alpha, self.penalty)
+        # the search code, imported here: it validates what only it knows
+        from rosetta.search.controls import as_spellings
+        from rosetta.search.sampling import sampler
+
+        check_penalty(self.penalty)
         if self.sample:
             if self.beam_size > 1 or self.nbest > 1:
                 raise ValueError("sampling draws one translation: use beam size 1")
@@ -122,6 +131,8 @@ class SearchOptions:
 
     def controls(self, eos_id: int) -> Controls:
         """What the search rules out (``rosetta.search.controls``)."""
+        from rosetta.search.controls import Controls
+
         if self.ban and not self.banned:
             raise ValueError("banned phrases need a translator to tokenize them")
         return Controls(self.min_length, self.no_repeat_ngram, self.banned, eos_id)
@@ -170,61 +181,3 @@ class SearchOptions:
         return not self.sample and (
             self.beam_size > 1 or self.nbest > 1 or self.need_attention
         )
-
-
-def search(
-    model: EncoderDecoder,
-    src: torch.Tensor,
-    src_mask: torch.Tensor,
-    options: SearchOptions,
-    *,
-    bos_id: int,
-    eos_id: int,
-    max_len_cap: int | None = None,
-    generator: torch.Generator | None = None,
-    constraints: Sequence[TokenConstraints] | None = None,
-) -> list[list[Hypothesis]]:
-    """Decode a batch with ``options``; per sentence its n-best list, under
-    its ``constraints`` if given. An unset length limit is that of a model
-    configured with the defaults."""
-    options = options.with_length_limit(DecodeConfig())
-    batch = None
-    if constraints is not None and any(constraints):
-        batch = BatchConstraints(constraints, eos_id, src.device)
-    limits = dict(
-        max_len_a=options.max_len_a,
-        max_len_b=options.max_len_b,
-        max_len_cap=max_len_cap,
-        constraints=batch,
-    )
-    if options.uses_beam:
-        return beam_search(
-            model,
-            src,
-            src_mask,
-            bos_id=bos_id,
-            eos_id=eos_id,
-            beam_size=options.beam_size,
-            alpha=options.alpha,
-            penalty=options.penalty,
-            stopping=options.stopping,
-            refill=options.refill,
-            nbest=options.nbest,
-            need_attention=options.need_attention,
-            controls=options.controls(eos_id),
-            **limits,
-        )
-    choose = most_likely
-    if options.sample:
-        choose = sampler(options.temperature, options.top_k, options.top_p, generator)
-    hypotheses = greedy_search(
-        model,
-        src,
-        src_mask,
-        bos_id=bos_id,
-        eos_id=eos_id,
-        choose=choose,
-        controls=options.controls(eos_id),
-        **limits,
-    )
-    return [[h] for h in hypotheses]

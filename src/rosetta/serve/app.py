@@ -38,10 +38,10 @@ from rosetta.serve.batcher import DynamicBatcher, QueueFull
 from rosetta.serve.schemas import (
     Health,
     Info,
-    ServerSettings,
     TranslateRequest,
     TranslateResponse,
 )
+from rosetta.serve.settings import ServerSettings
 
 log = logging.getLogger("rosetta.serve")
 DISCONNECT_POLL_S = 0.05  # how often a waiting request checks its client

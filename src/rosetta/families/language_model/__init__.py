@@ -4,14 +4,16 @@ segments, each attending to the states the previous ones left in memory."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rosetta.errors import RosettaError
-from rosetta.families.family import Family
+from rosetta.families.family import Family, Later
 from rosetta.families.language_model.config import LanguageModelConfig
-from rosetta.families.language_model.inference import LanguageModel
-from rosetta.families.language_model.model import MemoryTransformerLM
-from rosetta.families.language_model.task import lm_training
-from rosetta.models.trained import Trained
-from rosetta.train.prepare import prepare_text
+
+if TYPE_CHECKING:
+    from rosetta.families.language_model.inference import LanguageModel
+    from rosetta.families.language_model.model import MemoryTransformerLM
+    from rosetta.models.trained import Trained
 
 # the config keys MemoryTransformerLM takes under their own names
 SAME_NAMES = {
@@ -33,6 +35,8 @@ def build(
 ) -> MemoryTransformerLM:
     """A language model reads and writes one vocabulary, the target's;
     ``tokenizers`` change nothing."""
+    from rosetta.families.language_model.model import MemoryTransformerLM
+
     sizes = config.model_dump(include=SAME_NAMES)
     return MemoryTransformerLM(tgt_vocab, **sizes, norm_first=config.norm == "pre")
 
@@ -41,6 +45,8 @@ def language_model(
     trained: Trained, precision: str, packed: bool = True
 ) -> LanguageModel:
     """Scores and generates in float32; ``packed`` changes nothing."""
+    from rosetta.families.language_model.inference import LanguageModel
+
     if precision != "fp32":
         raise RosettaError(f"a language model runs in fp32, not {precision}")
     return LanguageModel(trained)
@@ -50,8 +56,8 @@ FAMILY = Family(
     summary="the Transformer-XL language model (task: lm)",
     config=LanguageModelConfig,
     build=build,
-    prepare=prepare_text,
-    training=lm_training,
+    prepare=Later("rosetta.train.prepare", "prepare_text"),
+    training=Later("rosetta.families.language_model.task", "lm_training"),
     inference=language_model,
     example={
         "arch": "transformer-xl",

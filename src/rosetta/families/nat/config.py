@@ -8,6 +8,10 @@ from pydantic import Field, model_validator
 
 from rosetta.families.transformer.config import AttentionSection
 
+# what a NAT run's preparation writes beside its corpus
+ALIGNMENTS_FILE = "alignments.txt"
+FERTILITY_DIR = "fertilities"
+
 
 def share(default: float | None, description: str) -> Any:
     """A field for a share from 0 to 1."""

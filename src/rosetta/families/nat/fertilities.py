@@ -25,12 +25,11 @@ from rosetta.data.store import MANIFEST_FILE, STORE_DIR
 from rosetta.data.store_checks import rows_problem
 from rosetta.errors import RosettaError
 from rosetta.families.nat.align import align, fertilities_from_links, parse_links
+from rosetta.families.nat.config import ALIGNMENTS_FILE, FERTILITY_DIR
 from rosetta.runtime.atomic import atomic_folder, write_text_atomic
 from rosetta.runtime.own_files import is_real_folder_in, remove_own_folder
 from rosetta.runtime.records import read_record
 
-ALIGNMENTS_FILE = "alignments.txt"
-FERTILITY_DIR = "fertilities"
 FERTILITY = ("fertility",)  # the arrays' one side
 
 

@@ -31,7 +31,8 @@ from rosetta.inference.text_translator import (
     Translation,
 )
 from rosetta.models.trained import Trained
-from rosetta.runtime.precision import Precision, autocast, check_precision
+from rosetta.runtime.precision import autocast, check_precision
+from rosetta.runtime.precisions import Precision
 from rosetta.search.batched import Workers
 from rosetta.search.beam import normalized_score
 from rosetta.search.constraints import TokenConstraints

@@ -3,14 +3,15 @@ layers, with or without additive attention."""
 
 from __future__ import annotations
 
-from rosetta.families.family import Family
+from typing import TYPE_CHECKING
+
+from rosetta.families.family import Family, Later
 from rosetta.families.rnn.config import RNNConfig
-from rosetta.families.rnn.model import build_rnn_seq2seq
-from rosetta.inference.translator import Translator
-from rosetta.models.interface import EncoderDecoder, output_projection_moved
-from rosetta.models.trained import Trained
-from rosetta.train.prepare import prepare_data
-from rosetta.train.translation_task import translation_training
+
+if TYPE_CHECKING:
+    from rosetta.inference.translator import Translator
+    from rosetta.models.interface import EncoderDecoder
+    from rosetta.models.trained import Trained
 
 # the config keys build_rnn_seq2seq takes under their own names
 SAME_NAMES = {
@@ -30,6 +31,8 @@ def build(
     config: RNNConfig, src_vocab: int, tgt_vocab: int, tokenizers: object = None
 ) -> EncoderDecoder:
     """Sizes only; ``tokenizers`` change nothing."""
+    from rosetta.families.rnn.model import build_rnn_seq2seq
+
     return build_rnn_seq2seq(
         src_vocab,
         tgt_vocab,
@@ -42,6 +45,8 @@ def build(
 
 def translator(trained: Trained, precision: str, packed: bool = True) -> Translator:
     """A recurrent model has no packed fast path: ``packed`` changes nothing."""
+    from rosetta.inference.translator import Translator
+
     return Translator(trained, precision)
 
 
@@ -49,10 +54,10 @@ FAMILY = Family(
     summary="recurrent encoder-decoders (GRU, LSTM, RNN; attention optional)",
     config=RNNConfig,
     build=build,
-    prepare=prepare_data,
-    training=translation_training,
+    prepare=Later("rosetta.train.prepare", "prepare_data"),
+    training=Later("rosetta.train.translation_task", "translation_training"),
     inference=translator,
-    upgrade_weights=output_projection_moved,
+    upgrade_weights=Later("rosetta.models.interface", "output_projection_moved"),
     example={
         "arch": "rnn",
         "cell": "gru",

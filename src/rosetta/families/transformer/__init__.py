@@ -16,35 +16,37 @@ Three layers, read in this order:
 
 from __future__ import annotations
 
-from rosetta.families.family import Family
-from rosetta.families.transformer.build import build
+from typing import TYPE_CHECKING
+
+from rosetta.families.family import Family, Later
 from rosetta.families.transformer.config import TINY_ATTENTION, TransformerConfig
 from rosetta.families.transformer.ctranslate2 import ENGINE as CTRANSLATE2
-from rosetta.families.transformer.fast.packed import pack_for_inference
 from rosetta.families.transformer.marian import EXPORT as MARIAN_EXPORT
 from rosetta.families.transformer.marian import IMPORTER as MARIAN
-from rosetta.inference.translator import Translator
-from rosetta.models.interface import output_projection_moved
-from rosetta.models.trained import Trained
-from rosetta.train.prepare import prepare_data
-from rosetta.train.translation_task import translation_training
+
+if TYPE_CHECKING:
+    from rosetta.inference.translator import Translator
+    from rosetta.models.trained import Trained
 
 
 def translator(trained: Trained, precision: str, packed: bool = True) -> Translator:
     """Decoding on the packed fast path (``pack_for_inference``) unless
     ``packed`` is False."""
+    from rosetta.families.transformer.fast.packed import pack_for_inference
+    from rosetta.inference.translator import Translator
+
     return Translator(trained, precision, pack_for_inference if packed else None)
 
 
 FAMILY = Family(
     summary="the Transformer encoder-decoder",
     config=TransformerConfig,
-    build=build,
-    prepare=prepare_data,
-    training=translation_training,
+    build=Later("rosetta.families.transformer.build", "build"),
+    prepare=Later("rosetta.train.prepare", "prepare_data"),
+    training=Later("rosetta.train.translation_task", "translation_training"),
     inference=translator,
     engines=(CTRANSLATE2, MARIAN_EXPORT),
     importers=(MARIAN,),
-    upgrade_weights=output_projection_moved,
+    upgrade_weights=Later("rosetta.models.interface", "output_projection_moved"),
     example={"arch": "transformer", **TINY_ATTENTION},
 )

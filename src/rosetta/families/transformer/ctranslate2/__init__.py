@@ -5,14 +5,21 @@ it (``engine``), declared to the rest of Rosetta as the Transformer family's
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from rosetta.families.family import Engine
-from rosetta.families.transformer.ctranslate2.engine import CTranslate2Translator
-from rosetta.families.transformer.ctranslate2.export import ENGINE_FILE, write_export
+from rosetta.families.family import Engine, Later
+from rosetta.families.transformer.ctranslate2.files import ENGINE_FILE
+
+if TYPE_CHECKING:
+    from rosetta.families.transformer.ctranslate2.engine import CTranslate2Translator
 
 
-def load(folder: Path, device: str, precision: str, threads: int):
+def load(
+    folder: Path, device: str, precision: str, threads: int
+) -> CTranslate2Translator:
     """An export's translator; ``threads`` 0 lets CTranslate2 choose."""
+    from rosetta.families.transformer.ctranslate2.engine import CTranslate2Translator
+
     return CTranslate2Translator(folder, device, precision, threads)
 
 
@@ -22,6 +29,6 @@ ENGINE = Engine(
     marker=ENGINE_FILE,
     kind="a CTranslate2 export",
     quantizations=("int8", "int8_float32", "int16", "float16", "bfloat16"),
-    write=write_export,
+    write=Later("rosetta.families.transformer.ctranslate2.export", "write_export"),
     load=load,
 )

@@ -22,10 +22,10 @@ from rosetta.errors import RosettaError
 from rosetta.families.transformer.build import build
 from rosetta.families.transformer.config import TransformerConfig
 from rosetta.families.transformer.ctranslate2.export import (
-    ENGINE_FILE,
     import_ctranslate2,
     read_engine_file,
 )
+from rosetta.families.transformer.ctranslate2.files import ENGINE_FILE
 from rosetta.inference.constraints import Constraint
 from rosetta.inference.text_translator import (
     Found,

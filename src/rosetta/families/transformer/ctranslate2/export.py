@@ -20,13 +20,12 @@ import numpy as np
 
 from rosetta.data.vocab import BOS, EOS, UNK
 from rosetta.errors import RosettaError
+from rosetta.families.transformer.ctranslate2.files import ENGINE_FILE
 from rosetta.families.transformer.model import TransformerDecoder, TransformerEncoder
 from rosetta.families.transformer.positions import SCHEMES
 from rosetta.runs import checkpoint as ckpt
 from rosetta.runtime.atomic import write_json_atomic
 from rosetta.runtime.records import Record, read_checked
-
-ENGINE_FILE = "rosetta.json"  # beside the model: tokenizers and configuration
 
 
 def import_ctranslate2() -> Any:

@@ -6,17 +6,15 @@ folder (``rosetta export hf``)."""
 
 from __future__ import annotations
 
-from rosetta.families.family import Engine, Importer
-from rosetta.families.transformer.marian.exporter import write_marian
-from rosetta.families.transformer.marian.hf_folder import SOURCE_SPM
-from rosetta.families.transformer.marian.importer import import_marian
+from rosetta.families.family import Engine, Importer, Later
+from rosetta.families.transformer.marian.settings import SOURCE_SPM
 
 IMPORTER = Importer(
     name="hf",
     summary="a MarianMT model of Hugging Face transformers (the OPUS-MT models)",
     source="a MarianMT folder, or a Hub name such as Helsinki-NLP/opus-mt-de-en "
     "(downloaded with pip install 'rosetta[hub]')",
-    write=import_marian,
+    write=Later("rosetta.families.transformer.marian.importer", "import_marian"),
 )
 
 EXPORT = Engine(
@@ -27,5 +25,5 @@ EXPORT = Engine(
     marker=SOURCE_SPM,
     kind="a MarianMT export",
     quantizations=(),
-    write=write_marian,
+    write=Later("rosetta.families.transformer.marian.exporter", "write_marian"),
 )

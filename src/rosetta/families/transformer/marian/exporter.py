@@ -29,7 +29,7 @@ from rosetta.families.transformer.marian.convert import (
     marian_config,
     take_rows,
 )
-from rosetta.families.transformer.marian.hf_folder import (
+from rosetta.families.transformer.marian.settings import (
     CONFIG_FILE,
     GENERATION_FILE,
     SAFETENSORS_FILE,

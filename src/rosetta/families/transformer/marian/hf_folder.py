@@ -22,6 +22,16 @@ from safetensors.torch import load_file
 
 from rosetta.errors import RosettaError
 from rosetta.families.transformer.marian.settings import (
+    CONFIG_FILE,
+    GENERATION_FILE,
+    HUB_FILES,
+    PICKLE_FILE,
+    SAFETENSORS_FILE,
+    SOURCE_SPM,
+    TARGET_SPM,
+    TARGET_VOCAB_FILE,
+    TOKENIZER_CONFIG,
+    VOCAB_FILE,
     GenerationSettings,
     MarianSettings,
     TokenizerSettings,
@@ -31,24 +41,6 @@ from rosetta.families.transformer.marian.settings import (
 )
 from rosetta.runtime.records import parse_record
 
-CONFIG_FILE = "config.json"
-GENERATION_FILE = "generation_config.json"
-SAFETENSORS_FILE = "model.safetensors"
-PICKLE_FILE = "pytorch_model.bin"
-SOURCE_SPM, TARGET_SPM = "source.spm", "target.spm"
-VOCAB_FILE, TARGET_VOCAB_FILE = "vocab.json", "target_vocab.json"
-TOKENIZER_CONFIG = "tokenizer_config.json"
-# what a download fetches: everything above, nothing else (no other formats)
-HUB_FILES = [
-    CONFIG_FILE,
-    GENERATION_FILE,
-    SAFETENSORS_FILE,
-    SOURCE_SPM,
-    TARGET_SPM,
-    VOCAB_FILE,
-    TARGET_VOCAB_FILE,
-    TOKENIZER_CONFIG,
-]
 # the dtypes MarianMT's weights come in; an integer or a flag is no weight
 FLOATING = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
 

@@ -24,14 +24,16 @@ from rosetta.families.transformer.marian.convert import (
     take_rows,
 )
 from rosetta.families.transformer.marian.hf_folder import (
-    CONFIG_FILE,
-    TARGET_VOCAB_FILE,
-    VOCAB_FILE,
     MarianFolder,
     fetch_from_hub,
     read_marian_folder,
 )
-from rosetta.families.transformer.marian.settings import MarianSettings
+from rosetta.families.transformer.marian.settings import (
+    CONFIG_FILE,
+    TARGET_VOCAB_FILE,
+    VOCAB_FILE,
+    MarianSettings,
+)
 from rosetta.families.transformer.marian.tensors import (
     Weights,
     check_positions,

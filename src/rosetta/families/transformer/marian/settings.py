@@ -19,6 +19,27 @@ from rosetta.errors import RosettaError
 from rosetta.runtime.limits import Count
 from rosetta.runtime.records import Record, read_record
 
+# the files of a MarianMT folder
+CONFIG_FILE = "config.json"
+GENERATION_FILE = "generation_config.json"
+SAFETENSORS_FILE = "model.safetensors"
+PICKLE_FILE = "pytorch_model.bin"
+SOURCE_SPM, TARGET_SPM = "source.spm", "target.spm"
+VOCAB_FILE, TARGET_VOCAB_FILE = "vocab.json", "target_vocab.json"
+TOKENIZER_CONFIG = "tokenizer_config.json"
+# what a download fetches: everything above, nothing else (no other formats)
+HUB_FILES = [
+    CONFIG_FILE,
+    GENERATION_FILE,
+    SAFETENSORS_FILE,
+    SOURCE_SPM,
+    TARGET_SPM,
+    VOCAB_FILE,
+    TARGET_VOCAB_FILE,
+    TOKENIZER_CONFIG,
+]
+
+
 # Positions are recomputed, not read, so nothing in the weights bounds their
 # table; OPUS-MT models hold 512, and a bound far above that keeps the table
 # one the memory check can weigh before it is made.
