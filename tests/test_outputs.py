@@ -389,3 +389,22 @@ def test_an_empty_folder_is_taken_as_new(tmp_path):
     with atomic_folder(empty, kind="a thing") as folder:
         (folder / "a").write_text("new")
     assert (empty / "a").read_text() == "new"
+
+
+@pytest.mark.parametrize("mask", [0o022, 0o002, 0o077])
+def test_written_files_and_folders_have_the_permissions_the_umask_gives(
+    tmp_path, mask
+):
+    """A file or folder Rosetta writes reads like one the user's shell would
+    make (0666 / 0777 less the umask), not private as a temporary is."""
+    previous = os.umask(mask)
+    try:
+        write_text_atomic(tmp_path / "out.txt", "text\n")
+        with atomic_folder(tmp_path / "folder") as folder:
+            (folder / "inside.txt").write_text("x")
+        (tmp_path / "shell.txt").write_text("made as the shell makes it")
+    finally:
+        os.umask(previous)
+    assert (tmp_path / "out.txt").stat().st_mode & 0o777 == 0o666 & ~mask
+    assert (tmp_path / "shell.txt").stat().st_mode & 0o777 == 0o666 & ~mask
+    assert (tmp_path / "folder").stat().st_mode & 0o777 == 0o777 & ~mask

@@ -16,6 +16,10 @@ name, or not at all, whenever the process is stopped.
 - Temporary names are made by ``tempfile`` (``mkstemp``, ``mkdtemp``): a name
   that exists is never taken, so no user file is ever written over or
   removed as "ours"; only what this process created is cleaned up.
+- What ``tempfile`` makes is private (0600, 0700); before it takes its real
+  name it gets the permissions any file the user creates gets (0666 or
+  0777 less the umask), so a translation written on a shared machine reads
+  like one the shell wrote.
 
 ``ROSETTA_TEST_SWAP_PAUSE`` (seconds) pauses between the two renames of a
 swap, so that tests can kill a process exactly there.
@@ -54,6 +58,21 @@ def fsync_path(path: Path) -> None:
         os.close(fd)
 
 
+def umask() -> int:
+    """The process's umask, read without changing it where Linux says it
+    (``os.umask`` can only be read by setting it, for a moment, for every
+    thread)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def _not_written(target: Path, error: OSError) -> RosettaError:
     return RosettaError(f"{target}: not written ({error.strerror or error})")
 
@@ -69,7 +88,10 @@ def atomic_file(target: Path) -> Iterator[Path]:
         )
     except OSError as error:
         raise _not_written(target, error) from None
-    os.close(fd)
+    try:
+        os.fchmod(fd, 0o666 & ~umask())
+    finally:
+        os.close(fd)
     tmp = Path(name)
     try:
         yield tmp
@@ -292,6 +314,7 @@ def atomic_folder(
     except OSError as error:
         raise _not_written(target, error) from None
     try:
+        tmp.chmod(0o777 & ~umask())
         yield tmp
         if kind is not None:
             files = {name: fingerprint(tmp / name) for name in folder_files(tmp)}
