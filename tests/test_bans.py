@@ -60,11 +60,58 @@ def test_a_phrase_has_every_spelling_that_decodes_to_it(pieces, phrase):
     assert found == by_decoding(pieces, phrase, most=len(phrase) + 1)
 
 
-def test_case_and_longer_words_are_other_phrases(pieces):
+def test_longer_words_are_other_phrases_unless_forms_are_asked_for(pieces):
     speller = PhraseSpeller(pieces)
     at = tuple(pieces.encode("at"))
     assert not any(speller.spellings("a").spells(s) for s in [at, at[:1] * 2])
-    assert not speller.spellings("A").edges  # no "A" in this vocabulary: no ban
+    assert speller.spellings("a", forms=True).spells(at)
+    assert speller.spellings("A").spells(tuple(pieces.encode("a")))  # no capitals
+
+
+@pytest.fixture(scope="module")
+def cased() -> SentencePieceTokenizer:
+    """A vocabulary that writes "dog" in lower case, capitalised and in
+    capitals, as whole words and in pieces."""
+    rng = random.Random(1)
+    words = [*WORDS, "Dog", "DOG", "Dogs", "dogs", "doggy", "The", "A"]
+    lines = [" ".join(rng.choice(words) for _ in range(8)) for _ in range(3000)]
+    config = TokenizerConfig(kind="sentencepiece", vocab_size=90)
+    return SentencePieceTokenizer.train(lines, config)
+
+
+def by_decoding_any_case(tokenizer, phrase: str, most: int) -> set[tuple[int, ...]]:
+    """``by_decoding``, the decoded text compared in lower case."""
+    anchor = tokenizer.encode("fox")
+    wanted = tokenizer.decode([*anchor, *tokenizer.encode(phrase), *anchor]).lower()
+    written = "".join(tokenizer.pieces(phrase)).lower()
+    pieces = tokenizer.id_pieces(range(len(tokenizer)))
+    inside = [i for i in range(4, len(tokenizer)) if pieces[i].lower() in written]
+    found = set()
+    for length in range(1, most + 1):
+        for tokens in itertools.product(inside, repeat=length):
+            if tokenizer.decode([*anchor, *tokens, *anchor]).lower() == wanted:
+                found.add(tokens)
+    return found
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("phrase", ["dog", "Dog", "DOG"])
+def test_a_phrase_is_banned_in_every_casing_the_vocabulary_writes(cased, phrase):
+    spelled = PhraseSpeller(cased).spellings(phrase)
+    found = set(spellings(spelled))
+    for casing in ("dog", "Dog", "DOG"):
+        assert tuple(cased.encode(casing)) in found, casing
+    assert found == by_decoding_any_case(cased, "dog", most=4)
+    assert tuple(cased.encode("dogs")) not in found
+
+
+def test_forms_ban_every_word_that_starts_with_the_phrase(cased):
+    speller = PhraseSpeller(cased)
+    forms = speller.spellings("dog", forms=True)
+    for word in ("dog", "Dogs", "dogs", "doggy", "DOG"):
+        assert forms.spells(tuple(cased.encode(word))), word
+    for other in ("do", "the", "a dog"):
+        assert not forms.spells(tuple(cased.encode(other))), other
 
 
 def test_a_word_vocabulary_spells_a_phrase_one_way():

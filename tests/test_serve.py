@@ -155,7 +155,7 @@ def test_limits_get_clear_4xx_answers(transformer):
         b'{"sentences": []}',  # nothing to translate
         b'{"sentences": [1, 2]}',
         b'{"sentences": ["a"], "beam_size": 0}',
-        b'{"sentences": ["a"], "beam": 5}',  # unknown field
+        b'{"sentences": ["a"], "beams": 5}',  # unknown field
         b'{"sentences": ["a"], "penalty": "none"}',
         b'{"sentences": ["a"], "top_p": 1.5}',
         b'{"sentences": ["a"], "sample": true, "beam_size": 2}',

@@ -120,3 +120,25 @@ def test_too_many_phrases_or_one_string_are_refused():
     with pytest.raises(ValueError, match="a list of phrases, not one string"):
         SearchOptions(ban="dog")  # type: ignore[arg-type]
     assert SearchOptions(ban=["dog"]).ban == ("dog",)  # type: ignore[arg-type]
+
+
+def test_request_fields_take_the_command_line_names_and_suggest_the_closest(
+    toy_run,
+):
+    """``beam`` and ``min_len`` as ``rosetta translate`` spells them (the API's
+    ``beam_size`` and ``min_length`` too); a field the server does not know
+    is refused with the closest one it does."""
+    run = toy_run("transformer")
+    with TestClient(create_app(load_translator(run, "cpu"))) as client:
+        cli_names = {"sentences": ["alpha beta"], "beam": 3, "min_len": 2}
+        api_names = {"sentences": ["alpha beta"], "beam_size": 3, "min_length": 2}
+        answers = [
+            client.post("/translate", json=body) for body in (cli_names, api_names)
+        ]
+        assert [a.status_code for a in answers] == [200, 200], answers[0].text
+        assert answers[0].json()["translations"] == answers[1].json()["translations"]
+        typo = client.post("/translate", json={"sentences": ["a"], "min_lenght": 2})
+        assert typo.status_code == 422
+        [detail] = typo.json()["detail"]
+        assert detail["loc"] == ["body", "min_lenght"]
+        assert "did you mean 'min_length'?" in detail["msg"]

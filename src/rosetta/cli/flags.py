@@ -105,7 +105,15 @@ def add_search_flags(
         "--ban",
         action="append",
         metavar="PHRASE",
-        help="a word or phrase no translation holds (repeat for several)",
+        help="a word or phrase no translation holds, in any casing and any "
+        "way the target vocabulary spells it (repeat for several)",
+    )
+    group.add_argument(
+        "--ban-forms",
+        action="store_true",
+        default=None,
+        help="--ban also bans every word that starts with a phrase's last word "
+        "(dog: dogs, dog's, but also dogma)",
     )
 
 

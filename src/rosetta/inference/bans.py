@@ -11,6 +11,12 @@ tokenizer's lower case, SentencePiece's NFKC) applies to the phrase as it
 does to any input; a phrase holding a word the vocabulary cannot write
 (``<unk>``) can never appear in an output, so it bans nothing. Tokens that
 write part of a character (byte pieces) are not among the spellings.
+
+A phrase is banned in every casing the vocabulary can write ("dog" bans
+"Dog" and "DOG" too): tokens are matched on their lower-case text. With
+``forms``, every word that starts with the phrase's last word is banned as
+well ("dog" bans "dogs" and "dog's", but also "dogma"): the last token of a
+spelling may go on past the phrase with letters or digits.
 """
 
 from __future__ import annotations
@@ -45,6 +51,12 @@ class PhraseSpeller:
             text = self.text_of([token])
             if text:
                 self.tokens_of[text].append(token)
+        # by lower-case text, where lower case keeps the length (so that
+        # positions along a phrase stay those of its lower-case text)
+        self.tokens_of_any_case: dict[str, list[int]] = defaultdict(list)
+        for text, tokens in self.tokens_of.items():
+            if len(text.lower()) == len(text):
+                self.tokens_of_any_case[text.lower()].extend(tokens)
 
     @staticmethod
     def _plain(text: str) -> bool:
@@ -71,14 +83,23 @@ class PhraseSpeller:
             for token in tokens
         )
 
-    def spellings(self, phrase: str) -> Spellings:
-        """Every token sequence that writes ``phrase`` where it starts a word
-        (for SentencePiece: after a space or at the start)."""
-        tokens = self.tokenizer.encode(phrase)
-        if not tokens or min(tokens) < len(SPECIALS):  # <unk>: never written
+    def spellings(self, phrase: str, forms: bool = False) -> Spellings:
+        """Every token sequence that writes ``phrase``, in any casing, where
+        it starts a word (for SentencePiece: after a space or at the start);
+        with ``forms``, also every word that starts with its last word."""
+        # as written, or in lower case where the vocabulary has no capitals
+        for variant in dict.fromkeys([phrase, phrase.lower()]):
+            tokens = self.tokenizer.encode(variant)
+            if tokens and min(tokens) >= len(SPECIALS):
+                break
+        else:  # <unk> either way: never written
             return Spellings(0, ())
         text = self.text_of(tokens)
-        found = spell(text, self.tokens_of) if text else None
+        found = None
+        if text and len(text.lower()) == len(text):
+            found = spell(text.lower(), self.tokens_of_any_case, forms)
         if found is None or not found.spells(tokens):  # decoding is not joining
+            found = spell(text, self.tokens_of, forms) if text else None
+        if found is None or not found.spells(tokens):
             return Spellings.of_tokens(tokens)
         return found

@@ -162,7 +162,9 @@ class TextTranslator(ABC):
         options = (options or SearchOptions()).with_length_limit(self.config.decode)
         self.check_search(options)
         if options.ban and not options.banned:  # every way the target writes them
-            spelled = tuple(self.speller.spellings(p) for p in options.ban)
+            spelled = tuple(
+                self.speller.spellings(p, options.ban_forms) for p in options.ban
+            )
             options = replace(options, banned=spelled)
         return options
 

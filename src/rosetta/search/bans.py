@@ -94,11 +94,14 @@ class Spellings:
         log_probs[rows, token[last][which]] = float("-inf")
 
 
-def spell(text: str, tokens_of: Mapping[str, Sequence[int]]) -> Spellings:
+def spell(
+    text: str, tokens_of: Mapping[str, Sequence[int]], forms: bool = False
+) -> Spellings:
     """Every way to write ``text`` with the tokens whose texts ``tokens_of``
     maps to their ids (each token's text as it appears inside a decoded
     output); positions neither reached from a start nor leading to the end
-    keep no edge."""
+    keep no edge. With ``forms``, a last token may also go on past the end
+    with letters or digits (the word's other forms: "gs" ends "do|g")."""
     longest = max(map(len, tokens_of), default=0)
     opening = len(text) - len(text.lstrip())
     edges = [
@@ -107,6 +110,16 @@ def spell(text: str, tokens_of: Mapping[str, Sequence[int]]) -> Spellings:
         for j in range(i + 1, min(len(text), i + longest) + 1)
         for token in tokens_of.get(text[i:j], ())
     ]
+    if forms:
+        edges += [
+            (i, token, len(text))
+            for i in range(len(text))
+            for written, tokens in tokens_of.items()
+            if len(written) > len(text) - i
+            and written.startswith(text[i:])
+            and written[len(text) - i].isalnum()
+            for token in tokens
+        ]
     forward, backward = set(range(opening + 1)), {len(text)}
     for i, _, j in sorted(edges):
         if i in forward:

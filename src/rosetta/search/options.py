@@ -100,7 +100,8 @@ class SearchOptions:
     need_attention: bool = False
     min_length: int = 0  # no <eos> before this many tokens
     no_repeat_ngram: int = 0  # no n-gram twice in an output (0: off)
-    ban: tuple[str, ...] = ()  # phrases no output holds, as text
+    ban: tuple[str, ...] = ()  # phrases no output holds, as text, in any casing
+    ban_forms: bool = False  # and every word that starts with a phrase's last
     # ``ban`` as the target side spells them (a translator sets them); a
     # sequence of token ids stands for itself
     banned: tuple[Spellings, ...] = ()

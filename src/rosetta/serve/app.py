@@ -40,6 +40,7 @@ from rosetta.serve.schemas import (
     Info,
     TranslateRequest,
     TranslateResponse,
+    request_error,
 )
 from rosetta.serve.settings import ServerSettings
 
@@ -240,11 +241,7 @@ def create_app(
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, error: RequestValidationError):
-        # FastAPI's shape, without echoing (possibly huge) inputs back.
-        detail = [
-            {"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]}
-            for e in error.errors()
-        ]
+        detail = [request_error(e) for e in error.errors()]
         return JSONResponse({"detail": detail}, status_code=422)
 
     @app.exception_handler(Exception)

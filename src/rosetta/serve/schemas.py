@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import difflib
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
 from rosetta.inference.constraints import Constraint
 from rosetta.runtime.limits import (
@@ -54,7 +55,11 @@ class TranslateRequest(BaseModel):
     )
 
     sentences: list[str] = Field(..., min_length=1, description="one per line")
-    beam_size: Count = Field(DEFAULT.beam_size, description="1: greedy search")
+    beam_size: Count = Field(
+        DEFAULT.beam_size,
+        validation_alias=AliasChoices("beam_size", "beam"),
+        description="1: greedy search (also beam, as rosetta translate --beam)",
+    )
     nbest: Count = Field(
         DEFAULT.nbest, description="hypotheses per sentence (≤ beam_size)"
     )
@@ -74,7 +79,10 @@ class TranslateRequest(BaseModel):
     top_p: Probability = DEFAULT.top_p
     seed: Seed | None = None
     min_length: Size = Field(
-        DEFAULT.min_length, description="no translation ends before this many tokens"
+        DEFAULT.min_length,
+        validation_alias=AliasChoices("min_length", "min_len"),
+        description="no translation ends before this many tokens (also min_len, "
+        "as rosetta translate --min-len)",
     )
     no_repeat_ngram: Size = Field(
         DEFAULT.no_repeat_ngram, description="no n-gram twice in a translation"
@@ -82,8 +90,12 @@ class TranslateRequest(BaseModel):
     ban: list[str] = Field(
         [],
         max_length=MAX_BANNED,
-        description="words or phrases no translation holds, in any spelling "
-        "of the target vocabulary",
+        description="words or phrases no translation holds, in any casing "
+        "and any spelling of the target vocabulary",
+    )
+    ban_forms: bool = Field(
+        DEFAULT.ban_forms,
+        description="ban also every word that starts with a phrase's last word",
     )
     attention: bool = Field(False, description="return cross-attention weights")
     alignment: bool = Field(
@@ -187,3 +199,26 @@ class Info(BaseModel):
     config: dict[str, Any]
     limits: dict[str, Any]
     batching: dict[str, Any]
+
+
+def request_error(error: dict[str, Any]) -> dict[str, Any]:
+    """One of a request's validation errors as the server answers it:
+    FastAPI's shape without the input (it may be huge), and for a field the
+    request does not have, the closest it has ("did you mean")."""
+    said = {"loc": list(error["loc"]), "msg": error["msg"], "type": error["type"]}
+    if error["type"] == "extra_forbidden" and error["loc"]:
+        given = str(error["loc"][-1])
+        known = [
+            name
+            for field_name, field in TranslateRequest.model_fields.items()
+            for name in (
+                field.validation_alias.choices
+                if isinstance(field.validation_alias, AliasChoices)
+                else [field_name]
+            )
+        ]
+        close = difflib.get_close_matches(given, known, n=1, cutoff=0.6)
+        if close:
+            said["msg"] += f"; did you mean {close[0]!r}?"
+    return said
+
