@@ -99,10 +99,15 @@ def test_an_int8_export_is_written_and_decodes(toy_run, tmp_path):
     ("model", "message"),
     [
         (RNN_ATTENTION, "(arch rnn); ctranslate2 runs the Transformer"),
-        (TRANSFORMER_RELATIVE, "relative positions; CTranslate2 has no Transformer-XL"),
+        (
+            TRANSFORMER_RELATIVE,
+            "model.positions is relative; CTranslate2 has no Transformer-XL "
+            "attention, only absolute sinusoidal positions: to export to "
+            "CTranslate2, train with model.positions=sinusoidal",
+        ),
         (
             TRANSFORMER_RELATIVE.replace("relative", "alibi"),
-            "alibi positions; CTranslate2's encoder-decoder has no distance",
+            "model.positions is alibi; CTranslate2's encoder-decoder has no distance",
         ),
     ],
     ids=["recurrent", "relative", "alibi"],

@@ -48,25 +48,20 @@ def write_export(restored: Any, output: Path, quantization: str | None) -> None:
     import_ctranslate2()
     folder = restored.folder
     scheme = SCHEMES[restored.config.model.positions]
+    problem = None
     if scheme.relative:
+        problem = "CTranslate2 has no Transformer-XL attention"
+    elif scheme.distance_penalties:
+        problem = "CTranslate2's encoder-decoder has no distance penalties"
+    elif scheme.numbers is not None:
+        problem = "CTranslate2 counts positions from the start, not inside numbers"
+    elif not scheme.decoder_sinusoids:
+        problem = "CTranslate2 adds sinusoidal positions to both sides"
+    if problem is not None:
         raise RosettaError(
-            f"{folder}: relative positions; CTranslate2 has no Transformer-XL "
-            "attention, only absolute sinusoidal positions"
-        )
-    if scheme.distance_penalties:
-        raise RosettaError(
-            f"{folder}: alibi positions; CTranslate2's encoder-decoder has no "
-            "distance penalties, only absolute sinusoidal positions"
-        )
-    if scheme.numbers is not None:
-        raise RosettaError(
-            f"{folder}: {scheme.name} positions; CTranslate2 counts positions "
-            "from the start of the sequence, not inside numbers"
-        )
-    if not scheme.decoder_sinusoids:
-        raise RosettaError(
-            f"{folder}: no positions in the decoder; CTranslate2 adds "
-            "sinusoidal positions to both sides"
+            f"{folder}: model.positions is {scheme.name}; {problem}, only "
+            "absolute sinusoidal positions: to export to CTranslate2, train "
+            "with model.positions=sinusoidal (the bundled configuration's)"
         )
     spec = _transformer_spec(restored)
     meta = ckpt.read_meta(folder)
