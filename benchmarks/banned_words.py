@@ -70,7 +70,7 @@ def main() -> None:
     translator = load_translator(args.model)
     beam = SearchOptions(beam_size=5)
     began = time.perf_counter()
-    plain = [t.text for t in translator.translate(sources, beam, batch_size=32)]
+    plain = translator.translate(sources, beam, batch_size=32)
     seconds = {"plain": time.perf_counter() - began}
     rows, everything = [], range(len(sources))
     for word in args.words:
@@ -89,7 +89,7 @@ def main() -> None:
                 outputs = plain
             else:
                 found = translator.translate(sources, options, batch_size=32)
-                outputs = [t.text for t in found]
+                outputs = list(found)
                 seconds[f"{word} {name}"] = time.perf_counter() - began
             row[name] = {
                 **counts(outputs, word),

@@ -80,8 +80,9 @@ def test_a_written_key_that_differs_is_refused_naming_it(
     error = capsys.readouterr().err
     assert len(error.splitlines()) == 1, error
     assert NAMED.search(error)[1] == key, error
-    assert f"{key} is {theirs!r} there and {ours!r} in this configuration" in error
-    assert "a fine-tuning configuration leaves out task, model and tokenizer" in error
+    where = f"in {config}" if where == "file" else "with --set"
+    assert f"{key} is {theirs!r} there and {ours!r} {where}" in error
+    assert "a fine-tuning configuration may leave out task, model and" in error
     assert not run.exists()
 
 
@@ -92,8 +93,22 @@ def test_the_changed_key_is_named_not_a_default(start, tmp_path, capsys):
     command = ["train", str(config), "-o", str(tmp_path / "x"), "--init", str(start)]
     assert main([*command, "--set", "model.d_model=256"]) == 2
     error = capsys.readouterr().err
-    assert "model.d_model is 32 there and 256 in this configuration" in error
+    assert "model.d_model is 32 there and 256 with --set" in error
     assert "activation" not in error
+
+
+def test_a_key_changed_with_set_is_named_before_one_the_file_holds(
+    start, tmp_path, capsys
+):
+    """A copy of a full configuration (a ``model`` section the starting run
+    differs from) with the one key the user changed: that key is named."""
+    ours = KEYS["model.dropout"][1]
+    config = finetune_file(tmp_path, {"model.dropout": ours})
+    command = ["train", str(config), "-o", str(tmp_path / "x"), "--init", str(start)]
+    assert main([*command, "--set", "model.d_model=256"]) == 2
+    error = capsys.readouterr().err
+    assert "model.d_model is 32 there and 256 with --set" in error
+    assert "dropout" not in error
 
 
 def test_keys_that_agree_are_accepted_and_the_rest_comes_from_the_start(

@@ -434,7 +434,7 @@ def test_fine_tuning_another_model_section_is_one_line(imported, tmp_path, capsy
     command = ["train", str(config), "-o", str(tmp_path / "x"), "--init", str(imported)]
     assert main([*command, "--set", "model.d_ff=128"]) != 0
     error = capsys.readouterr().err.strip()
-    assert "model.d_ff is 64 there and 128 in this configuration" in error
+    assert "model.d_ff is 64 there and 128 with --set" in error
     assert len(error.splitlines()) == 1
     assert not (tmp_path / "x").exists()
 

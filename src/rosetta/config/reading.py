@@ -188,7 +188,8 @@ def load_config(
     train = raw.get("train")
     init = train.get("init") if isinstance(train, dict) else None
     if stored_model is not None and isinstance(init, str):
-        take_from_start(raw, stored_model(Path(init)), sections, init)
+        starting = stored_model(Path(init))
+        take_from_start(raw, starting, sections, init, path, frozenset(overridden))
     return config_from_dict(raw, sections, str(path), frozenset(overridden))
 
 

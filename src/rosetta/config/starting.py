@@ -21,8 +21,8 @@ from rosetta.errors import RosettaError
 # what the starting run decides, besides ``task``
 STARTING_SECTIONS = ("model", "tokenizer")
 ADVICE = (
-    "a fine-tuning configuration leaves out task, model and tokenizer, "
-    "which are the starting run's"
+    "a fine-tuning configuration may leave out task, model and tokenizer "
+    "(a whole section, or the keys that differ): they are the starting run's"
 )
 
 
@@ -84,17 +84,25 @@ def first_conflict(
     written: dict[str, Any],
     stored: dict[str, Any],
     sections: Sequence[type[ModelSection]],
+    source: str = "this configuration",
+    overridden: frozenset[str] = frozenset(),
 ) -> str | None:
-    """``key is THEIRS there and OURS in this configuration`` for the first
-    written key that differs from the starting run's, or None."""
+    """``key is THEIRS there and OURS in SOURCE`` (or ``with --set``) for the
+    first written key that differs from the starting run's, or None. The
+    keys set with ``--set`` come first: what the user just changed, not what
+    the file they started from holds."""
     classes = section_classes(stored, sections)
-    for key, ours in written.items():
+    by_set = [key for key in written if key in overridden]
+    ordered = by_set + [key for key in written if key not in overridden]
+    for key in ordered:
+        ours = written[key]
         name, _, field_name = key.partition(".")
         if field_name and field_name not in classes[name].model_fields:
             continue  # not a key of the section: validation names it
         theirs = stored_value(classes, stored, key)
         if normal(classes, key, ours) != normal(classes, key, theirs):
-            return f"{key} is {theirs!r} there and {ours!r} in this configuration"
+            where = "with --set" if key in overridden else f"in {source}"
+            return f"{key} is {theirs!r} there and {ours!r} {where}"
     return None
 
 
@@ -103,11 +111,16 @@ def take_from_start(
     stored: dict[str, Any],
     sections: Sequence[type[ModelSection]],
     init: str,
+    source: Any = "this configuration",
+    overridden: frozenset[str] = frozenset(),
 ) -> None:
-    """Fill ``raw`` (a configuration as read, ``--set`` applied) with the
-    starting run's ``task``, ``model`` and tokenizer settings where it
-    leaves them out; a written key that differs is refused in one line."""
-    conflict = first_conflict(written_keys(raw), stored, sections)
+    """Fill ``raw`` (a configuration as read from ``source``, ``--set``
+    applied: the dotted keys in ``overridden``) with the starting run's
+    ``task``, ``model`` and tokenizer settings where it leaves them out; a
+    written key that differs is refused in one line, one set with ``--set``
+    named first."""
+    written = written_keys(raw)
+    conflict = first_conflict(written, stored, sections, str(source), overridden)
     if conflict is not None:
         raise RosettaError(f"train.init {init}: {conflict}; {ADVICE}")
     raw["task"] = stored.get("task", "translate")
