@@ -256,6 +256,8 @@ def test_an_export_translates_as_rosetta_does(trained_here, tmp_path):
     options = SearchOptions(max_len_a=0, max_len_b=LIMIT)
     ours = load_translator(trained_here, "cpu").translate(texts, options)
     theirs = generate((model, tokenizer), texts, beams=1)
+    # plain generate() searches as rosetta translate does by default: greedy
+    assert model.generation_config.num_beams == 1
     # Rosetta prints a translation's words one space apart (an undertrained
     # model's "▁ ▁" pieces decode to two)
     assert [" ".join(text.split()) for text in theirs] == ours

@@ -125,7 +125,9 @@ def write_marian(restored: Any, folder: Path, quantization: str | None) -> None:
             "eos_token_id": 0,
             "forced_eos_token_id": 0,
             "pad_token_id": size - 1,
-            "num_beams": generation.get("num_beams", 5),
+            # a model trained here searches as rosetta translate does by
+            # default (greedy); an imported one keeps the settings it came with
+            "num_beams": generation.get("num_beams", 1),
             "max_length": generation.get("max_length", model.max_positions),
         },
     )
