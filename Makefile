@@ -141,7 +141,7 @@ GPU_PYTHON_VERSION ?= 3.12
 # what the GPU machine's image lacks (its PyTorch, numpy, sentencepiece,
 # sacrebleu, safetensors, transformers, pytest... are there)
 GPU_CARRIED = pydantic pydantic_core annotated-types typing-inspection \
-	fastapi starlette uvicorn opentelemetry-api ctranslate2
+	fastapi starlette uvicorn opentelemetry-api ctranslate2 py3langid
 GPU_PLATFORMS = $(foreach n,2_28 2_27 2_17,--platform manylinux_$(n)_x86_64) \
 	--platform manylinux2014_x86_64
 # The check's own process needs only the standard library and runs without

@@ -30,6 +30,7 @@ def cmd_serve(args: argparse.Namespace) -> None:
         max_wait_ms=args.max_wait_ms,
         max_queue=args.max_queue,
         workers=at_most_cores(args.workers, "--workers"),
+        language_check=not args.no_language_check,
     )
     try:
         app = create_app(translator, settings, model_name=Path(args.model).name)
@@ -69,6 +70,12 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
     number_flag(serve, "--port", Port, "TCP port", default=8000)
     add_engine_flags(serve)
     add_npd_flags(serve)
+    serve.add_argument(
+        "--no-language-check",
+        action="store_true",
+        help='no "detected_language" for sources that look like another '
+        "language than the model's source language",
+    )
     limits = serve.add_argument_group("limits (answered with 4xx)")
     for name, meaning in (
         ("max_body_bytes", "largest request body"),

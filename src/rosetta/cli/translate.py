@@ -30,6 +30,7 @@ TRANSLATE = "rosetta translate"
 def cmd_translate(args: argparse.Namespace) -> None:
     from rosetta.cli.common import decoding_workers, load_translator, search_options
     from rosetta.inference.constraints import read_constraints_file
+    from rosetta.inference.language_check import LanguageCheck
 
     if args.format == "text" and (args.nbest > 1 or args.attention):
         raise RosettaError("--nbest and --attention need --format jsonl")
@@ -49,6 +50,8 @@ def cmd_translate(args: argparse.Namespace) -> None:
         )
     if not Path(args.model).exists():  # said before the input is read
         raise RosettaError(f"{args.model}: no such model file or folder")
+    # its model is read while the translation model loads
+    check = None if args.no_language_check else LanguageCheck()
     constraints = None
     lines, origins = numbered_lines(args.input)  # before the model loads
     if args.constraints is not None:
@@ -57,6 +60,12 @@ def cmd_translate(args: argparse.Namespace) -> None:
     if args.markup:  # the tags come out before translating, and go back after
         lines, tags = without_markup(lines, origins)
     translator = load_translator(args)
+    detected: list[str | None] = [None] * len(lines)
+    if check is not None and check.expect(translator.config.data.src_lang):
+        detected = check.detected(lines)
+        said = check.warning(detected)
+        if said:
+            print(said, file=sys.stderr)
     options = search_options(args, need_attention=args.attention)
     workers = decoding_workers(args, translator, options)
     results = translator.translate_nbest(
@@ -114,12 +123,13 @@ def cmd_translate(args: argparse.Namespace) -> None:
                 {
                     "line": number,
                     "source": shown_source,
+                    **({"detected_language": language} if language else {}),
                     "hypotheses": [t.to_dict() for t in found],
                 },
                 ensure_ascii=False,
             )
-            for number, (shown_source, found) in enumerate(
-                zip(shown, results, strict=True), start=1
+            for number, (shown_source, found, language) in enumerate(
+                zip(shown, results, detected, strict=True), start=1
             )
         ]
     text = "".join(line + "\n" for line in outputs)
@@ -221,6 +231,12 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
         'must hold and must not hold, and text it starts with: {"include": '
         '["..."], "exclude": ["..."], "prefix": "..."} ({} for none); '
         "phrases to include need --beam 2 or more",
+    )
+    translate.add_argument(
+        "--no-language-check",
+        action="store_true",
+        help="do not warn about lines that look like another language than "
+        "the model's source language",
     )
     add_batching_flags(translate)
     add_npd_flags(translate)

@@ -31,6 +31,7 @@ from rosetta import __version__
 from rosetta.config.reading import config_to_dict
 from rosetta.errors import RosettaError
 from rosetta.inference.constraints import Constraint, spell_constraints
+from rosetta.inference.language_check import LanguageCheck
 from rosetta.inference.text_translator import TextTranslator
 from rosetta.search.batched import threads_per_worker
 from rosetta.search.options import SearchOptions
@@ -212,6 +213,8 @@ def create_app(
     """A FastAPI application serving ``translator``."""
     settings = settings or ServerSettings()
     translator.check_language_chosen()  # else every request would fail
+    check = LanguageCheck(settings.language_check)
+    check.expect(translator.config.data.src_lang)
     if settings.workers > 1 and translator.device.type != "cpu":
         raise ValueError("parallel workers are for the CPU; a GPU runs one batch")
     batcher = DynamicBatcher(
@@ -282,9 +285,12 @@ def create_app(
             )
         except (RosettaError, ValueError) as error:  # options the engine refuses
             return _unprocessable("options", str(error))
+        detected = check.detected(request.sentences)
         translations = [
-            {"source": source, "hypotheses": hypotheses}
-            for source, hypotheses in zip(request.sentences, results, strict=True)
+            {"source": source, "detected_language": found, "hypotheses": hypotheses}
+            for source, found, hypotheses in zip(
+                request.sentences, detected, results, strict=True
+            )
         ]
         elapsed_ms = (time.perf_counter() - started) * 1000
         return {"translations": translations, "elapsed_ms": elapsed_ms}

@@ -173,6 +173,11 @@ class Hypothesis(BaseModel):
 
 class SentenceResult(BaseModel):
     source: str
+    detected_language: str | None = Field(
+        None,
+        description="the language the source looks like, where that is not "
+        "the model's source language (rosetta serve --no-language-check: never)",
+    )
     hypotheses: list[Hypothesis] = Field(description="best first; empty: blank line")
 
 
@@ -221,4 +226,3 @@ def request_error(error: dict[str, Any]) -> dict[str, Any]:
         if close:
             said["msg"] += f"; did you mean {close[0]!r}?"
     return said
-

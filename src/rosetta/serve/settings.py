@@ -19,3 +19,4 @@ class ServerSettings:
     max_wait_ms: float = 5.0
     max_queue: int = 4096  # sentences waiting; 503 beyond
     workers: int = 1  # batches in the model at once (CPU), each with threads / N
+    language_check: bool = True  # say which sources look like another language
