@@ -244,3 +244,23 @@ def test_every_function_a_family_record_names_exists():
     assert len(named) >= 15
     for later in named:
         assert callable(later.resolve()), later
+
+
+def test_loading_a_model_to_translate_leaves_the_compiler_unimported():
+    """The size check before a model is built (on the ``meta`` device) runs
+    no PyTorch reference implementation, whose first use imports
+    ``torch._dynamo``: about 2 seconds of a one-sentence translation."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from rosetta.families import FAMILIES, check_model_fits\n"
+        "for family in FAMILIES:\n"
+        "    check_model_fits(family.config(**family.example), 50, 60)\n"
+        "print('torch._dynamo' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "False"

@@ -28,9 +28,12 @@ TRANSLATE = "rosetta translate"
 
 
 def cmd_translate(args: argparse.Namespace) -> None:
+    from rosetta.inference.language_check import LanguageCheck
+
+    # first: its model is read on another core while PyTorch and the model load
+    check = LanguageCheck(not args.no_language_check)
     from rosetta.cli.common import decoding_workers, load_translator, search_options
     from rosetta.inference.constraints import read_constraints_file
-    from rosetta.inference.language_check import LanguageCheck
 
     if args.format == "text" and (args.nbest > 1 or args.attention):
         raise RosettaError("--nbest and --attention need --format jsonl")
@@ -50,8 +53,6 @@ def cmd_translate(args: argparse.Namespace) -> None:
         )
     if not Path(args.model).exists():  # said before the input is read
         raise RosettaError(f"{args.model}: no such model file or folder")
-    # its model is read while the translation model loads
-    check = None if args.no_language_check else LanguageCheck()
     constraints = None
     lines, origins = numbered_lines(args.input)  # before the model loads
     if args.constraints is not None:
@@ -61,7 +62,7 @@ def cmd_translate(args: argparse.Namespace) -> None:
         lines, tags = without_markup(lines, origins)
     translator = load_translator(args)
     detected: list[str | None] = [None] * len(lines)
-    if check is not None and check.expect(translator.config.data.src_lang):
+    if check.expect(translator.config.data.src_lang):
         detected = check.detected(lines)
         said = check.warning(detected)
         if said:

@@ -45,10 +45,10 @@ def check_model_fits(
     gradients and Adam's two moments) would not fit in memory, before any
     is allocated: the model is built on PyTorch's ``meta`` device, which
     records shapes and holds no data."""
-    import torch  # here: listing the families loads no PyTorch
+    from rosetta.nn.meta import on_meta  # here: listing families loads no PyTorch
 
     try:
-        with torch.device("meta"):
+        with on_meta():
             model = family_of(section).build(section, src_vocab, tgt_vocab, tokenizers)
     except (RuntimeError, OverflowError, ValueError) as error:
         if "meta" in str(error):  # reads a value (digit tables): cannot be sized

@@ -38,18 +38,20 @@ def sinusoids(
     if layout not in ("interleaved", "halves"):
         raise ValueError(f"sinusoid layout {layout!r}: use interleaved or halves")
     position = positions.to(torch.float64).unsqueeze(1)  # (n, 1)
-    angle = position / scales(d_model)  # (n, ceil(d/2))
+    angle = position / scales(d_model, positions.device)  # (n, ceil(d/2))
     sines, cosines = torch.sin(angle), torch.cos(angle[:, : d_model // 2])
     if layout == "halves":
         return torch.cat([sines, cosines], dim=1).float()
-    table = torch.zeros(len(positions), d_model, dtype=torch.float64)
+    table = torch.zeros(
+        len(positions), d_model, dtype=torch.float64, device=positions.device
+    )
     table[:, 0::2] = sines
     table[:, 1::2] = cosines
     return table.float()
 
 
-def scales(d_model: int) -> torch.Tensor:
+def scales(d_model: int, device: torch.device | str = "cpu") -> torch.Tensor:
     """``10000^(2i/d)`` for ``i = 0 .. ⌈d/2⌉−1``, the position's divisor in
     sinusoid pair ``i`` (its frequency is one over it): (⌈d/2⌉,), float64."""
-    two_i = torch.arange(0, d_model, 2, dtype=torch.float64)
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float64, device=device)
     return torch.pow(10000.0, two_i / d_model)
