@@ -381,3 +381,21 @@ def test_a_damaged_ctranslate2_export_is_one_line(toy_run, tmp_path, capsys):
     run_refused(translate, capsys, "not the vocabulary of the tokenizers")
     (export / "model.bin").unlink()
     run_refused(translate, capsys, "CTranslate2 cannot load this export")
+
+
+def test_a_run_without_a_checkpoint_yet_says_so(tmp_path, capsys):
+    """A run prepared (or training, before its first validation) is not
+    called "neither a checkpoint nor a run": it is a run with none yet."""
+    from rosetta.cli import main
+    from tests.toy import toy_config_file
+
+    config = toy_config_file(tmp_path)
+    run = tmp_path / "run"
+    assert main(["prepare", str(config), "-o", str(run)]) == 0
+    (tmp_path / "in.txt").write_text("alpha\n")
+    capsys.readouterr()
+    command = ["translate", "-m", str(run), "-i", str(tmp_path / "in.txt")]
+    assert main(command) == 2
+    error = capsys.readouterr().err
+    assert "a run with no checkpoint yet" in error
+    assert "train.validate_every" in error

@@ -31,6 +31,7 @@ from rosetta.runtime.atomic import (
     replace_folder,
     write_json_atomic,
 )
+from rosetta.runtime.outputs import RUN_LOCK
 from rosetta.runtime.own_files import is_real_folder_in, remove_own_folder
 from rosetta.runtime.records import parse_record, read_checked, read_record
 
@@ -287,6 +288,12 @@ def choose_checkpoint(path: Path, which: str = "best") -> tuple[Path, str]:
             return path / name, f"the run's best by validation {metric}"
         return path / name, f"the run's {which}"
     name = index.get("latest")
+    if not name and (path / RUN_LOCK).exists():  # a run: prepared or training
+        raise RosettaError(
+            f"{path}: a run with no checkpoint yet: a training writes its first "
+            "at its first validation (train.validate_every); if it is still "
+            "training, wait for that"
+        )
     if not name:
         raise RosettaError(f"{path}: neither a checkpoint nor a run with checkpoints")
     return path / name, "the run's latest: it has no validation scores"
