@@ -516,3 +516,15 @@ def test_a_hub_name_downloads_only_the_models_files(marian, tmp_path, monkeypatc
         next((tmp_path / "run").glob("checkpoint-*/checkpoint.json")).read_text()
     )
     assert meta["imported"]["from"] == "Helsinki-NLP/opus-mt-de-en"
+
+
+def test_import_and_training_count_the_same_parameters(marian, tmp_path, capsys):
+    """The import says the parameter count training will say for the same
+    model: a table shared by several names counted once."""
+    from rosetta.loading import load_translator as load
+
+    out = tmp_path / "run"
+    import_run(HF, str(marian), out)
+    said = capsys.readouterr().out
+    count = load(out, "cpu").parameter_count
+    assert f"{count / 1e6:.2f}M parameters" in said

@@ -37,4 +37,9 @@ def import_run(
     with atomic_folder(output, kind=IMPORTED_KIND) as folder:
         importer.write(source, folder, log)
         restored = restore(folder, torch.device("cpu"), which="latest")
-        log(f"import: loaded back as {restored.family.summary}")
+        # counted as training counts them: a table shared by several names once
+        count = sum(p.numel() for p in restored.model.parameters())
+        log(
+            f"import: loaded back as {restored.family.summary}, "
+            f"{count / 1e6:.2f}M parameters"
+        )

@@ -85,8 +85,7 @@ def import_marian(source: str, folder: Path, log: Callable[[str], None]) -> None
     index = {"checkpoints": [CHECKPOINT], "latest": CHECKPOINT, "best": None}
     write_json_atomic(folder / ckpt.INDEX_FILE, index)
     (folder / RUN_CONFIG).write_text(run_config_text(meta["config"], source))
-    count = sum(t.numel() for t in tensors.values())
-    log(f"import: {count / 1e6:.1f}M parameters, vocabulary {len(tokenizers.src):,}")
+    log(f"import: vocabulary {len(tokenizers.src):,}")
 
 
 def converted(
