@@ -115,7 +115,7 @@ def steps_of(page: Path) -> list[Step]:
                     if without_comment(command):
                         command = without_comment(command)
                         steps.append(Step(command=command, shell=language))
-            named = re.findall(r"`([\w.-]+\.yaml)`", prose)
+            named = re.findall(r"`([\w./-]+\.yaml)`", prose)
             if language == "yaml" and named:
                 steps.append(Step(path=named[-1], text="\n".join(block) + "\n"))
             language, prose = None, ""

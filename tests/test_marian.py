@@ -456,7 +456,7 @@ def test_the_pages_python_loads_an_export(imported, tmp_path, monkeypatch, capsy
     monkeypatch.chdir(tmp_path)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        exec(code.replace('"opus-mt-de-en-multi30k"', '"x"'), {})
+        exec(code.replace('"tour/opus-mt-de-en-multi30k"', '"x"'), {})
     assert capsys.readouterr().out.strip().splitlines()[-1].startswith("['")
 
 
