@@ -399,3 +399,18 @@ def test_a_run_without_a_checkpoint_yet_says_so(tmp_path, capsys):
     error = capsys.readouterr().err
     assert "a run with no checkpoint yet" in error
     assert "train.validate_every" in error
+
+
+def test_a_redirected_training_log_holds_no_cursor_movements(tmp_path, capsys):
+    """The validation bar sits beneath the training bar on a terminal only:
+    in a log file (standard error not a terminal) it would leave the escape
+    codes that move the cursor up."""
+    from rosetta.cli import main
+    from tests.toy import toy_config_file
+
+    config = toy_config_file(tmp_path)
+    overrides = ["train.max_epochs=null", "train.max_steps=4", "train.validate_every=2"]
+    command = ["train", str(config), "-o", str(tmp_path / "run")]
+    assert main([*command, *(f for o in overrides for f in ("--set", o))]) == 0
+    log = capsys.readouterr().err
+    assert "training" in log and "\x1b[A" not in log

@@ -92,7 +92,9 @@ def add_search_flags(
         group,
         "--min-len",
         KINDS["min_length"],
-        "no translation ends before this many tokens (default 0)",
+        "no translation ends before this many target tokens: subword pieces, "
+        "not words, so a short sentence forced past its end is padded with "
+        "whatever the model finds likeliest (default 0)",
         dest="min_length",
     )
     number_flag(

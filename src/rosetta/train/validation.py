@@ -4,6 +4,7 @@ exact-sequence accuracy of greedy output."""
 from __future__ import annotations
 
 import math
+import sys
 
 import torch
 from tqdm import tqdm
@@ -88,7 +89,10 @@ def translate_shown(
     )
     step = translator.config.decode.batch_size * BATCHES_PER_STEP
     results: list[list[Translation]] = [[] for _ in sentences]  # blank: none
-    with tqdm(total=len(order), desc="validating", unit="sentence", leave=False) as bar:
+    # beneath the training bar: on a terminal only, as moving the cursor up
+    # to redraw it would leave escape codes in a redirected log
+    nested = {"leave": False, "disable": not sys.stderr.isatty()}
+    with tqdm(total=len(order), desc="validating", unit="sentence", **nested) as bar:
         for start in range(0, len(order), step):
             part = order[start : start + step]
             found = translator.translate_ids([sources[i] for i in part])
