@@ -229,3 +229,50 @@ def test_page_shows_a_nat_models_fertilities_under_its_source_tokens(toy_run):
     finally:
         process.terminate()
         process.wait(30)
+
+
+@pytest.mark.slow
+def test_page_sends_the_search_controls_filled_in(server):
+    """Never write / at least N tokens / no repeated n-grams: the page asks
+    what the API does for the same fields, and shows that translation; for
+    CTranslate2, which has no such controls, the fields are hidden."""
+    playwright = require_browser()
+    address, kind = server
+    sentence = "alpha beta gamma delta"
+    with playwright.sync_playwright() as driver:
+        browser = driver.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        try:
+            page = browser.new_page(viewport={"width": 1000, "height": 900})
+            page.goto(f"{address}/")
+            page.wait_for_function(
+                "document.getElementById('model-info').textContent.includes('→')"
+            )
+            if kind == "ctranslate2":
+                assert not page.is_visible("#ban")
+                return
+            free = {"sentences": [sentence], "beam": 3}
+            answer = httpx.post(f"{address}/translate", json=free, timeout=30)
+            [found] = answer.json()["translations"]
+            banned = found["hypotheses"][0]["text"].split()[0]
+            request = free | {
+                "nbest": 3,
+                "alpha": 0.75,
+                "ban": [banned],
+                "ban_forms": True,
+                "min_len": 2,
+                "no_repeat_ngram": 2,
+            }
+            expected = httpx.post(f"{address}/translate", json=request, timeout=30)
+            best = expected.json()["translations"][0]["hypotheses"][0]["text"]
+            assert banned not in best.split()
+            page.fill("#source", sentence)
+            page.fill("#beam", "3")
+            page.fill("#ban", f" {banned} ")
+            page.check("#ban-forms")
+            page.fill("#min-len", "2")
+            page.fill("#no-repeat", "2")
+            page.click("#submit")
+            page.wait_for_selector("#results:not([hidden])")
+            assert page.inner_text("#translation").strip() == best
+        finally:
+            browser.close()

@@ -36,6 +36,8 @@ async function loadInfo() {
       }
       $("prefix-box").hidden = true;
     }
+    // the search controls are Rosetta's own: a NAT model and CTranslate2 refuse them
+    $("controls").hidden = oneShot || engine !== "rosetta";
   } catch (error) {
     $("model-info").textContent = "model information unavailable";
   }
@@ -62,6 +64,22 @@ function sourceLines() {
   return sentences;
 }
 
+// The controls filled in (none when hidden), named as rosetta translate's flags.
+function searchControls() {
+  if ($("controls").hidden) return {};
+  const controls = {};
+  const ban = $("ban").value.split(",").map((phrase) => phrase.trim()).filter(Boolean);
+  if (ban.length) {
+    controls.ban = ban;
+    controls.ban_forms = $("ban-forms").checked;
+  }
+  const minLen = Number($("min-len").value);
+  const noRepeat = Number($("no-repeat").value);
+  if (minLen > 0) controls.min_len = minLen;
+  if (noRepeat > 0) controls.no_repeat_ngram = noRepeat;
+  return controls;
+}
+
 // The first line's constraint: the prefix typed, if any; none for the others.
 function prefixConstraints(count) {
   const prefix = $("prefix").value;
@@ -83,6 +101,7 @@ async function translate(event) {
     attention: true,
   };
   if (constraints) request.constraints = constraints;
+  Object.assign(request, searchControls());
   if (engine === "ctranslate2" && beam > 1) {
     Object.assign(request, { refill: true, stopping: "k_finished" });
   }
@@ -128,6 +147,7 @@ async function complete() {
     nbest: beam,
     alpha: Number($("alpha").value),
     constraints: [{ prefix }],
+    ...searchControls(),
   };
   try {
     const response = await fetch("/translate", {
