@@ -241,3 +241,11 @@ def test_ctranslate2_refuses_the_controls_in_one_line(toy_run, tmp_path, capsys)
     assert main([*command, "--engine", "ctranslate2", "--min-len", "2"]) != 0
     error = capsys.readouterr().err.strip().splitlines()
     assert "Rosetta's search controls; use --engine rosetta" in error[-1]
+
+
+def test_a_minimum_length_without_the_end_token_is_refused():
+    """Without ``eos_id`` there is no end to rule out (an index of -1 would
+    have banned the vocabulary's last token instead)."""
+    with pytest.raises(ValueError, match="eos_id"):
+        Controls(min_length=2)
+    assert Controls(no_repeat_ngram=2).longest_output(10) is not None

@@ -46,15 +46,17 @@ class Controls:
             (0: off).
         banned: phrases no output holds, as their spellings (a sequence of
             token ids is taken as its one spelling).
-        eos_id: the end token's id.
+        eos_id: the end token's id (which a minimum length needs).
     """
 
     min_length: int = 0
     no_repeat_ngram: int = 0
     banned: tuple[Spellings, ...] = ()
-    eos_id: int = -1
+    eos_id: int | None = None
 
     def __post_init__(self) -> None:
+        if self.min_length and self.eos_id is None:  # -1 would ban the last token
+            raise ValueError("a minimum length needs the end token's id (eos_id)")
         object.__setattr__(self, "banned", as_spellings(self.banned))
 
     def check_limits(self, limits: torch.Tensor) -> None:
@@ -74,7 +76,8 @@ class Controls:
         alone), no n-gram of ``n`` twice allows at most ``A^n + n - 1``
         tokens (a de Bruijn sequence's length)."""
         single = set().union(*(phrase.single_tokens for phrase in self.banned))
-        usable = vocabulary - len({*NEVER_NEXT, self.eos_id, *single})
+        never = {*NEVER_NEXT, *single} | ({self.eos_id} - {None})
+        usable = vocabulary - len(never)
         if usable <= 0:
             return 0
         n = self.no_repeat_ngram
