@@ -30,6 +30,12 @@ def one_line(message: object) -> str:
     return str(message).translate(str.maketrans(LINE_BREAKS))
 
 
+def in_words(error: BaseException) -> str:
+    """A library's error message as one line of words (its lines and runs
+    of spaces joined by one space), to quote after what Rosetta was doing."""
+    return " ".join(str(error).split())
+
+
 def where(path: object, line: int | None = None) -> str:
     """Format a location as ``path`` or ``path:line`` for error messages."""
     return f"{path}:{line}" if line is not None else str(path)

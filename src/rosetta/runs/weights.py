@@ -12,7 +12,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file
 from torch import nn
 
-from rosetta.errors import RosettaError
+from rosetta.errors import RosettaError, in_words
 from rosetta.runs.checkpoint import MODEL_FILE, OPTIMIZER_FILE, STATE_FILE, alias_key
 
 
@@ -86,7 +86,7 @@ def load_weights(
     try:
         model.load_state_dict(state, strict=True)
     except RuntimeError as error:  # one line: torch's message has several
-        reason = " ".join(str(error).split())
+        reason = in_words(error)
         raise RosettaError(f"{path}: cannot load weights: {reason}") from None
 
 

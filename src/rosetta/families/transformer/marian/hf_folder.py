@@ -20,7 +20,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file
 
-from rosetta.errors import RosettaError
+from rosetta.errors import RosettaError, in_words
 from rosetta.families.transformer.marian.settings import (
     CONFIG_FILE,
     GENERATION_FILE,
@@ -83,7 +83,7 @@ def read_tensors(folder: Path) -> tuple[Path, dict[str, torch.Tensor]]:
         try:
             tensors = load_file(str(safetensors))
         except (SafetensorError, OSError, RuntimeError) as error:
-            reason = " ".join(str(error).split())
+            reason = in_words(error)
             raise RosettaError(
                 f"{safetensors}: cannot read weights: {reason}"
             ) from None
@@ -102,7 +102,7 @@ def read_tensors(folder: Path) -> tuple[Path, dict[str, torch.Tensor]]:
             f"(read with weights_only=True: {reason})"
         ) from None
     except (EOFError, RuntimeError, OSError, ValueError) as error:
-        reason = " ".join(str(error).split()) or type(error).__name__
+        reason = in_words(error) or type(error).__name__
         raise RosettaError(f"{pickled}: cannot read weights: {reason}") from None
     if not isinstance(loaded, dict) or not all(
         isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in loaded.items()
@@ -197,13 +197,13 @@ def fetch_from_hub(name: str) -> Path:
     try:
         path = snapshot_download(name, allow_patterns=HUB_FILES)
     except Exception as error:  # network, authentication, no such repository
-        reason = " ".join(str(error).split())
+        reason = in_words(error)
         raise RosettaError(f"{name}: cannot download from the Hub: {reason}") from None
     folder = Path(path)
     if not (folder / SAFETENSORS_FILE).is_file():  # older repositories: a pickle
         try:  # the same snapshot: into the same folder
             snapshot_download(name, allow_patterns=[PICKLE_FILE])
         except Exception as error:
-            reason = " ".join(str(error).split())
+            reason = in_words(error)
             raise RosettaError(f"{name}: cannot download: {reason}") from None
     return folder

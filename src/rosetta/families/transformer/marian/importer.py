@@ -15,7 +15,7 @@ import yaml
 from rosetta.config.reading import config_from_dict, config_to_dict
 from rosetta.data.piece_table import PieceTableTokenizer
 from rosetta.data.tokenizer import TokenizerPair
-from rosetta.errors import RosettaError
+from rosetta.errors import RosettaError, in_words
 from rosetta.families.transformer.config import TransformerConfig
 from rosetta.families.transformer.marian.convert import (
     IdTable,
@@ -136,7 +136,7 @@ def converted(
             f"{where}: the configuration made from it",
         )
     except RosettaError as error:  # one line, as every refusal here
-        raise RosettaError(" ".join(str(error).split())) from None
+        raise RosettaError(in_words(error)) from None
     tokenizers = TokenizerPair(
         piece_table(parts.source_spm, source, where / "source.spm"),
         piece_table(
@@ -168,7 +168,7 @@ def piece_table(
     try:
         return PieceTableTokenizer(model, table.tokens, decode_model)
     except (RuntimeError, OSError) as error:
-        reason = " ".join(str(error).split())
+        reason = in_words(error)
         raise RosettaError(f"{path}: not a SentencePiece model ({reason})") from None
 
 
