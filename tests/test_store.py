@@ -84,10 +84,19 @@ def test_a_changed_corpus_is_refused_and_prepare_encodes_it_again(tmp_path):
 
 
 def test_a_file_only_touched_is_still_the_same_corpus(tmp_path):
+    """A new modification time with the same bytes: the store is reused as
+    it is (neither refused nor encoded again), holding the same pairs."""
     config, _ = toy_config(tmp_path)
-    prepare_data(config, tmp_path / "run", quiet)
+    first = list(prepare_data(config, tmp_path / "run", quiet).train)
+    arrays = sorted((tmp_path / "run" / STORE_DIR).glob("*.tokens"))
+    assert arrays
+    written = {path: path.stat().st_mtime_ns for path in arrays}
     os.utime(config.data.train.src, ns=(1, 1))
-    prepare_data(config, tmp_path / "run", quiet)  # not refused
+    said: list[str] = []
+    again = list(prepare_data(config, tmp_path / "run", said.append).train)
+    assert again == first
+    assert not any("token store: encoding" in line for line in said), said
+    assert {path: path.stat().st_mtime_ns for path in arrays} == written
 
 
 def test_a_store_made_for_other_settings_is_refused(tmp_path):
