@@ -17,6 +17,9 @@ def test_the_demo_estimates_trains_scores_and_keeps_earlier_runs(tmp_path, capsy
     demo.main([*arguments, "--device", "cpu"])
     first = capsys.readouterr().out
     assert re.search(r"One update takes [\d.]+ s here .* for 12 updates", first)
+    # the validations and the test set are in the estimate, not left out of it
+    assert re.search(r"about \d+ for the validations and translating the test", first)
+    assert re.search(r"\d+ minutes in all", first)
     assert "done: 12 steps" in first
     assert re.search(r"^BLEU = [\d.]+", first, re.M)
     assert re.search(r"Done in [\d.]+ min\. The model is in .*demo\.", first)
@@ -46,3 +49,14 @@ def test_the_bundled_default_trains_relative_positions_at_a_budget_of_updates():
     chosen = ["model.positions=sinusoidal"]
     assert demo.short_budget_settings(default, 600, chosen) == []
     assert demo.short_budget_settings("configs/multi30k-de-en-gru.yaml", 600, []) == []
+
+
+def test_the_estimate_counts_every_sentence_the_run_translates(tmp_path):
+    """Validation at every validate_every updates and at the last one, each
+    the whole validation set, and the test set once."""
+    config, _ = toy_config(tmp_path, "train.validate_every=5")
+    valid, test = len(demo.read_corpus(config.data.valid)), len(
+        demo.read_corpus(config.data.test)
+    )
+    assert demo.sentences_decoded(config, 12) == 3 * valid + test  # 5, 10, 12
+    assert demo.sentences_decoded(config, 10) == 2 * valid + test

@@ -32,8 +32,10 @@ from rosetta.errors import RosettaError, one_line
 from rosetta.evaluate.corpus import evaluate_all
 from rosetta.families import family_of
 from rosetta.loading import load_translator
+from rosetta.models.trained import Trained
 from rosetta.run_config import load_config
 from rosetta.runs.checkpoint import INDEX_FILE
+from rosetta.search.options import SearchOptions
 from rosetta.train.prepare import PreparedData, prepare_data
 from rosetta.train.run import (
     check_new_run_folder,
@@ -51,6 +53,7 @@ DEFAULT_CONFIG = "configs/multi30k-de-en-transformer.yaml"
 SHORT_BUDGET = ("model.positions=relative",)
 
 TRANSLATE_BLOCK = 100  # sentences per step of the progress bar
+SAMPLE_SENTENCES = 32  # validation sentences timed for the estimate
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -119,13 +122,15 @@ def main(argv: list[str] | None = None) -> None:
             f"At {steps} updates it trains with {', '.join(short)}: they learn "
             "faster at this budget (docs/performance.md, 'The demo')."
         )
-    seconds, per_epoch = measure_updates(config, run_dir, device)
+    seconds, per_epoch, per_sentence = measure_updates(config, run_dir, device)
     total = steps or per_epoch * (config.train.max_epochs or 1)
+    decoding = per_sentence * sentences_decoded(config, total)
     print(
         f"One update takes {seconds:.2f} s here (measured just now): about "
-        f"{total * seconds / 60:.0f} minutes for {total} updates, plus validation "
-        "and translating the test set. The progress bar corrects this estimate "
-        "as training goes, validation included.\n"
+        f"{total * seconds / 60:.0f} minutes for {total} updates, and about "
+        f"{decoding / 60:.0f} for the validations and translating the test set: "
+        f"{(total * seconds + decoding) / 60:.0f} minutes in all. The progress "
+        "bar corrects this estimate as training goes.\n"
     )
     run_training(config, run_dir)
 
@@ -190,12 +195,24 @@ def choose_run_dir(wanted: Path, fresh: bool) -> Path:
     return candidate
 
 
+def sentences_decoded(config: Config, updates: int) -> int:
+    """How many sentences the run and the demo translate: the validation set
+    at each validation that decodes, and the test set."""
+    validations = updates // config.train.validate_every
+    if updates % config.train.validate_every:
+        validations += 1  # the last update validates too
+    decodes = config.train.valid_bleu or config.train.valid_exact
+    valid = len(read_corpus(config.data.valid)) if decodes and config.data.valid else 0
+    return valid * validations + len(read_corpus(config.data.test))
+
+
 def measure_updates(
     config: Config, run_dir: Path, device: torch.device
-) -> tuple[float, int]:
+) -> tuple[float, int, float]:
     """Seconds per update (the median of a few updates of a throwaway copy of
-    the model, on real batches) and updates per epoch. The tokenizers trained
-    on the way are saved in ``run_dir``, where the run finds them."""
+    the model, on real batches), updates per epoch, and seconds to translate
+    a sentence (``seconds_per_sentence``). The tokenizers trained on the way
+    are saved in ``run_dir``, where the run finds them."""
     data = prepare_data(config, run_dir)
     with process_settings_kept():
         configure_torch(config)
@@ -204,7 +221,7 @@ def measure_updates(
 
 def _time_updates(
     config: Config, data: PreparedData, device: torch.device
-) -> tuple[float, int]:
+) -> tuple[float, int, float]:
     family = family_of(config.model)
     tokenizers = data.tokenizers
     model = family.build(
@@ -226,7 +243,26 @@ def _time_updates(
             if device.type == "cuda":
                 torch.cuda.synchronize()
             times.append(time.perf_counter() - began)
-    return statistics.median(times[1:]), len(batches)  # the first one warms up
+    translator = family.inference(Trained(model, tokenizers, config, device), "fp32")
+    per_sentence = seconds_per_sentence(translator, data.valid_pairs, tokenizers)
+    return statistics.median(times[1:]), len(batches), per_sentence  # 1st: warm-up
+
+
+def seconds_per_sentence(translator, pairs: list, tokenizers) -> float:
+    """Seconds to translate one validation sentence: a sample of them, each
+    made to run exactly as long as the median reference (a model a few
+    updates old would otherwise stop at once or run to the limit)."""
+    sample = pairs[:SAMPLE_SENTENCES]
+    if not sample:
+        return 0.0
+    lengths = sorted(len(tokenizers.tgt.encode(target)) for _, target in sample)
+    length = max(lengths[len(lengths) // 2], 1)
+    options = SearchOptions(max_len_a=0.0, max_len_b=length, min_length=length)
+    sources = [source for source, _ in sample]
+    translator.translate(sources[:2], options)  # warm-up
+    began = time.perf_counter()
+    translator.translate(sources, options)
+    return (time.perf_counter() - began) / len(sources)
 
 
 def next_steps(run_dir: Path, config: Config) -> str:
