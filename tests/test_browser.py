@@ -8,6 +8,7 @@ ROSETTA_REQUIRE_BROWSER, so there a missing browser fails instead of skipping.
 
 import os
 import shutil
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -38,6 +39,23 @@ def require_browser():
             pytest.fail("chromium is not installed (make setup installs it)")
         pytest.skip("chromium is not installed")
     return playwright
+
+
+@contextmanager
+def page_at(playwright, address: str, shows: str = "→"):
+    """The server's page in headless Chromium, once its model information
+    (which holds ``shows``) has loaded."""
+    with playwright.sync_playwright() as driver:
+        browser = driver.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        try:
+            page = browser.new_page(viewport={"width": 1000, "height": 900})
+            page.goto(f"{address}/")
+            page.wait_for_function(
+                f"document.getElementById('model-info').textContent.includes('{shows}')"
+            )
+            yield page
+        finally:
+            browser.close()
 
 
 @pytest.fixture(scope="module", params=["transformer", "rnn-attention", "ctranslate2"])
@@ -72,75 +90,64 @@ def test_page_translates_lists_alternatives_and_draws_the_heatmap(server):
     best = hypotheses[0]
     rows, columns = len(best["attention"]), len(best["source_tokens"])
 
-    with playwright.sync_playwright() as driver:
-        browser = driver.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
-        try:
-            page = browser.new_page(viewport={"width": 1000, "height": 900})
-            page.goto(f"{address}/")
-            page.wait_for_function(
-                "document.getElementById('model-info').textContent.includes('→')"
-            )
-            page.fill("#source", sentence)
-            page.fill("#beam", "4")
-            page.fill("#nbest", "3")
-            page.click("#submit")
-            page.wait_for_selector("#heatmap svg rect.cell")
+    with page_at(playwright, address, shows="→") as page:
+        page.fill("#source", sentence)
+        page.fill("#beam", "4")
+        page.fill("#nbest", "3")
+        page.click("#submit")
+        page.wait_for_selector("#heatmap svg rect.cell")
 
-            assert page.inner_text("#translation").strip() == best["text"]
-            items = page.locator("#nbest-list li .text")
-            assert items.all_inner_texts() == [h["text"] for h in hypotheses]
-            cells = page.locator("#heatmap rect.cell")
-            assert cells.count() == rows * columns
-            labels = page.locator("#heatmap text.source-token").all_text_contents()
-            assert labels == best["source_tokens"]
-            # The drawn weights are the API's (last layer, mean over its heads).
-            drawn = [
-                float(w)
-                for w in cells.evaluate_all("cells => cells.map(c => c.dataset.weight)")
-            ]
-            for t in range(rows):
-                layer = best["attention"][t][-1]
-                for s in range(columns):
-                    mean = sum(head[s] for head in layer) / len(layer)
-                    assert drawn[t * columns + s] == pytest.approx(mean, abs=1e-3)
-            # Colours span this map's own range, shown on its legend: the
-            # largest weight gets the scale's darkest colour.
-            fills = cells.evaluate_all(
-                "cells => cells.map(c => c.getAttribute('fill'))"
-            )
-            largest = max(drawn)
-            assert fills[drawn.index(largest)] == "rgb(68,1,84)"
-            top, bottom = page.locator("#heatmap text.legend-label").all_text_contents()
-            assert float(top) == pytest.approx(largest, abs=0.006) and bottom == "0"
-            # one name for the end token: rows as columns
-            targets = page.locator("#heatmap text.target-token").all_text_contents()
-            assert targets[: len(best["tokens"])] == best["tokens"]
-            if rows > len(best["tokens"]):
-                assert targets[-1] == best["source_tokens"][-1] == "<eos>"
-            heads = page.locator("#head option").count()
-            # the mean and the toy Transformer's 2 heads; one summary otherwise
-            assert heads == (3 if kind == "transformer" else 1)
+        assert page.inner_text("#translation").strip() == best["text"]
+        items = page.locator("#nbest-list li .text")
+        assert items.all_inner_texts() == [h["text"] for h in hypotheses]
+        cells = page.locator("#heatmap rect.cell")
+        assert cells.count() == rows * columns
+        labels = page.locator("#heatmap text.source-token").all_text_contents()
+        assert labels == best["source_tokens"]
+        # The drawn weights are the API's (last layer, mean over its heads).
+        drawn = [
+            float(w)
+            for w in cells.evaluate_all("cells => cells.map(c => c.dataset.weight)")
+        ]
+        for t in range(rows):
+            layer = best["attention"][t][-1]
+            for s in range(columns):
+                mean = sum(head[s] for head in layer) / len(layer)
+                assert drawn[t * columns + s] == pytest.approx(mean, abs=1e-3)
+        # Colours span this map's own range, shown on its legend: the
+        # largest weight gets the scale's darkest colour.
+        fills = cells.evaluate_all("cells => cells.map(c => c.getAttribute('fill'))")
+        largest = max(drawn)
+        assert fills[drawn.index(largest)] == "rgb(68,1,84)"
+        top, bottom = page.locator("#heatmap text.legend-label").all_text_contents()
+        assert float(top) == pytest.approx(largest, abs=0.006) and bottom == "0"
+        # one name for the end token: rows as columns
+        targets = page.locator("#heatmap text.target-token").all_text_contents()
+        assert targets[: len(best["tokens"])] == best["tokens"]
+        if rows > len(best["tokens"]):
+            assert targets[-1] == best["source_tokens"][-1] == "<eos>"
+        heads = page.locator("#head option").count()
+        # the mean and the toy Transformer's 2 heads; one summary otherwise
+        assert heads == (3 if kind == "transformer" else 1)
 
-            # Choosing another alternative redraws the map for it.
-            page.locator("#nbest-list li").nth(1).click()
-            page.wait_for_selector("#nbest-list li.selected >> nth=0")
-            second = hypotheses[1]
-            assert page.locator("#heatmap rect.cell").count() == len(
-                second["attention"]
-            ) * len(second["source_tokens"])
+        # Choosing another alternative redraws the map for it.
+        page.locator("#nbest-list li").nth(1).click()
+        page.wait_for_selector("#nbest-list li.selected >> nth=0")
+        second = hypotheses[1]
+        assert page.locator("#heatmap rect.cell").count() == len(
+            second["attention"]
+        ) * len(second["source_tokens"])
 
-            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-            shot = SCREENSHOTS / f"page-{kind}.png"
-            page.screenshot(path=str(shot), full_page=True)
-            assert shot.stat().st_size > 10_000
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        shot = SCREENSHOTS / f"page-{kind}.png"
+        page.screenshot(path=str(shot), full_page=True)
+        assert shot.stat().st_size > 10_000
 
-            # An error from the server is shown, not swallowed.
-            page.fill("#source", "alpha " * 400)  # over the 2,000 characters
-            page.click("#submit")
-            page.wait_for_selector("#error:not([hidden])")
-            assert "at most" in page.inner_text("#error")
-        finally:
-            browser.close()
+        # An error from the server is shown, not swallowed.
+        page.fill("#source", "alpha " * 400)  # over the 2,000 characters
+        page.click("#submit")
+        page.wait_for_selector("#error:not([hidden])")
+        assert "at most" in page.inner_text("#error")
 
 
 @pytest.mark.slow
@@ -166,26 +173,17 @@ def test_page_completes_the_start_the_user_types(server):
     expected = httpx.post(f"{address}/translate", json=request, timeout=30).json()
     hypotheses = [h["text"] for h in expected["translations"][0]["hypotheses"]]
     assert all(text.startswith(prefix) for text in hypotheses)
-    with playwright.sync_playwright() as driver:
-        browser = driver.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
-        try:
-            page = browser.new_page(viewport={"width": 1000, "height": 900})
-            page.goto(f"{address}/")
-            page.wait_for_function(
-                "document.getElementById('model-info').textContent.includes('→')"
-            )
-            page.fill("#source", sentence)
-            page.locator("#prefix").press_sequentially(prefix, delay=30)
-            page.wait_for_selector("#completions li")
-            shown = page.locator("#completions li").all_inner_texts()
-            assert shown == hypotheses
-            page.locator("#completions li").nth(len(shown) - 1).click()
-            assert page.input_value("#prefix") == hypotheses[-1]
-            page.click("#submit")
-            page.wait_for_selector("#results:not([hidden])")
-            assert page.inner_text("#translation").strip().startswith(hypotheses[-1])
-        finally:
-            browser.close()
+    with page_at(playwright, address, shows="→") as page:
+        page.fill("#source", sentence)
+        page.locator("#prefix").press_sequentially(prefix, delay=30)
+        page.wait_for_selector("#completions li")
+        shown = page.locator("#completions li").all_inner_texts()
+        assert shown == hypotheses
+        page.locator("#completions li").nth(len(shown) - 1).click()
+        assert page.input_value("#prefix") == hypotheses[-1]
+        page.click("#submit")
+        page.wait_for_selector("#results:not([hidden])")
+        assert page.inner_text("#translation").strip().startswith(hypotheses[-1])
 
 
 @pytest.mark.slow
@@ -199,33 +197,22 @@ def test_page_shows_a_nat_models_fertilities_under_its_source_tokens(toy_run):
         expected = httpx.post(f"{address}/translate", json=request, timeout=30).json()
         best = expected["translations"][0]["hypotheses"][0]
         assert sum(best["fertilities"]) == len(best["tokens"])
-        with playwright.sync_playwright() as driver:
-            browser = driver.chromium.launch(
-                executable_path=CHROMIUM, args=CHROMIUM_FLAGS
-            )
-            try:
-                page = browser.new_page(viewport={"width": 1000, "height": 900})
-                page.goto(f"{address}/")
-                page.wait_for_function(
-                    "document.getElementById('model-info').textContent.includes('nat')"
-                )
-                assert not page.locator("#beam").is_visible()  # no beam to size
-                assert not page.locator("#prefix").is_visible()  # nothing to steer
-                page.fill("#source", sentence)
-                page.click("#submit")
-                page.wait_for_selector("#fertilities .fertility")
-                assert page.inner_text("#translation").strip() == best["text"]
-                tokens = page.locator("#fertilities .token").all_text_contents()
-                counts = page.locator("#fertilities .count").all_text_contents()
-                assert tokens == best["source_tokens"]
-                assert [int(c) for c in counts] == best["fertilities"]
-                assert page.locator("#heatmap rect.cell").count() == len(
-                    best["attention"]
-                ) * len(best["source_tokens"])
-                SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-                page.screenshot(path=str(SCREENSHOTS / "page-nat.png"), full_page=True)
-            finally:
-                browser.close()
+        with page_at(playwright, address, shows="nat") as page:
+            assert not page.locator("#beam").is_visible()  # no beam to size
+            assert not page.locator("#prefix").is_visible()  # nothing to steer
+            page.fill("#source", sentence)
+            page.click("#submit")
+            page.wait_for_selector("#fertilities .fertility")
+            assert page.inner_text("#translation").strip() == best["text"]
+            tokens = page.locator("#fertilities .token").all_text_contents()
+            counts = page.locator("#fertilities .count").all_text_contents()
+            assert tokens == best["source_tokens"]
+            assert [int(c) for c in counts] == best["fertilities"]
+            assert page.locator("#heatmap rect.cell").count() == len(
+                best["attention"]
+            ) * len(best["source_tokens"])
+            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SCREENSHOTS / "page-nat.png"), full_page=True)
     finally:
         process.terminate()
         process.wait(30)
@@ -239,40 +226,31 @@ def test_page_sends_the_search_controls_filled_in(server):
     playwright = require_browser()
     address, kind = server
     sentence = "alpha beta gamma delta"
-    with playwright.sync_playwright() as driver:
-        browser = driver.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
-        try:
-            page = browser.new_page(viewport={"width": 1000, "height": 900})
-            page.goto(f"{address}/")
-            page.wait_for_function(
-                "document.getElementById('model-info').textContent.includes('→')"
-            )
-            if kind == "ctranslate2":
-                assert not page.is_visible("#ban")
-                return
-            free = {"sentences": [sentence], "beam": 3}
-            answer = httpx.post(f"{address}/translate", json=free, timeout=30)
-            [found] = answer.json()["translations"]
-            banned = found["hypotheses"][0]["text"].split()[0]
-            request = free | {
-                "nbest": 3,
-                "alpha": 0.75,
-                "ban": [banned],
-                "ban_forms": True,
-                "min_len": 2,
-                "no_repeat_ngram": 2,
-            }
-            expected = httpx.post(f"{address}/translate", json=request, timeout=30)
-            best = expected.json()["translations"][0]["hypotheses"][0]["text"]
-            assert banned not in best.split()
-            page.fill("#source", sentence)
-            page.fill("#beam", "3")
-            page.fill("#ban", f" {banned} ")
-            page.check("#ban-forms")
-            page.fill("#min-len", "2")
-            page.fill("#no-repeat", "2")
-            page.click("#submit")
-            page.wait_for_selector("#results:not([hidden])")
-            assert page.inner_text("#translation").strip() == best
-        finally:
-            browser.close()
+    with page_at(playwright, address, shows="→") as page:
+        if kind == "ctranslate2":
+            assert not page.is_visible("#ban")
+            return
+        free = {"sentences": [sentence], "beam": 3}
+        answer = httpx.post(f"{address}/translate", json=free, timeout=30)
+        [found] = answer.json()["translations"]
+        banned = found["hypotheses"][0]["text"].split()[0]
+        request = free | {
+            "nbest": 3,
+            "alpha": 0.75,
+            "ban": [banned],
+            "ban_forms": True,
+            "min_len": 2,
+            "no_repeat_ngram": 2,
+        }
+        expected = httpx.post(f"{address}/translate", json=request, timeout=30)
+        best = expected.json()["translations"][0]["hypotheses"][0]["text"]
+        assert banned not in best.split()
+        page.fill("#source", sentence)
+        page.fill("#beam", "3")
+        page.fill("#ban", f" {banned} ")
+        page.check("#ban-forms")
+        page.fill("#min-len", "2")
+        page.fill("#no-repeat", "2")
+        page.click("#submit")
+        page.wait_for_selector("#results:not([hidden])")
+        assert page.inner_text("#translation").strip() == best
