@@ -7,8 +7,11 @@ already loaded (what is left once start-up is paid).
 Each command is a fresh process, as a user runs it; the commands are
 interleaved over ``--repeats`` rounds; medians with the lowest and highest.
 ``--busy N`` runs N CPU-bound processes beside them, as on a busy machine.
+``--src`` measures other source trees the same way, interleaved with this
+one (an earlier commit checked out elsewhere: its ``src`` folder).
 
     python benchmarks/startup.py --model runs/demo [--repeats 7] [--busy 2]
+    python benchmarks/startup.py --model runs/demo --src /tmp/before/src
 """
 
 from __future__ import annotations
@@ -45,8 +48,8 @@ def commands(model: str | None) -> dict[str, list[str]]:
     return found
 
 
-def seconds(command: list[str]) -> float:
-    environment = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+def seconds(command: list[str], src: str) -> float:
+    environment = {**os.environ, "PYTHONPATH": src}
     began = time.perf_counter()
     subprocess.run(
         command,
@@ -77,24 +80,28 @@ def main() -> None:
     parser.add_argument("--model", help="a run (its best checkpoint) to translate with")
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--busy", type=int, default=0, help="competing processes")
+    parser.add_argument("--src", nargs="*", default=[], help="other source trees")
     parser.add_argument("--json", help="write the results here too")
     args = parser.parse_args()
     runs = commands(args.model)
-    times: dict[str, list[float]] = {name: [] for name in runs}
+    trees = [str(ROOT / "src"), *args.src]
+    times = {(name, tree): [] for name in runs for tree in trees}
     with competing_load(args.busy) if args.busy else nullcontext():
         for _ in range(args.repeats):
             for name, command in runs.items():
-                times[name].append(seconds(command))
+                for tree in trees:
+                    times[name, tree].append(seconds(command, tree))
         warm = [in_process(args.model) for _ in range(3)] if args.model else []
     print(f"{os.cpu_count()} cores, {args.busy} competing processes")
-    print("| what | seconds, median (lowest–highest) |")
-    print("|---|---|")
-    for name, values in times.items():
-        print(f"| {name} | {spread(values)} |")
+    print("| what | source tree | seconds, median (lowest–highest) |")
+    print("|---|---|---|")
+    for (name, tree), values in times.items():
+        print(f"| {name} | {tree} | {spread(values)} |")
     if warm:
-        print(f"| the same sentence, model already loaded | {spread(warm)} |")
+        print(f"| the same sentence, model loaded | {trees[0]} | {spread(warm)} |")
     if args.json:
-        write_json(args.json, {"busy": args.busy, "seconds": times, "warm": warm})
+        found = {f"{name} ({tree})": values for (name, tree), values in times.items()}
+        write_json(args.json, {"busy": args.busy, "seconds": found, "warm": warm})
 
 
 if __name__ == "__main__":
