@@ -110,7 +110,14 @@ def test_overwrite_never_replaces_what_the_command_did_not_write(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "marker", ["checkpoints.json", "checkpoint.json", "tokenizers.json", "rosetta.json"]
+    "marker",
+    [
+        "checkpoints.json",
+        "checkpoint.json",
+        "tokenizers.json",
+        "rosetta.json",
+        "source.spm",
+    ],
 )
 def test_no_file_is_ever_written_inside_what_rosetta_keeps(tmp_path, marker):
     kept = tmp_path / "kept"
@@ -392,9 +399,7 @@ def test_an_empty_folder_is_taken_as_new(tmp_path):
 
 
 @pytest.mark.parametrize("mask", [0o022, 0o002, 0o077])
-def test_written_files_and_folders_have_the_permissions_the_umask_gives(
-    tmp_path, mask
-):
+def test_written_files_and_folders_have_the_permissions_the_umask_gives(tmp_path, mask):
     """A file or folder Rosetta writes reads like one the user's shell would
     make (0666 / 0777 less the umask), not private as a temporary is."""
     previous = os.umask(mask)
@@ -408,3 +413,19 @@ def test_written_files_and_folders_have_the_permissions_the_umask_gives(
     assert (tmp_path / "out.txt").stat().st_mode & 0o777 == 0o666 & ~mask
     assert (tmp_path / "shell.txt").stat().st_mode & 0o777 == 0o666 & ~mask
     assert (tmp_path / "folder").stat().st_mode & 0o777 == 0o777 & ~mask
+
+
+def test_the_kept_markers_are_the_names_their_owners_write():
+    """``outputs.KEPT`` sits below the modules that own these files, so it
+    spells their names; each must be the owner's, and every engine's export
+    marker must be there (an export is never written over as an output)."""
+    from rosetta.data.store import MANIFEST_FILE, STORE_DIR
+    from rosetta.families import all_engines
+    from rosetta.runs.checkpoint import INDEX_FILE, META_FILE
+    from rosetta.runtime.outputs import KEPT, RUN_LOCK
+    from rosetta.train.prepare import TOKENIZER_FILE
+
+    kept = {name for name, _ in KEPT}
+    owned = {INDEX_FILE, META_FILE, RUN_LOCK, TOKENIZER_FILE}
+    owned |= {f"{STORE_DIR}/{MANIFEST_FILE}", *(e.marker for e in all_engines())}
+    assert kept == owned
