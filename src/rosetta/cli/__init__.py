@@ -1,8 +1,9 @@
 """``rosetta prepare | train | translate | distill | evaluate | average | export |
-serve | plot | perplexity | generate | task``.
+import | serve | plot | perplexity | generate | task``.
 
 Each verb lives in its own module: its ``cmd_*`` function and the parser that
-calls it.
+calls it. A parser imports only what it shows (``rosetta.cli.flags``), and a
+command the code it runs, so that ``--help`` answers without PyTorch.
 """
 
 from __future__ import annotations

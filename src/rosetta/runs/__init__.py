@@ -1,3 +1,6 @@
 """A run folder's checkpoints: writing and reading them atomically
-(``checkpoint``), their checksums (``integrity``), the model rebuilt from one
-(``restore``) and averaging them (``average``)."""
+(``checkpoint``, ``schemas``), their checksums (``integrity``), weights and
+optimizer state loaded into a model (``weights``), random-number state
+(``rng``), averaging them (``average``) and the lock one writer holds
+(``lock``). Rebuilding a model from a checkpoint needs its family, so it
+lives above: ``rosetta.families.restore``."""

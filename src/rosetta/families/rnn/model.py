@@ -245,7 +245,7 @@ def build_rnn_seq2seq(
     impl: Impl = "fused",
     gru_variant: str = "torch",
 ) -> EncoderDecoder:
-    """Assemble a recurrent encoder-decoder; the sizes are those of ``ModelConfig``."""
+    """Assemble a recurrent encoder-decoder; the sizes are those of ``RNNConfig``."""
     if share_embeddings and src_vocab != tgt_vocab:
         raise ValueError("shared embeddings need one vocabulary for source and target")
     if gru_variant not in GRU_VARIANTS:

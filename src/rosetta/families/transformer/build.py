@@ -48,7 +48,7 @@ def build_transformer(
     output_bias: bool = False,
     digits: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> EncoderDecoder:
-    """Assemble a Transformer; the sizes are those of ``ModelConfig``.
+    """Assemble a Transformer; the sizes are those of ``TransformerConfig``.
 
     ``positions``: ``sinusoidal`` (added to both embeddings), ``relative``
     (self-attention scores distances), ``randomized`` / ``shifted``
