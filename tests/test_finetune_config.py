@@ -155,3 +155,33 @@ def test_any_mix_of_keys_is_refused_exactly_when_one_differs(
     assert loaded.task == starting["task"]
     assert loaded.model.model_dump(mode="json") == starting["model"]
     assert loaded.tokenizer.model_dump(mode="json") == starting["tokenizer"]
+
+
+def test_the_starting_weights_are_hashed_before_any_folder_and_when_loaded(
+    start, tmp_path, capsys, monkeypatch
+):
+    """Reading the starting run's configuration checks its metadata's seal
+    only; its weights are hashed where they are checked before any folder is
+    made, and where they are loaded: twice, not once per reading."""
+    import rosetta.runs.integrity as integrity
+
+    hashed: list[Path] = []
+    real = integrity.sha256_file
+
+    def counted(path, *args, **kwargs):
+        if Path(path).name == "model.safetensors" and start in Path(path).parents:
+            hashed.append(Path(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(integrity, "sha256_file", counted)
+    config = finetune_file(tmp_path, {})
+    command = [
+        "train",
+        str(config),
+        "-o",
+        str(tmp_path / "tuned"),
+        "--init",
+        str(start),
+    ]
+    assert main(command) == 0
+    assert len(hashed) == 2

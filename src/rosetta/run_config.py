@@ -30,7 +30,9 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> Config:
 def starting_model(path: Path) -> dict[str, Any]:
     """The ``task``, ``model`` and ``tokenizer`` of the checkpoint ``path``
     names (a run: its best)."""
-    stored = ckpt.read_meta(ckpt.resolve_checkpoint(path))["config"]
+    # the configuration only: the weights are checked where they are loaded
+    meta = ckpt.read_meta(ckpt.resolve_checkpoint(path), tensors=False)
+    stored = meta["config"]
     return {key: stored[key] for key in ("task", "model", "tokenizer") if key in stored}
 
 

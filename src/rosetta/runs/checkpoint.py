@@ -211,9 +211,11 @@ def write_checkpoint_files(
     fsync_path(folder)
 
 
-def read_meta(folder: Path) -> dict[str, Any]:
-    """Read and check a checkpoint's metadata and the checksums of its files
-    (``rosetta.runs.integrity``: nothing can switch the check off)."""
+def read_meta(folder: Path, tensors: bool = True) -> dict[str, Any]:
+    """Read and check a checkpoint's metadata (sealed by its own checksum)
+    and the checksums of its files (``rosetta.runs.integrity``). Only a
+    caller that reads no tensor leaves ``tensors`` out: whatever loads the
+    weights checks them first."""
     meta_path = folder / META_FILE
     if not meta_path.is_file():
         raise RosettaError(f"{folder}: not a Rosetta checkpoint ({META_FILE} missing)")
@@ -225,7 +227,8 @@ def read_meta(folder: Path) -> dict[str, Any]:
             f"{FORMAT_VERSION}"
         )
     verify_sealed(meta, meta_path)
-    verify_files(meta, folder, TENSOR_FILES, required=MODEL_FILE)
+    if tensors:
+        verify_files(meta, folder, TENSOR_FILES, required=MODEL_FILE)
     parse_record(meta, MetaRecord, str(meta_path), "a checkpoint's metadata")
     return meta
 
