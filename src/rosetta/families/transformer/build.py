@@ -24,28 +24,33 @@ from rosetta.nn import LayerSizes
 from rosetta.nn.init import xavier_linear_layers
 from rosetta.nn.linear_bias import LinearBiases
 
+# the section's defaults, written once there; a builder called with sizes
+# alone shares no embeddings unless asked (its vocabularies may differ)
+DEFAULT = TransformerConfig().layer_sizes()
+DEFAULT_POSITIONS = TransformerConfig().positions
+
 
 def build_transformer(
     src_vocab: int,
     tgt_vocab: int,
     *,
-    encoder_layers: int = 3,
-    decoder_layers: int = 3,
-    d_model: int = 256,
-    heads: int = 4,
-    d_ff: int = 1024,
-    dropout: float = 0.1,
-    attention_dropout: float = 0.0,
-    norm_first: bool = False,
+    encoder_layers: int = DEFAULT["encoder_layers"],
+    decoder_layers: int = DEFAULT["decoder_layers"],
+    d_model: int = DEFAULT["d_model"],
+    heads: int = DEFAULT["heads"],
+    d_ff: int = DEFAULT["d_ff"],
+    dropout: float = DEFAULT["dropout"],
+    attention_dropout: float = DEFAULT["attention_dropout"],
+    norm_first: bool = DEFAULT["norm_first"],
     share_embeddings: bool = False,
-    tie_output: bool = True,
-    max_positions: int = 1024,
-    positions: str = "sinusoidal",
-    number_offset: int = 100,
-    number_table: str = "sinusoidal",
-    activation: str = "relu",
-    sinusoids: str = "interleaved",
-    output_bias: bool = False,
+    tie_output: bool = DEFAULT["tie_output"],
+    max_positions: int = DEFAULT["max_positions"],
+    positions: str = DEFAULT_POSITIONS,
+    number_offset: int = DEFAULT["number_offset"],
+    number_table: str = DEFAULT["number_table"],
+    activation: str = DEFAULT["activation"],
+    sinusoids: str = DEFAULT["sinusoids"],
+    output_bias: bool = DEFAULT["output_bias"],
     digits: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> EncoderDecoder:
     """Assemble a Transformer; the sizes are those of ``TransformerConfig``.
