@@ -64,6 +64,16 @@ function sourceLines() {
   return sentences;
 }
 
+// POST /translate: the response, and its JSON body (null if it has none).
+async function postTranslate(request) {
+  const response = await fetch("/translate", {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify(request),
+  });
+  return { response, body: await response.json().catch(() => null) };
+}
+
 // The controls filled in (none when hidden), named as rosetta translate's flags.
 function searchControls() {
   if ($("controls").hidden) return {};
@@ -109,12 +119,7 @@ async function translate(event) {
   $("submit").disabled = true;
   $("submit").textContent = "Translating…";
   try {
-    const response = await fetch("/translate", {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify(request),
-    });
-    const body = await response.json().catch(() => null);
+    const { response, body } = await postTranslate(request);
     if (!response.ok) {
       showError(describeError(response.status, body));
       return;
@@ -150,12 +155,7 @@ async function complete() {
     ...searchControls(),
   };
   try {
-    const response = await fetch("/translate", {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify(request),
-    });
-    const body = await response.json().catch(() => null);
+    const { response, body } = await postTranslate(request);
     if (ticket !== completing) return; // the user typed on
     if (!response.ok) {
       showError(describeError(response.status, body));
