@@ -264,3 +264,25 @@ def test_loading_a_model_to_translate_leaves_the_compiler_unimported():
         [sys.executable, "-c", script], capture_output=True, text=True, check=True
     )
     assert done.stdout.strip() == "False"
+
+
+def test_the_command_line_and_server_reach_no_family_s_own_modules():
+    """The command line and the server use the list of families, their
+    records and the application layer (engines, importers, restore), never
+    a module inside one family's package."""
+    graph = import_graph(type_checking=True)
+    allowed = {
+        "rosetta.families",
+        "rosetta.families.family",
+        "rosetta.families.engines",
+        "rosetta.families.importers",
+        "rosetta.families.restore",
+    }
+    reaching = sorted(
+        f"{module} -> {imported}"
+        for module, imports in graph.items()
+        if module.startswith(("rosetta.cli", "rosetta.serve"))
+        for imported in imports
+        if imported.startswith("rosetta.families") and imported not in allowed
+    )
+    assert reaching == [], "\n".join(reaching)

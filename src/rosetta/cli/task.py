@@ -73,6 +73,9 @@ def check_task_fits(spec: TaskSpec, output: Path) -> None:
 CONFIG_FILE = "config.yaml"
 # the model the written config trains: small, and ALiBi, the position scheme
 # that held on copy and reverse at five times the training length
+# how far digit places are shifted in training (abacus positions), written
+# into the configuration so that its position table is sized for it here
+NUMBER_OFFSET = 100
 TASK_MODEL = {
     "arch": "transformer",
     "encoder_layers": 2,
@@ -99,15 +102,14 @@ def task_model(spec: TaskSpec, longest: int) -> dict:
     ``addition-lsb``, whose digit places are significances, ``abacus-alibi``
     (measured to add at five times the training digits), its table holding
     the longest sum at the largest training offset."""
-    # here, not at the top: the model family imports torch, which the
-    # command line loads only for the commands that need it
-    from rosetta.families.transformer.config import TransformerConfig
-
     model = {**TASK_MODEL, "max_positions": side_symbols(spec, longest) + 2}
     if spec.task == "addition-lsb":
-        offset = TransformerConfig.model_fields["number_offset"].default
-        longest_sum = max(model["max_positions"], offset + longest + 2)
-        model |= {"positions": "abacus-alibi", "max_positions": longest_sum}
+        longest_sum = max(model["max_positions"], NUMBER_OFFSET + longest + 2)
+        model |= {
+            "positions": "abacus-alibi",
+            "number_offset": NUMBER_OFFSET,
+            "max_positions": longest_sum,
+        }
     return model
 
 
