@@ -528,3 +528,19 @@ def test_import_and_training_count_the_same_parameters(marian, tmp_path, capsys)
     said = capsys.readouterr().out
     count = load(out, "cpu").parameter_count
     assert f"{count / 1e6:.2f}M parameters" in said
+
+
+def test_an_imports_record_is_typed(imported):
+    """``imported`` in the checkpoint's metadata is a record with a type:
+    where the model came from, its format and its search settings; a
+    malformed one is one line, and a model trained here has none."""
+    from rosetta.errors import RosettaError
+    from rosetta.runs import checkpoint as ckpt
+
+    meta = ckpt.read_meta(ckpt.resolve_checkpoint(imported), tensors=False)
+    record = ckpt.imported_record(meta)
+    assert record is not None and record.format.startswith("MarianMT")
+    assert all(isinstance(v, int | float) for v in record.generation.values())
+    assert ckpt.imported_record({}) is None
+    with pytest.raises(RosettaError, match="an import's record"):
+        ckpt.imported_record({"imported": {"from": ["x"], "format": "MarianMT"}})

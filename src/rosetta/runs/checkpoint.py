@@ -24,7 +24,7 @@ from torch import nn
 
 from rosetta.errors import RosettaError
 from rosetta.runs.integrity import seal_meta, sha256_file, verify_files, verify_sealed
-from rosetta.runs.schemas import IndexRecord, MetaRecord
+from rosetta.runs.schemas import ImportedRecord, IndexRecord, MetaRecord
 from rosetta.runtime.atomic import (
     fsync_path,
     journal_path,
@@ -231,6 +231,15 @@ def read_meta(folder: Path, tensors: bool = True) -> dict[str, Any]:
         verify_files(meta, folder, TENSOR_FILES, required=MODEL_FILE)
     parse_record(meta, MetaRecord, str(meta_path), "a checkpoint's metadata")
     return meta
+
+
+def imported_record(meta: dict[str, Any]) -> ImportedRecord | None:
+    """What ``rosetta import`` recorded of a checkpoint's model (``meta``, as
+    ``read_meta`` checked it), or None for a model trained here."""
+    found = meta.get("imported")
+    if found is None:
+        return None
+    return parse_record(found, ImportedRecord, META_FILE, "an import's record")
 
 
 def read_index(run_dir: Path) -> dict[str, Any]:

@@ -39,7 +39,8 @@ def refuse_resuming_an_import(run_dir: Path) -> None:
     """A run made by ``rosetta import`` holds a model, not a training to
     continue: one line that says how to fine-tune it."""
     latest = ckpt.read_index(run_dir).get("latest")
-    if latest and "imported" in ckpt.read_meta(ckpt.inside_run(run_dir, latest)):
+    meta = ckpt.read_meta(ckpt.inside_run(run_dir, latest), False) if latest else {}
+    if ckpt.imported_record(meta) is not None:
         raise RosettaError(
             f"{run_dir}: a model imported with rosetta import, not a training to "
             f"resume; fine-tune it into a new folder: rosetta train CONFIG "

@@ -116,7 +116,8 @@ def write_marian(restored: Any, folder: Path, quantization: str | None) -> None:
     config = marian_config(model, size, size)
     write(folder / CONFIG_FILE, config)
     meta = ckpt.read_meta(restored.folder)
-    generation = (meta.get("imported") or {}).get("generation") or {}
+    imported = ckpt.imported_record(meta)
+    generation = imported.generation if imported is not None else {}
     write(
         folder / GENERATION_FILE,
         {

@@ -43,6 +43,7 @@ from rosetta.families.transformer.marian.tensors import (
     token_tables,
 )
 from rosetta.runs import checkpoint as ckpt
+from rosetta.runs.schemas import ImportedRecord
 from rosetta.runtime.atomic import write_json_atomic
 from rosetta.runtime.resources import refuse_beyond_memory
 from rosetta.train.prepare import write_tokenizer_file
@@ -73,11 +74,11 @@ def import_marian(source: str, folder: Path, log: Callable[[str], None]) -> None
     meta = {
         "config": config_to_dict(config),
         "tokenizers": tokenizers.to_dict(),
-        "imported": {
-            "from": source,
-            "format": "MarianMT (Hugging Face transformers)",
-            "generation": generation_settings(parts),
-        },
+        "imported": ImportedRecord(
+            source=source,
+            format="MarianMT (Hugging Face transformers)",
+            generation=generation_settings(parts),
+        ).model_dump(by_alias=True),
     }
     (folder / CHECKPOINT).mkdir()
     ckpt.write_checkpoint_files(folder / CHECKPOINT, tensors, None, meta)
