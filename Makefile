@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml
 	@echo "setup: PyTorch, CPU build ($(TORCH))"
 	$(BIN)/pip install --quiet "$(TORCH)"
 	@echo "setup: Rosetta and its dependencies"
-	$(BIN)/pip install --quiet -e ".[dev,ct2,hf,tensorboard]"
+	$(BIN)/pip install --quiet -e ".[dev,ct2,datasets,tensorboard]"
 	touch $(STAMP)
 	@echo "setup: done"
 
@@ -53,7 +53,7 @@ $(GPU_STAMP): pyproject.toml
 	test -x $(GPU_VENV)/bin/python || $(PYTHON) -m venv $(GPU_VENV)
 	$(GPU_VENV)/bin/pip install --quiet --upgrade pip
 	$(GPU_VENV)/bin/pip install --quiet "$(GPU_TORCH)"
-	$(GPU_VENV)/bin/pip install --quiet -e ".[dev,ct2,hf]"
+	$(GPU_VENV)/bin/pip install --quiet -e ".[dev,ct2,datasets]"
 	touch $(GPU_STAMP)
 
 test-gpu: $(GPU_STAMP)
