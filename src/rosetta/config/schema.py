@@ -39,7 +39,8 @@ class Config(Section):
     task: Literal["translate", "lm"] = Field(
         "translate",
         description="translate: a sequence-to-sequence model on parallel text; "
-        "lm: a language model (arch transformer-xl) on one long text",
+        "lm: a language model on one long text (a model.arch whose family "
+        "learns that)",
     )
     data: DataConfig = Field(description="the training, validation and test data")
     tokenizer: TokenizerConfig = Field(
