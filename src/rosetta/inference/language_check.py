@@ -54,7 +54,10 @@ class LanguageCheck:
             from py3langid.langid import MODEL_FILE, LanguageIdentifier
         except ImportError:  # not installed: no check
             return
-        self._identifier = LanguageIdentifier.from_model_file(MODEL_FILE)
+        try:
+            self._identifier = LanguageIdentifier.from_model_file(MODEL_FILE)
+        except Exception:  # a damaged install: no check, not a thread's traceback
+            self._identifier = None
 
     def expect(self, language: str | None) -> bool:
         """Check lines against ``language`` from now on; whether the
