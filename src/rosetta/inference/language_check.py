@@ -62,7 +62,7 @@ class LanguageCheck:
     def expect(self, language: str | None) -> bool:
         """Check lines against ``language`` from now on; whether the
         identifier knows it (waits for the identifier to load)."""
-        if self._loading.is_alive() or self._loading.ident is not None:
+        if self._loading.ident is not None:  # started (a disabled check is not)
             self._loading.join()
         code = language_code(language)
         known = self._identifier is not None and code in self._identifier.nb_classes

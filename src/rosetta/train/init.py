@@ -39,7 +39,9 @@ def refuse_resuming_an_import(run_dir: Path) -> None:
     """A run made by ``rosetta import`` holds a model, not a training to
     continue: one line that says how to fine-tune it."""
     latest = ckpt.read_index(run_dir).get("latest")
-    meta = ckpt.read_meta(ckpt.inside_run(run_dir, latest), False) if latest else {}
+    if not latest:
+        return
+    meta = ckpt.read_meta(ckpt.inside_run(run_dir, latest), tensors=False)
     if ckpt.imported_record(meta) is not None:
         raise RosettaError(
             f"{run_dir}: a model imported with rosetta import, not a training to "
