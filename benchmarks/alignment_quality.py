@@ -37,7 +37,7 @@ from rosetta.data.corpus import read_parallel
 from rosetta.data.tokenizer import TokenizerPair
 from rosetta.data.vocab import BOS_ID, EOS_ID, PAD_ID
 from rosetta.families.nat.align import align, parse_links
-from rosetta.loading import load_translator
+from rosetta.jobs.loading import load_translator
 from rosetta.train.prepare import TOKENIZER_FILE
 
 WORD = re.compile(r"\w+(?:-\w+)*|[^\w\s]")

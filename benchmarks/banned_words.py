@@ -25,7 +25,7 @@ import sacrebleu
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from harness import ROOT, write_json
 from rosetta import SearchOptions
-from rosetta.loading import load_translator
+from rosetta.jobs.loading import load_translator
 
 DATA = ROOT / "data" / "multi30k"
 

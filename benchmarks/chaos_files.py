@@ -49,7 +49,7 @@ def main() -> None:
 
     chaos.ROOT = source.parent  # the children run the same Rosetta
     import rosetta
-    from rosetta.train.run import run_training
+    from rosetta.jobs.training import run_training
 
     print(f"testing {Path(rosetta.__file__).parent}", flush=True)
 

@@ -39,8 +39,8 @@ from harness import ROOT, synchronize
 from length_scaling import VOCAB, training_step
 from quality_multi30k import device_name
 from rosetta.families import build_model
+from rosetta.jobs.run_config import load_config
 from rosetta.nn.dropout import dropout, dropout_mask
-from rosetta.run_config import load_config
 from rosetta.search.topk import argmax_rows, top_k_rows
 from rosetta.train.loss import (
     label_smoothed_cross_entropy,

@@ -14,7 +14,7 @@ from harness import ROOT
 from rosetta import SearchOptions
 from rosetta.data.corpus import read_lines
 from rosetta.evaluate import chrf_score, sacrebleu_score
-from rosetta.loading import load, load_translator
+from rosetta.jobs.loading import load, load_translator
 
 TEST = ROOT / "data/multi30k/test_2016_flickr"
 

@@ -63,7 +63,7 @@ MAPPING = re.compile(r"[0-9a-f]+-[0-9a-f]+ ")
 IN_MEMORY = """
 import sys, time
 from pathlib import Path
-from rosetta.run_config import load_config
+from rosetta.jobs.run_config import load_config
 from rosetta.data.batching import encode_pairs
 from rosetta.data.corpus import read_corpus
 from rosetta.train.prepare import load_or_train_tokenizers

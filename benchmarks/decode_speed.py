@@ -37,10 +37,10 @@ from quality_multi30k import device_name
 from rosetta.data.corpus import read_corpus
 from rosetta.data.vocab import EOS, EOS_ID, PAD_ID
 from rosetta.evaluate import sacrebleu_score
-from rosetta.families.engines import export_model
 from rosetta.families.transformer.ctranslate2.export import import_ctranslate2
-from rosetta.loading import load_translator
-from rosetta.run_config import load_config
+from rosetta.jobs.engines import export_model
+from rosetta.jobs.loading import load_translator
+from rosetta.jobs.run_config import load_config
 from rosetta.runtime.precision import autocast, quantize_int8
 from rosetta.runtime.precisions import PRECISIONS
 from rosetta.search.batched import decode_in_batches

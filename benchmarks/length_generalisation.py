@@ -47,11 +47,11 @@ from rosetta.data.synthetic import (
     write_task,
 )
 from rosetta.data.task_formats import FORMATS, is_hint
-from rosetta.loading import load_translator
-from rosetta.run_config import load_config
+from rosetta.jobs.loading import load_translator
+from rosetta.jobs.run_config import load_config
+from rosetta.jobs.training import run_training
 from rosetta.runs.checkpoint import read_index, read_meta, resolve_checkpoint
 from rosetta.search.options import SearchOptions
-from rosetta.train.run import run_training
 
 TRAIN_LENGTHS = "1-40"
 BANDS = ("41-80", "81-120", "121-200")

@@ -31,7 +31,7 @@ from harness import ROOT
 from quality_multi30k import cpu_name
 from rosetta.data.vocab import BOS_ID, PAD_ID
 from rosetta.families import build_model
-from rosetta.run_config import load_config
+from rosetta.jobs.run_config import load_config
 from rosetta.train.loss import label_smoothed_cross_entropy
 
 MODELS = {

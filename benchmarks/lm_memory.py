@@ -32,7 +32,7 @@ from quality_multi30k import cpu_name
 from rosetta import LanguageModel
 from rosetta.data.text import encode_text, read_text
 from rosetta.families.language_model.scoring import score_text
-from rosetta.loading import load_language_model
+from rosetta.jobs.loading import load_language_model
 
 VALID = Path(__file__).parent.parent / "data/tinyshakespeare/valid.txt.gz"
 

@@ -46,7 +46,7 @@ import torch
 
 from harness import ROOT, competing_load, spread, write_json
 from marian_model import hf_generate, make_marian, same_search, sentences
-from rosetta.loading import load_translator
+from rosetta.jobs.loading import load_translator
 
 FULL_SIZE = {"d_model": 512, "layers": 6, "heads": 8, "d_ff": 2048}
 FULL_SIZE |= {"vocab_size": 58101, "pieces": (4000, 4000), "max_positions": 512}

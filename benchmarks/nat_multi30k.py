@@ -49,7 +49,7 @@ from rosetta.data.corpus import read_parallel
 from rosetta.evaluate import chrf_score, sacrebleu_score, tokenized_lowercase_bleu
 from rosetta.families.nat.translator import NATTranslator
 from rosetta.inference.text_translator import TextTranslator
-from rosetta.loading import load_translator
+from rosetta.jobs.loading import load_translator
 from rosetta.search.options import SearchOptions
 from train_speed import matmul_ceiling
 

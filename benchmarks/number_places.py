@@ -35,7 +35,7 @@ from rosetta.data.synthetic import accuracy
 from rosetta.data.vocab import PAD_ID
 from rosetta.families.transformer.number_positions import shifted
 from rosetta.families.transformer.positions import RandomPositionsTransformer
-from rosetta.loading import load_translator
+from rosetta.jobs.loading import load_translator
 from rosetta.search.options import SearchOptions
 
 

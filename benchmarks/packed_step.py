@@ -33,8 +33,8 @@ from decode_speed import SEARCH, synchronize
 from quality_multi30k import device_name
 from rosetta.data.corpus import read_corpus
 from rosetta.families.transformer.fast.packed import pack_for_inference
-from rosetta.loading import load_translator
-from rosetta.run_config import load_config
+from rosetta.jobs.loading import load_translator
+from rosetta.jobs.run_config import load_config
 from rosetta.runtime.precision import autocast
 from rosetta.search.batched import decode_in_batches
 from rosetta.search.options import SearchOptions

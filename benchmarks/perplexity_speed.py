@@ -29,7 +29,7 @@ from rosetta.data.text import encode_text
 from rosetta.data.tokenizer import CharacterTokenizer
 from rosetta.families import build_model
 from rosetta.families.language_model.scoring import score_text
-from rosetta.run_config import load_config
+from rosetta.jobs.run_config import load_config
 
 CONFIG = ROOT / "configs" / "tinyshakespeare-char-xl-cpu.yaml"
 SHAKESPEARE = ROOT / "data" / "tinyshakespeare"
@@ -50,7 +50,7 @@ def main() -> None:
     with gzip.open(SHAKESPEARE / "valid.txt.gz", "rt", encoding="utf-8") as handle:
         text = handle.read()
     if args.run:
-        from rosetta.loading import load_language_model
+        from rosetta.jobs.loading import load_language_model
 
         language_model = load_language_model(args.run, device="cpu")
         model, tokenizer = language_model.model, language_model.tokenizer

@@ -25,11 +25,11 @@ import torch
 from rosetta import Translator
 from rosetta.data.corpus import read_corpus
 from rosetta.evaluate import chrf_score, sacrebleu_score, tokenized_lowercase_bleu
-from rosetta.loading import load_translator
-from rosetta.run_config import load_config
+from rosetta.jobs.loading import load_translator
+from rosetta.jobs.run_config import load_config
+from rosetta.jobs.training import pick_device, run_training
 from rosetta.runs.checkpoint import read_index, read_meta, resolve_checkpoint
 from rosetta.search.options import SearchOptions
-from rosetta.train.run import pick_device, run_training
 
 
 def cpu_name() -> str:

@@ -38,7 +38,7 @@ from harness import ROOT, competing_load, spread, write_json
 from rosetta import SearchOptions
 from rosetta.data.vocab import SPECIALS
 from rosetta.families.nat.align import align
-from rosetta.loading import load_translator
+from rosetta.jobs.loading import load_translator
 
 DATA = ROOT / "data" / "multi30k"
 WORD = re.compile(r"\w+|[^\w\s]")

@@ -67,7 +67,7 @@ def load_batches(
     tokenizers serves them all.
     """
     from rosetta.data.batching import make_batches
-    from rosetta.run_config import load_config
+    from rosetta.jobs.run_config import load_config
     from rosetta.train.prepare import PrepareOptions, prepare_data
 
     config = load_config(config_path, [f"train.precision={precision}", *overrides])

@@ -35,7 +35,7 @@ def toy_run(tmp_path_factory):
     ``toy_run("transformer")``, ``toy_run("rnn-attention")``, ...; the reversal
     task of ``tests/toy.py``, 60 steps, enough for sensible attention.
     """
-    from rosetta.train.run import run_training
+    from rosetta.jobs.training import run_training
     from tests.toy import TOY_MODELS, toy_config
 
     runs: dict[str, Path] = {}

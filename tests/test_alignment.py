@@ -19,7 +19,7 @@ from rosetta.inference.alignment import (
     word_of_each_token,
 )
 from rosetta.inference.markup import restore_markup, strip_markup
-from rosetta.loading import load_translator
+from rosetta.jobs.loading import load_translator
 from rosetta.serve.app import create_app
 from tests.test_bans import pieces  # noqa: F401  (a fixture)
 

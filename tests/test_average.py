@@ -5,7 +5,7 @@ import torch
 from safetensors.torch import load_file
 
 from rosetta.cli import main
-from rosetta.loading import load_translator
+from rosetta.jobs.loading import load_translator
 from rosetta.runs.checkpoint import MODEL_FILE, read_index
 
 

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from rosetta.cli import main
+from rosetta.jobs.training import run_training
 from rosetta.runs.checkpoint import FORMAT_VERSION
 from rosetta.runs.integrity import seal_meta
-from rosetta.train.run import run_training
 from tests.toy import toy_config
 
 MARKER = "pwned.txt"

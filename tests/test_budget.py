@@ -7,9 +7,9 @@ import time
 import pytest
 
 from rosetta.config.sections import TrainConfig
+from rosetta.jobs.training import run_training
 from rosetta.train import budget as budget_module
 from rosetta.train.budget import Budget
-from rosetta.train.run import run_training
 from rosetta.train.trainer import TrainerState
 from rosetta.train.translation_task import TranslationTask
 from tests.toy import toy_config

@@ -6,7 +6,7 @@ import rosetta.config.schema  # noqa: F401  (every section defined)
 from rosetta.config.sections import Section
 from rosetta.errors import RosettaError
 from rosetta.families.rnn.config import RNNConfig
-from rosetta.run_config import load_config
+from rosetta.jobs.run_config import load_config
 
 CONFIG = Path(__file__).parents[1] / "configs" / "multi30k-de-en-transformer.yaml"
 

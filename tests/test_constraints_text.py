@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 
 from rosetta.cli import main
 from rosetta.inference.constraints import Constraint
-from rosetta.loading import load_translator
+from rosetta.jobs.loading import load_translator
 from rosetta.search.options import SearchOptions
 from rosetta.serve.app import create_app
 

@@ -202,7 +202,7 @@ def test_the_command_line_and_the_server_take_the_controls(toy_run, tmp_path, ca
     from fastapi.testclient import TestClient
 
     from rosetta.cli import main
-    from rosetta.loading import load_translator
+    from rosetta.jobs.loading import load_translator
     from rosetta.serve.app import create_app
 
     run = toy_run("transformer")

@@ -6,7 +6,8 @@ import re
 import sys
 from pathlib import Path
 
-from rosetta import demo
+from rosetta import demo as entry
+from rosetta.jobs import demo
 from tests.toy import toy_config
 
 
@@ -14,7 +15,7 @@ def test_the_demo_estimates_trains_scores_and_keeps_earlier_runs(tmp_path, capsy
     _, config = toy_config(tmp_path)
     output = tmp_path / "demo"
     arguments = ["--config", str(config), "--output", str(output), "--steps", "12"]
-    demo.main([*arguments, "--device", "cpu"])
+    entry.main([*arguments, "--device", "cpu"])
     first = capsys.readouterr().out
     assert re.search(r"One update takes [\d.]+ s here .* for 12 updates", first)
     # the validations and the test set are in the estimate, not left out of it
@@ -27,14 +28,14 @@ def test_the_demo_estimates_trains_scores_and_keeps_earlier_runs(tmp_path, capsy
     assert f"{rosetta} translate -m {output}" in first
     assert f"{rosetta} serve -m {output}" in first
 
-    demo.main([*arguments, "--device", "cpu"])  # again: the first run stays
+    entry.main([*arguments, "--device", "cpu"])  # again: the first run stays
     second = capsys.readouterr().out
     assert f"{output} holds an earlier run and is kept" in second
     assert (output / "checkpoints.json").is_file()
     assert (tmp_path / "demo-2" / "checkpoints.json").is_file()
 
     relative = ["--set", "model.positions=relative"]
-    demo.main([*arguments, "--device", "cpu", "--fresh", *relative])
+    entry.main([*arguments, "--device", "cpu", "--fresh", *relative])
     assert "holds an earlier run" not in capsys.readouterr().out
     assert not (tmp_path / "demo-3").exists()
     index = json.loads((output / "checkpoints.json").read_text())
@@ -55,8 +56,9 @@ def test_the_estimate_counts_every_sentence_the_run_translates(tmp_path):
     """Validation at every validate_every updates and at the last one, each
     the whole validation set, and the test set once."""
     config, _ = toy_config(tmp_path, "train.validate_every=5")
-    valid, test = len(demo.read_corpus(config.data.valid)), len(
-        demo.read_corpus(config.data.test)
+    valid, test = (
+        len(demo.read_corpus(config.data.valid)),
+        len(demo.read_corpus(config.data.test)),
     )
     assert demo.sentences_decoded(config, 12) == 3 * valid + test  # 5, 10, 12
     assert demo.sentences_decoded(config, 10) == 2 * valid + test

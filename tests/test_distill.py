@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from rosetta.cli import main
-from rosetta.distill import distill, partial_paths
 from rosetta.errors import RosettaError
-from rosetta.loading import load_translator
+from rosetta.jobs.distill import distill, partial_paths
+from rosetta.jobs.loading import load_translator
 from rosetta.search.options import SearchOptions
 
 SOURCES = [

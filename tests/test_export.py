@@ -13,9 +13,9 @@ from rosetta import SearchOptions
 from rosetta.cli import main
 from rosetta.data.vocab import EOS
 from rosetta.errors import RosettaError
-from rosetta.loading import load_translator
+from rosetta.jobs.loading import load_translator
+from rosetta.jobs.training import run_training
 from rosetta.runs.checkpoint import read_index
-from rosetta.train.run import run_training
 from tests.toy import RNN_ATTENTION, TRANSFORMER_RELATIVE, toy_config
 
 ctranslate2 = pytest.importorskip(
@@ -137,7 +137,7 @@ def test_a_model_ctranslate2_cannot_run_is_a_clear_error(
 @pytest.fixture(scope="module")
 def engines(toy_run, tmp_path_factory):
     """Rosetta's translator and the CTranslate2 one, on the same checkpoint."""
-    from rosetta.loading import load
+    from rosetta.jobs.loading import load
 
     run = toy_run("transformer")
     latest = run / read_index(run)["latest"]

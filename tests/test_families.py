@@ -10,7 +10,7 @@ import torch
 import rosetta
 from rosetta.families import FAMILIES, family_of
 from rosetta.inference.text_translator import TextTranslator
-from rosetta.train.run import run_training
+from rosetta.jobs.training import run_training
 from rosetta.train.task import TrainingSetup
 from tests.toy import toy_config, toy_lm_config
 

@@ -13,8 +13,8 @@ import rosetta.runs.checkpoint as ckpt
 import rosetta.train.trainer as trainer_module
 import rosetta.train.translation_task as task_module
 from rosetta.errors import RosettaError
-from rosetta.loading import load_translator
-from rosetta.train.run import run_training
+from rosetta.jobs.loading import load_translator
+from rosetta.jobs.training import run_training
 from tests.test_trainer import latest, weights
 from tests.toy import toy_config
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from rosetta.cli import main
 from rosetta.errors import RosettaError
-from rosetta.run_config import load_config
+from rosetta.jobs.run_config import load_config
 from rosetta.train.init import starting_checkpoint
 from tests.toy import write_corpus
 

@@ -24,8 +24,8 @@ from rosetta.cli import build_parser, main
 from rosetta.config.reading import config_to_dict
 from rosetta.config.sections import DecodeConfig, TrainConfig
 from rosetta.errors import RosettaError
-from rosetta.loading import load_translator
-from rosetta.run_config import config_from_dict
+from rosetta.jobs.loading import load_translator
+from rosetta.jobs.run_config import config_from_dict
 from rosetta.serve.app import create_app
 from rosetta.serve.schemas import TranslateRequest
 from tests.toy import toy_config

@@ -19,9 +19,9 @@ import torch
 import torch.distributed as dist
 from safetensors.torch import load_file
 
-from rosetta.loading import load_language_model, load_translator
+from rosetta.jobs.loading import load_language_model, load_translator
+from rosetta.jobs.training import run_training
 from rosetta.runs.checkpoint import resolve_checkpoint
-from rosetta.train.run import run_training
 from tests.toy import TOY_MODELS, toy_config, toy_lm_config
 
 DEVICES = [

@@ -9,7 +9,7 @@ import pytest
 
 from rosetta.data.corpus import read_corpus
 from rosetta.errors import RosettaError
-from rosetta.run_config import load_config
+from rosetta.jobs.run_config import load_config
 from rosetta.train.prepare import prepare_data
 from tests.toy import write_corpus
 

@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 
 from rosetta.cli import main
 from rosetta.data.vocab import BOS_ID, EOS_ID, PAD_ID
-from rosetta.loading import load_translator
+from rosetta.jobs.loading import load_translator
 from rosetta.search import beam_search, exhaustive_search, greedy_search
 from rosetta.search.controls import Controls
 from rosetta.search.sampling import sampler

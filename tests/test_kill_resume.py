@@ -81,7 +81,7 @@ def marian_finetune(folder: Path) -> Path:
     from benchmarks.marian_model import make_marian, sentences
 
     from rosetta.families import all_importers
-    from rosetta.families.importers import import_run
+    from rosetta.jobs.importers import import_run
 
     marian = make_marian(folder / "marian", d_model=16, layers=1, heads=2, d_ff=32)
     hf = next(importer for importer in all_importers() if importer.name == "hf")

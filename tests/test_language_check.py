@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 
 from rosetta.cli import main
 from rosetta.inference.language_check import LanguageCheck, language_code
-from rosetta.loading import load_translator
+from rosetta.jobs.loading import load_translator
 from rosetta.serve.app import create_app
 from rosetta.serve.settings import ServerSettings
 
@@ -59,7 +59,7 @@ def test_short_lines_unknown_languages_and_a_disabled_check_say_nothing():
 @pytest.fixture(scope="module")
 def german_run(tmp_path_factory):
     """A toy run whose source language is German."""
-    from rosetta.train.run import run_training
+    from rosetta.jobs.training import run_training
     from tests.toy import TOY_MODELS, toy_config
 
     folder = tmp_path_factory.mktemp("german")

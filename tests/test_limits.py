@@ -10,7 +10,7 @@ import pytest
 from rosetta.cli import main
 from rosetta.config.reading import config_to_dict
 from rosetta.errors import RosettaError
-from rosetta.run_config import config_from_dict
+from rosetta.jobs.run_config import config_from_dict
 from rosetta.runtime.limits import Count, LengthRatio, Seed, check, flag
 from rosetta.search.options import SearchOptions
 from rosetta.serve.schemas import TranslateRequest

@@ -13,10 +13,10 @@ from rosetta.cli import main
 from rosetta.data.text import decode_text, encode_text
 from rosetta.data.tokenizer import train_tokenizer
 from rosetta.errors import RosettaError
-from rosetta.loading import load_language_model, load_translator
-from rosetta.run_config import load_config
+from rosetta.jobs.loading import load_language_model, load_translator
+from rosetta.jobs.run_config import load_config
+from rosetta.jobs.training import run_training
 from rosetta.runs.integrity import seal_meta
-from rosetta.train.run import run_training
 from tests.toy import toy_config, toy_lm_config
 
 

@@ -18,9 +18,9 @@ from rosetta.cli import main
 from rosetta.data.batching import Example, collate
 from rosetta.errors import RosettaError
 from rosetta.families import all_importers
-from rosetta.families.importers import import_run
 from rosetta.families.transformer.marian.convert import imported_ids
-from rosetta.loading import load_translator
+from rosetta.jobs.importers import import_run
+from rosetta.jobs.loading import load_translator
 from rosetta.search.options import SearchOptions
 
 transformers = pytest.importorskip("transformers")
@@ -223,8 +223,8 @@ def test_import_then_export_gives_the_same_tensors(marian, imported, tmp_path):
 def trained_here(tmp_path_factory) -> Path:
     """A Transformer trained by Rosetta (interleaved sinusoids, its own
     SentencePiece ids, no logits bias), briefly, on Multi30k's first lines."""
-    from rosetta.run_config import load_config
-    from rosetta.train.run import run_training
+    from rosetta.jobs.run_config import load_config
+    from rosetta.jobs.training import run_training
 
     folder = tmp_path_factory.mktemp("trained-here")
     for language in ("de", "en"):
@@ -521,7 +521,7 @@ def test_a_hub_name_downloads_only_the_models_files(marian, tmp_path, monkeypatc
 def test_import_and_training_count_the_same_parameters(marian, tmp_path, capsys):
     """The import says the parameter count training will say for the same
     model: a table shared by several names counted once."""
-    from rosetta.loading import load_translator as load
+    from rosetta.jobs.loading import load_translator as load
 
     out = tmp_path / "run"
     import_run(HF, str(marian), out)

@@ -23,7 +23,7 @@ from rosetta.cli import main
 from rosetta.errors import RosettaError
 from rosetta.families.transformer.marian.convert import imported_ids
 from rosetta.families.transformer.marian.hf_folder import read_marian_folder
-from rosetta.loading import load_translator
+from rosetta.jobs.loading import load_translator
 from rosetta.runtime import resources
 from rosetta.search.options import SearchOptions
 

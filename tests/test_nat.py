@@ -142,7 +142,7 @@ def test_one_pass_refuses_every_control_it_cannot_honour(
     from fastapi.testclient import TestClient
 
     from rosetta.cli import main
-    from rosetta.loading import load_translator
+    from rosetta.jobs.loading import load_translator
     from rosetta.serve.app import create_app
 
     nat, teacher = toy_run("nat"), toy_run("transformer")

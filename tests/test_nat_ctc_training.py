@@ -7,7 +7,7 @@ import json
 import pytest
 
 from rosetta.errors import RosettaError
-from rosetta.loading import load_translator
+from rosetta.jobs.loading import load_translator
 from tests.toy import NAT_CTC_GLANCING, assert_resume_is_exact
 
 

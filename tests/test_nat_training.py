@@ -17,7 +17,7 @@ from rosetta.families.nat.search import (
 )
 from rosetta.families.nat.task import collate_nat
 from rosetta.families.nat.translator import NATTranslator
-from rosetta.loading import load_translator
+from rosetta.jobs.loading import load_translator
 from rosetta.search.batched import decode_in_batches
 from rosetta.search.options import SearchOptions
 from tests.toy import NAT, NAT_CTC_GLANCING, assert_resume_is_exact, toy_config
@@ -194,7 +194,7 @@ def train_losses(run):
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["nat", "nat-ctc"])
 def test_a_nat_trains_and_decodes_in_bf16_as_in_fp32(toy_run, tmp_path, kind):
-    from rosetta.train.run import run_training
+    from rosetta.jobs.training import run_training
 
     fp32_run = toy_run(kind)
     config, _ = toy_config(

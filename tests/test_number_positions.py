@@ -181,9 +181,9 @@ def test_learned_places_are_for_positions_inside_numbers():
 def test_an_abacus_run_reports_the_exactness_a_fresh_load_gets(tmp_path):
     from rosetta.cli import main
     from rosetta.data.synthetic import accuracy
-    from rosetta.loading import load_translator
-    from rosetta.run_config import load_config
-    from rosetta.train.run import run_training
+    from rosetta.jobs.loading import load_translator
+    from rosetta.jobs.run_config import load_config
+    from rosetta.jobs.training import run_training
 
     task = tmp_path / "task"
     flags = ["--lengths", "1-4", "--bands", "5-6", "--count", "300", "--valid", "20"]

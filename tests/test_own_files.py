@@ -383,7 +383,7 @@ def test_names_too_long_anywhere_are_one_line(tmp_path, capsys):
 def test_a_distillations_partial_output_is_never_written_through_a_link(users, how):
     """Resuming reads and cuts the partial output in place, then appends to
     it: a second name of a user's file (or a link to one) is refused."""
-    from rosetta.distill import finished_lines
+    from rosetta.jobs.distill import finished_lines
 
     tmp_path, before = users
     partial = tmp_path / "out.txt.partial"
@@ -400,7 +400,7 @@ def test_a_distillations_partial_output_keeps_only_what_its_record_vouches_for(
 ):
     import xxhash
 
-    from rosetta.distill import finished_lines
+    from rosetta.jobs.distill import finished_lines
 
     partial = tmp_path / "out.txt.partial"
     partial.write_bytes(b"one\ntwo\nthr")  # a kill in a chunk, or a hand's edit

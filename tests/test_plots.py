@@ -6,8 +6,8 @@ import torch
 
 from rosetta.cli import main
 from rosetta.errors import RosettaError
-from rosetta.loading import load_translator
-from rosetta.plots import (
+from rosetta.jobs.loading import load_translator
+from rosetta.jobs.plots import (
     attention_panels,
     plot_attention,
     plot_learning_curves,

@@ -8,11 +8,11 @@ import torch
 
 from rosetta.data import Example, collate
 from rosetta.errors import RosettaError
-from rosetta.loading import load_translator
+from rosetta.jobs.loading import load_translator
+from rosetta.jobs.training import run_training
 from rosetta.nn import MultiHeadAttention
 from rosetta.runtime.precision import autocast, autocast_active, current_autocast
 from rosetta.search.options import SearchOptions
-from rosetta.train.run import run_training
 from tests.toy import RNN_ATTENTION, TRANSFORMER, TRANSFORMER_RELATIVE, toy_config
 
 CPU = torch.device("cpu")

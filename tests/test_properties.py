@@ -13,8 +13,8 @@ from rosetta.cli import main
 from rosetta.config.sections import TokenizerConfig
 from rosetta.data.corpus import read_lines
 from rosetta.data.tokenizer import SentencePieceTokenizer
-from rosetta.loading import load_translator
-from rosetta.train.run import run_training
+from rosetta.jobs.loading import load_translator
+from rosetta.jobs.training import run_training
 from tests.toy import WORDS, toy_config
 
 # any text on one line: every Unicode character but the line breaks "\n" and "\r"

@@ -31,7 +31,7 @@ def test_a_damaged_distill_record_is_one_line_or_harmless(
 ):
     """``OUT.partial.json`` says what a stopped run was started with; damaged,
     it is refused before the teacher loads, or the run goes on whole."""
-    import rosetta.distill as verb
+    import rosetta.jobs.distill as verb
 
     made: list[dict] = []
     check = verb.check_partial

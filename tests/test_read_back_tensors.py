@@ -161,7 +161,7 @@ def test_an_optimizer_slot_missing_or_of_another_shape_is_refused(
 @pytest.fixture(scope="module")
 def lm_run(tmp_path_factory):
     """A toy language model's run: its training state holds its memory."""
-    from rosetta.train.run import run_training
+    from rosetta.jobs.training import run_training
 
     folder = tmp_path_factory.mktemp("lm")
     config, _ = toy_lm_config(folder)

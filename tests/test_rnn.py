@@ -12,9 +12,9 @@ from rosetta.families import build_model
 from rosetta.families.rnn.config import RNNConfig
 from rosetta.families.rnn.model import Bridge, build_rnn_seq2seq
 from rosetta.families.transformer.config import TransformerConfig
-from rosetta.loading import load_translator
+from rosetta.jobs.loading import load_translator
+from rosetta.jobs.training import run_training
 from rosetta.nn import AdditiveAttention
-from rosetta.train.run import run_training
 from tests.test_trainer import latest, weights
 from tests.toy import RNN_ATTENTION, toy_config
 

@@ -9,12 +9,12 @@ import torch
 
 from rosetta.data import Example, collate
 from rosetta.data.vocab import BOS_ID, EOS_ID
-from rosetta.loading import load_translator
+from rosetta.jobs.loading import load_translator
+from rosetta.jobs.training import run_training
 from rosetta.search import beam_search, greedy_search, sampler
 from rosetta.search.batched import auto_workers
 from rosetta.search.greedy import most_likely
 from rosetta.search.options import SearchOptions
-from rosetta.train.run import run_training
 from tests.fakes import CONFIG_LIMIT
 from tests.toy import (
     RNN_ATTENTION,

@@ -8,7 +8,7 @@ from rosetta.cli import build_parser
 from rosetta.cli.common import search_options
 from rosetta.config.sections import DecodeConfig
 from rosetta.errors import RosettaError
-from rosetta.loading import load_translator
+from rosetta.jobs.loading import load_translator
 from rosetta.search.beam import length_penalty
 from rosetta.serve.schemas import TranslateRequest
 

@@ -15,7 +15,7 @@ import torch
 from fastapi.testclient import TestClient
 
 from rosetta.cli import main
-from rosetta.loading import load_translator
+from rosetta.jobs.loading import load_translator
 from rosetta.serve.app import create_app
 from rosetta.serve.settings import ServerSettings
 

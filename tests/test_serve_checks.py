@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 
 from rosetta.cli import main
 from rosetta.errors import RosettaError
-from rosetta.loading import load_translator
+from rosetta.jobs.loading import load_translator
 from rosetta.search.options import MAX_BANNED, MAX_PHRASE_CHARS, SearchOptions
 from rosetta.serve.app import create_app
 
@@ -29,7 +29,7 @@ def imported(folder: Path, languages: tuple[str, ...] = ()) -> Path:
     from benchmarks.marian_model import make_marian
 
     from rosetta.families import all_importers
-    from rosetta.families.importers import import_run
+    from rosetta.jobs.importers import import_run
 
     hf = next(importer for importer in all_importers() if importer.name == "hf")
     marian = make_marian(folder / "opus-mt", languages=languages, seed=1)

@@ -23,13 +23,13 @@ from rosetta.data.store import MANIFEST_FILE, STORE_DIR
 from rosetta.data.text import encode_text, read_text
 from rosetta.errors import RosettaError
 from rosetta.families import build_model, family_of
+from rosetta.jobs.training import configure_torch, process_settings_kept
 from rosetta.train.prepare import (
     PreparedData,
     PrepareOptions,
     prepare_data,
     prepare_text,
 )
-from rosetta.train.run import configure_torch, process_settings_kept
 from rosetta.train.task import TrainingSetup
 from rosetta.train.trainer import Trainer
 from tests.toy import NAT, toy_config, toy_lm_config

@@ -115,7 +115,7 @@ def test_formats_a_task_cannot_take_are_clear_errors(tmp_path):
 
 
 def test_the_command_writes_a_hinted_task_whose_config_fits_it(tmp_path, capsys):
-    from rosetta.run_config import load_config
+    from rosetta.jobs.run_config import load_config
 
     out = tmp_path / "task"
     flags = ["--lengths", "1-3", "--bands", "4-6", "--count", "50", "--valid", "5"]
@@ -154,7 +154,7 @@ def test_the_written_config_keeps_every_training_pair(tmp_path):
     """Duplicate with index hints writes targets four times the source
     length; the config's ``data.max_len`` must keep the longest of them
     (the default of 128 tokens dropped a quarter of the 1-40 pairs)."""
-    from rosetta.run_config import load_config
+    from rosetta.jobs.run_config import load_config
 
     out = tmp_path / "task"
     flags = ["--lengths", "1-40", "--bands", "--count", "200", "--valid", "5"]
@@ -185,7 +185,7 @@ def test_the_written_addition_config_places_digits_where_they_hold(tmp_path, tas
 
     from rosetta.families.transformer.build import build_transformer
     from rosetta.families.transformer.number_positions import shifted
-    from rosetta.run_config import load_config
+    from rosetta.jobs.run_config import load_config
 
     out = tmp_path / "task"
     flags = ["--lengths", "1-5", "--bands", "6-30", "--count", "50", "--valid", "5"]

@@ -17,7 +17,7 @@ from rosetta.data.synthetic import (
     write_task,
 )
 from rosetta.errors import RosettaError
-from rosetta.loading import load_translator
+from rosetta.jobs.loading import load_translator
 
 ALPHABET = list("abcdefghij")
 
@@ -155,8 +155,8 @@ def test_the_written_config_trains_and_validates_by_exact_accuracy(tmp_path):
     checkpoint, and a model that cannot attend or decode cannot copy 8
     random symbols exactly."""
     from rosetta.data.synthetic import accuracy
-    from rosetta.run_config import load_config
-    from rosetta.train.run import run_training
+    from rosetta.jobs.run_config import load_config
+    from rosetta.jobs.training import run_training
 
     # From length 2: the ten sources of length 1 all go to the test and
     # validation sets, so training would never see that length.

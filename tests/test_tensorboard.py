@@ -6,7 +6,7 @@ import json
 import pytest
 
 from rosetta.data.corpus import read_corpus
-from rosetta.train.run import run_training
+from rosetta.jobs.training import run_training
 from rosetta.train.tensorboard import TensorBoardEvents
 from rosetta.train.translation_task import SHOWN
 from tests.toy import toy_config

@@ -144,7 +144,7 @@ def test_train_threads_reaches_the_config(monkeypatch, tmp_path):
     def fake_run(config, run_dir, resume=False):
         seen["threads"] = config.train.threads
 
-    monkeypatch.setattr("rosetta.train.run.run_training", fake_run)
+    monkeypatch.setattr("rosetta.jobs.training.run_training", fake_run)
     args = subcommands()["train"].parse_args(
         [
             "configs/multi30k-de-en-transformer.yaml",

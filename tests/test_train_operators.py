@@ -16,8 +16,8 @@ from torch.profiler import ProfilerActivity, profile
 
 from rosetta.data import EncodedPairs, Example
 from rosetta.families import build_model, family_of
+from rosetta.jobs.training import configure_torch, process_settings_kept
 from rosetta.train.prepare import PreparedData
-from rosetta.train.run import configure_torch, process_settings_kept
 from rosetta.train.trainer import Trainer
 from rosetta.train.translation_task import TranslationTask
 from tests.toy import toy_config

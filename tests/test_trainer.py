@@ -8,11 +8,11 @@ from rosetta.data.batching import Example, collate
 from rosetta.data.vocab import PAD_ID
 from rosetta.errors import RosettaError
 from rosetta.families import build_model, family_of
-from rosetta.loading import load_translator
+from rosetta.jobs.loading import load_translator
+from rosetta.jobs.training import run_training
 from rosetta.runtime.precision import autocast
 from rosetta.train.loss import label_smoothed_cross_entropy
 from rosetta.train.prepare import PreparedData, prepare_data
-from rosetta.train.run import run_training
 from rosetta.train.trainer import Trainer
 from rosetta.train.translation_task import TranslationTask
 from tests.toy import RNN_ATTENTION, TRANSFORMER, toy_config
@@ -104,8 +104,8 @@ def test_flush_denormals_is_set_for_training(tmp_path):
 
     code = (
         "import torch\n"
-        "from rosetta.run_config import config_from_dict\n"
-        "from rosetta.train.run import configure_torch\n"
+        "from rosetta.jobs.run_config import config_from_dict\n"
+        "from rosetta.jobs.training import configure_torch\n"
         "tiny = torch.tensor([1e-39])\n"
         "before = float(tiny * 1.0)\n"
         "config = config_from_dict({'data': {'train': {'src': 'a', 'tgt': 'b'}}})\n"
@@ -228,7 +228,7 @@ def test_resume_never_trains_the_tokenizers_again(toy_run, tmp_path):
     number the pieces otherwise than the checkpoint's embeddings."""
     import shutil
 
-    from rosetta.run_config import load_config
+    from rosetta.jobs.run_config import load_config
 
     run = tmp_path / "run"
     shutil.copytree(toy_run("transformer"), run)
@@ -241,7 +241,7 @@ def test_resume_never_trains_the_tokenizers_again(toy_run, tmp_path):
 def test_training_gives_the_caller_its_process_settings_back(tmp_path):
     """Threads, deterministic kernels and denormal flushing are process-wide:
     a notebook that trains keeps computing as it did before."""
-    from rosetta.train.run import _flushes_denormals
+    from rosetta.jobs.training import _flushes_denormals
     from tests.toy import toy_config
 
     config, _ = toy_config(
@@ -267,7 +267,7 @@ def test_deterministic_training_without_filling_new_memory_trains_the_same(
     """Deterministic mode would fill every new tensor with NaN; training turns
     that off. No kernel of an update reads memory it did not write, so the
     weights after some updates are those of a run that fills."""
-    from rosetta.train.run import configure_torch, process_settings_kept
+    from rosetta.jobs.training import configure_torch, process_settings_kept
 
     config, _ = toy_config(tmp_path, "train.threads=1")
     data = prepare_data(config, tmp_path / "run", log=lambda *_: None)

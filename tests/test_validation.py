@@ -7,9 +7,9 @@ import torch
 
 from rosetta.data.corpus import read_corpus
 from rosetta.evaluate.corpus import sacrebleu_score
-from rosetta.loading import load_translator
+from rosetta.jobs.loading import load_translator
+from rosetta.jobs.training import run_training
 from rosetta.train import validation
-from rosetta.train.run import run_training
 from tests.toy import RNN_ATTENTION, TRANSFORMER, toy_config
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])

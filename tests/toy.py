@@ -6,7 +6,7 @@ import random
 from pathlib import Path
 
 from rosetta.config.schema import Config
-from rosetta.run_config import load_config
+from rosetta.jobs.run_config import load_config
 
 WORDS = [
     "alpha",
@@ -132,8 +132,8 @@ def assert_resume_is_exact(folder: Path, model: str, before_split=None) -> None:
     import torch
     from safetensors.torch import load_file
 
+    from rosetta.jobs.training import run_training
     from rosetta.runs.checkpoint import resolve_checkpoint
-    from rosetta.train.run import run_training
 
     steps = ("train.max_epochs=null", "train.validate_every=10")
     whole, _ = toy_config(folder, *steps, "train.max_steps=20", model=model)

@@ -1,7 +1,7 @@
 """Rosetta: readable, fast sequence-to-sequence learning for machine translation
 (and the language models it grows from).
 
-``rosetta.load(path)`` gives a trained model ready to use (``rosetta.loading``).
+``rosetta.load(path)`` gives a trained model ready to use (``rosetta.jobs.loading``).
 
 The names below are imported when first used, so that ``import rosetta``
 (and the command line's ``--version`` and ``--help``) do not wait for PyTorch.
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from rosetta.inference.text_translator import TextTranslator
     from rosetta.inference.translation import Translation
     from rosetta.inference.translator import Translator
-    from rosetta.loading import load, load_language_model, load_translator
+    from rosetta.jobs.loading import load, load_language_model, load_translator
     from rosetta.search.options import SearchOptions
 
 # each public name and the module that defines it
@@ -31,9 +31,9 @@ WHERE = {
     "TextTranslator": "rosetta.inference.text_translator",
     "Translation": "rosetta.inference.translation",
     "Translator": "rosetta.inference.translator",
-    "load": "rosetta.loading",
-    "load_language_model": "rosetta.loading",
-    "load_translator": "rosetta.loading",
+    "load": "rosetta.jobs.loading",
+    "load_language_model": "rosetta.jobs.loading",
+    "load_translator": "rosetta.jobs.loading",
 }
 
 __version__ = "0.1.0"

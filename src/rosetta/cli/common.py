@@ -9,11 +9,11 @@ import sys
 from dataclasses import fields
 from pathlib import Path
 
-from rosetta import loading
 from rosetta.data.corpus import check_no_carriage_return, read_lines
 from rosetta.errors import RosettaError, one_line
-from rosetta.families.engines import export_engine
 from rosetta.inference.text_translator import TextTranslator
+from rosetta.jobs import loading
+from rosetta.jobs.engines import export_engine
 from rosetta.runs import checkpoint as ckpt
 from rosetta.runtime.threads import TORCH_DEFAULT, at_most_cores, use_threads
 from rosetta.search.batched import Workers, check_workers

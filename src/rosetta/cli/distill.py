@@ -27,7 +27,7 @@ DISTILL = "rosetta distill"
 def teacher_identity(model: Path) -> str:
     """A digest that changes whenever the teacher's weights, config or
     tokenizers do: a run's best checkpoint moves on as it trains."""
-    from rosetta.families.engines import export_engine
+    from rosetta.jobs.engines import export_engine
     from rosetta.runs import checkpoint as ckpt
 
     if export_engine(model) is not None:  # another engine's export
@@ -41,7 +41,7 @@ def teacher_identity(model: Path) -> str:
 
 def cmd_distill(args: argparse.Namespace) -> None:
     from rosetta.cli.common import decoding_workers, load_translator, search_options
-    from rosetta.distill import check_partial, distill, partial_paths, started_with
+    from rosetta.jobs.distill import check_partial, distill, partial_paths, started_with
 
     options = search_options(args)
     if args.beam_size is None and not options.sample:

@@ -11,7 +11,7 @@ from rosetta.families import all_engines
 
 
 def cmd_export(args: argparse.Namespace) -> None:
-    from rosetta.families.engines import export_model
+    from rosetta.jobs.engines import export_model
 
     folder = export_model(
         args.engine,

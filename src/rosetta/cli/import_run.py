@@ -11,7 +11,7 @@ from rosetta.families import all_importers
 
 
 def cmd_import(args: argparse.Namespace) -> None:
-    from rosetta.families.importers import import_run
+    from rosetta.jobs.importers import import_run
 
     import_run(args.importer, args.source, Path(args.output), args.overwrite)
     print(f"model: {args.output}")

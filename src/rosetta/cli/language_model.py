@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 
 def load(args: argparse.Namespace) -> LanguageModel:
-    from rosetta.loading import load_language_model
+    from rosetta.jobs.loading import load_language_model
     from rosetta.runs import checkpoint as ckpt
     from rosetta.runtime.threads import use_threads
 

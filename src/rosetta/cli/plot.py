@@ -15,8 +15,8 @@ PLOT = "rosetta plot"
 
 
 def cmd_plot(args: argparse.Namespace) -> None:
-    from rosetta import plots
     from rosetta.cli.common import load_translator, search_options
+    from rosetta.jobs import plots
 
     inputs = [getattr(args, name, None) for name in ("model", "run_dir")]
     output = claim_file(

@@ -33,11 +33,11 @@ def default_run_dir(config_path: str) -> Path:
 
 
 def cmd_prepare(args: argparse.Namespace) -> None:
-    from rosetta.run_config import load_config
+    from rosetta.jobs.run_config import load_config
+    from rosetta.jobs.training import check_new_run_folder
     from rosetta.runtime.threads import at_most_cores
     from rosetta.train.init import starting_checkpoint, write_starting_tokenizers
     from rosetta.train.prepare import PrepareOptions, require_corpus
-    from rosetta.train.run import check_new_run_folder
 
     config = load_config(args.config, args.set)
     run_dir = Path(args.output or default_run_dir(args.config))
@@ -55,11 +55,11 @@ def cmd_prepare(args: argparse.Namespace) -> None:
 
 
 def cmd_train(args: argparse.Namespace) -> int | None:
-    from rosetta.run_config import load_config
+    from rosetta.jobs.run_config import load_config
+    from rosetta.jobs.training import run_training
     from rosetta.runtime.threads import at_most_cores
     from rosetta.train.distributed import PEERS_GRACE_S
     from rosetta.train.init import starting_checkpoint
-    from rosetta.train.run import run_training
 
     if args.threads is not None:  # for every process torchrun starts, too
         args.set.append(f"train.threads={args.threads}")
@@ -122,11 +122,11 @@ def check_before_launch(
     torchrun starts them: the run folder, and a resumed run's configuration
     and number of processes; and the corpora, which rank 0 alone reads first."""
     from rosetta.config.reading import config_to_dict
+    from rosetta.jobs.training import check_run_folder
     from rosetta.runs import checkpoint as ckpt
     from rosetta.runs.checkpoint import read_index
     from rosetta.train.prepare import require_corpus
     from rosetta.train.resume import check_resumed_config, training_ranks
-    from rosetta.train.run import check_run_folder
 
     check_run_folder(run_dir, resume)
     require_corpus(config)

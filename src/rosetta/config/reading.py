@@ -4,7 +4,7 @@ they are checked the same way), and errors that name every bad key where it
 was set, with a did-you-mean.
 
 Each function takes the model sections to pick from (``sections``, the first
-the default); ``rosetta.run_config`` passes those of every family.
+the default); ``rosetta.jobs.run_config`` passes those of every family.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 The configuration knows no family: ``config_class(sections)`` makes the
 ``Config`` whose ``model`` is one of the ``sections`` given (picked by
 ``model.arch``; the first when no ``arch`` is set), and
-``rosetta.run_config`` gives it the sections of every family Rosetta lists.
+``rosetta.jobs.run_config`` gives it the sections of every family Rosetta lists.
 """
 
 from __future__ import annotations

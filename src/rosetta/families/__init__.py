@@ -73,7 +73,7 @@ def build_model(
 
 def all_engines() -> tuple[Engine, ...]:
     """Every engine some family names, each once, in the families' order
-    (``rosetta.families.engines`` exports and loads)."""
+    (``rosetta.jobs.engines`` exports and loads)."""
     found: dict[str, Engine] = {}
     for family in FAMILIES:
         for engine in family.engines:
@@ -83,7 +83,7 @@ def all_engines() -> tuple[Engine, ...]:
 
 def all_importers() -> tuple[Importer, ...]:
     """Every importer some family names, each once, in the families' order
-    (``rosetta.families.importers`` imports)."""
+    (``rosetta.jobs.importers`` imports)."""
     found: dict[str, Importer] = {}
     for family in FAMILIES:
         for importer in family.importers:

@@ -48,7 +48,7 @@ class Later:
 class Engine:
     """Another inference engine that runs the models of the families whose
     record names it: ``rosetta export NAME`` writes a model for it, and
-    ``--engine NAME`` translates with it (``rosetta.families.engines`` does
+    ``--engine NAME`` translates with it (``rosetta.jobs.engines`` does
     the checks and the writing they share).
 
     Attributes:
@@ -58,7 +58,7 @@ class Engine:
         kind: what an export is called in messages and records.
         quantizations: the weight types an export may take (None: float32).
         write: ``(restored, folder, quantization)``: the restored checkpoint
-            (``rosetta.families.restore.Restored``) written into ``folder``,
+            (``rosetta.jobs.restore.Restored``) written into ``folder``,
             an empty temporary folder renamed into place afterwards.
         load: ``(folder, device type, precision, threads) -> TextTranslator``
             of an export; None for an engine Rosetta exports to but does not
@@ -78,7 +78,7 @@ class Engine:
 class Importer:
     """Models of another toolkit brought in as runs of the family whose
     record names it: ``rosetta import NAME SOURCE -o RUN``
-    (``rosetta.families.importers`` claims the output, writes it all or
+    (``rosetta.jobs.importers`` claims the output, writes it all or
     nothing and loads it back before it takes its place).
 
     Attributes:

@@ -3,4 +3,4 @@
 optimizer state loaded into a model (``weights``), random-number state
 (``rng``), averaging them (``average``) and the lock one writer holds
 (``lock``). Rebuilding a model from a checkpoint needs its family, so it
-lives above: ``rosetta.families.restore``."""
+lives above: ``rosetta.jobs.restore``."""

@@ -29,6 +29,7 @@ def check_penalty(kind: str) -> None:
     if kind not in get_args(LengthPenalty):
         raise ValueError(f"unknown length penalty {kind!r}: use 'power' or 'gnmt'")
 
+
 # Every number of the options, and what it may be (``rosetta.runtime.limits``).
 KINDS = {
     "beam_size": limits.Count,

@@ -54,7 +54,7 @@ def check_same_model(config: Config, stored: dict[str, Any], folder: Path) -> No
     """The configuration's task, ``model`` section and the tokenizer keys it
     sets are the starting run's, or one line naming the first key that
     differs, a key the configuration set before one left at its default
-    (``rosetta.run_config.load_config`` fills those from the starting run)."""
+    (``rosetta.jobs.run_config.load_config`` fills those from the starting run)."""
     written = {"task": config.task} if "task" in config.model_fields_set else {}
     for name in STARTING_SECTIONS:
         section = getattr(config, name)

@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 
 from rosetta.families.family import Importer
-from rosetta.families.restore import restore
+from rosetta.jobs.restore import restore
 from rosetta.runtime.atomic import atomic_folder
 from rosetta.runtime.outputs import claim_folder
 

@@ -18,7 +18,7 @@ import torch
 from rosetta.errors import RosettaError
 from rosetta.families import FAMILIES, all_engines
 from rosetta.families.family import Engine, Family
-from rosetta.families.restore import restore
+from rosetta.jobs.restore import restore
 from rosetta.runs import checkpoint as ckpt
 from rosetta.runtime.atomic import atomic_folder
 from rosetta.runtime.devices import pick_device

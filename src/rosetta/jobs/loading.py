@@ -18,9 +18,9 @@ import torch
 
 from rosetta.errors import RosettaError
 from rosetta.families import ENGINES
-from rosetta.families.engines import load_engine
-from rosetta.families.restore import restore
 from rosetta.inference.text_translator import TextTranslator
+from rosetta.jobs.engines import load_engine
+from rosetta.jobs.restore import restore
 from rosetta.runtime.devices import parse_device, pick_device
 from rosetta.runtime.precision import check_precision
 from rosetta.runtime.precisions import Precision
