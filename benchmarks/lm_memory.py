@@ -31,7 +31,7 @@ from torch.nn import functional as F
 from quality_multi30k import cpu_name
 from rosetta import LanguageModel
 from rosetta.data.text import encode_text, read_text
-from rosetta.families.language_model.scoring import score_text
+from rosetta.inference.text_scoring import score_text
 from rosetta.jobs.loading import load_language_model
 
 VALID = Path(__file__).parent.parent / "data/tinyshakespeare/valid.txt.gz"

@@ -2,7 +2,7 @@
 
 ``rosetta perplexity`` reads the text as ``--streams`` stretches side by
 side, each first reading, unscored, the segments that rebuild the memory
-reading in order would have left (``rosetta.families.language_model.scoring``).
+reading in order would have left (``rosetta.inference.text_scoring``).
 This measures both on the tiny Shakespeare validation text (111,540
 characters) with the laptop language model's shape
 (``configs/tinyshakespeare-char-xl-cpu.yaml``: 4 layers of width 192,
@@ -28,7 +28,7 @@ from harness import ROOT, competing_load
 from rosetta.data.text import encode_text
 from rosetta.data.tokenizer import CharacterTokenizer
 from rosetta.families import build_model
-from rosetta.families.language_model.scoring import score_text
+from rosetta.inference.text_scoring import score_text
 from rosetta.jobs.run_config import load_config
 
 CONFIG = ROOT / "configs" / "tinyshakespeare-char-xl-cpu.yaml"

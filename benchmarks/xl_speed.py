@@ -35,7 +35,7 @@ from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
 from harness import competing_load
-from rosetta.families.language_model.model import MemoryTransformerLM
+from rosetta.families.transformer_xl.model import MemoryTransformerLM
 from rosetta.nn.feedforward import PositionwiseFeedForward
 from rosetta.nn.init import xavier_linear_layers
 

@@ -5,7 +5,7 @@ memory is teacher forcing; the memory is cut and carries no gradient."""
 import pytest
 import torch
 
-from rosetta.families.language_model.model import MemoryTransformerLM
+from rosetta.families.transformer_xl.model import MemoryTransformerLM
 from rosetta.nn.relative_attention import RelativeMultiHeadAttention
 
 
@@ -92,7 +92,7 @@ def test_without_memory_a_segment_sees_only_itself():
 def test_rows_warmed_up_score_the_text_as_reading_it_in_order(segment, memory, rows):
     """Each row reads, unscored, the segments before its stretch: every token
     is predicted as one row in order predicts it."""
-    from rosetta.families.language_model.scoring import score_text
+    from rosetta.inference.text_scoring import score_text
 
     torch.manual_seed(0)
     model = MemoryTransformerLM(
@@ -107,7 +107,7 @@ def test_rows_warmed_up_score_the_text_as_reading_it_in_order(segment, memory, r
 
 
 def test_without_warming_up_the_rows_would_score_otherwise(monkeypatch):
-    from rosetta.families.language_model import scoring
+    from rosetta.inference import text_scoring as scoring
 
     torch.manual_seed(0)
     model = MemoryTransformerLM(

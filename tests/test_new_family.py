@@ -1,7 +1,9 @@
-"""A family written outside Rosetta's source (``tests/toy_family``: its own
-section, model and translator), added by one line in the list of families
-and no other edit: the whole family suite, training, translation and the
-server run on it."""
+"""Families written outside Rosetta's source, each added by one line in the
+list of families and no other edit: a translation family
+(``tests/toy_family``: its own section, model and translator), on which the
+whole family suite, training, translation and the server run, and a second
+language-model family (``tests/toy_lm_family``: its own section and model),
+which trains with ``task: lm``, scores a text and generates."""
 
 from __future__ import annotations
 
@@ -16,23 +18,33 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.toy import toy_config_file
+from tests import toy_lm_family
+from tests.toy import toy_config_file, toy_lm_config_file
 from tests.toy_family import FAMILY
 
 ROOT = Path(__file__).resolve().parent.parent
-# a Python that lists the toy family, then runs the command line
-ROSETTA = [
-    sys.executable,
-    "-c",
-    "import sys, tests.toy_family.listed; from rosetta.cli import main; "
-    "sys.exit(main(sys.argv[1:]))",
-]
+
+
+def listing(family: str) -> list[str]:
+    """A Python that lists the toy family ``family``, then runs the command
+    line."""
+    return [
+        sys.executable,
+        "-c",
+        f"import sys, tests.{family}.listed; from rosetta.cli import main; "
+        "sys.exit(main(sys.argv[1:]))",
+    ]
+
+
+ROSETTA = listing("toy_family")
 ENV = os.environ | {"PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "src")])}
 
 
-def rosetta(*args: str, **options) -> subprocess.CompletedProcess:
+def rosetta(
+    *args: str, family: str = "toy_family", **options
+) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [*ROSETTA, *map(str, args)],
+        [*listing(family), *map(str, args)],
         cwd=ROOT,
         env=ENV,
         capture_output=True,
@@ -59,7 +71,10 @@ def run(tmp_path_factory):
 
 
 @pytest.mark.slow
-def test_the_family_suite_runs_on_the_new_family():
+@pytest.mark.parametrize(
+    ("family", "arch"), [("toy_family", "toy"), ("toy_lm_family", "toy-lm")]
+)
+def test_the_family_suite_runs_on_the_new_family(family, arch):
     done = subprocess.run(
         [
             sys.executable,
@@ -69,10 +84,10 @@ def test_the_family_suite_runs_on_the_new_family():
             "-p",
             "no:cacheprovider",
             "-p",
-            "tests.toy_family.listed",
+            f"tests.{family}.listed",
             "tests/test_families.py",
             "-k",
-            "toy",
+            arch,
         ],
         cwd=ROOT,
         env=ENV,
@@ -138,3 +153,38 @@ def test_the_new_family_is_served_with_its_attention(run):
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def lm_run(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("toy-lm-family")
+    model = json.dumps(dict(toy_lm_family.FAMILY.example))
+    config = toy_lm_config_file(folder, model=model)
+    trained = rosetta("train", config, "-o", folder / "run", family="toy_lm_family")
+    assert trained.returncode == 0, trained.stderr[-2000:]
+    assert "model: toy-lm" in trained.stdout
+    return folder / "run"
+
+
+@pytest.mark.slow
+def test_the_new_language_model_family_scores_and_generates(lm_run):
+    text = lm_run.parent / "valid.txt"
+    scored = rosetta("perplexity", "-m", lm_run, "--text", text, family="toy_lm_family")
+    assert scored.returncode == 0, scored.stderr[-2000:]
+    loss = float(scored.stdout.split("loss = ")[1].split()[0])
+    assert 0 < loss < 4.5  # nats per character, near ln(65) = 4.17 at 12 updates
+    generated = rosetta(
+        "generate",
+        "-m",
+        lm_run,
+        "--prompt",
+        "ROMEO:",
+        "--tokens",
+        "30",
+        "--seed",
+        "1",
+        family="toy_lm_family",
+    )
+    assert generated.returncode == 0, generated.stderr[-2000:]
+    assert generated.stdout.startswith("ROMEO:")
+    assert len(generated.stdout.rstrip("\n")) >= len("ROMEO:") + 25

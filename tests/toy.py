@@ -102,6 +102,13 @@ def toy_lm_config(
 ) -> tuple[Config, Path]:
     """A 2-layer character Transformer-XL on 12,000 characters of Shakespeare
     (3,000 for validation), 16-character segments with 16 of memory."""
+    path = toy_lm_config_file(folder, model)
+    return load_config(path, list(overrides)), path
+
+
+def toy_lm_config_file(folder: Path, model: str = LM) -> Path:
+    """``toy_lm_config``'s file and text, not read (a family this process
+    does not list may be named)."""
     import gzip
 
     text = gzip.decompress((SHAKESPEARE / "valid.txt.gz").read_bytes()).decode()
@@ -122,7 +129,7 @@ train:
    label_smoothing: 0.0}
 """.replace("MODEL", model)
     )
-    return load_config(path, list(overrides)), path
+    return path
 
 
 def assert_resume_is_exact(folder: Path, model: str, before_split=None) -> None:

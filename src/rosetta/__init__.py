@@ -15,8 +15,8 @@ from rosetta.errors import RosettaError
 from rosetta.runtime.lazy import exports
 
 if TYPE_CHECKING:
-    from rosetta.families.language_model.inference import LanguageModel
     from rosetta.families.nat.translator import NATTranslator
+    from rosetta.inference.language_model import LanguageModel
     from rosetta.inference.text_translator import TextTranslator
     from rosetta.inference.translation import Translation
     from rosetta.inference.translator import Translator
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 # each public name and the module that defines it
 WHERE = {
-    "LanguageModel": "rosetta.families.language_model.inference",
+    "LanguageModel": "rosetta.inference.language_model",
     "NATTranslator": "rosetta.families.nat.translator",
     "SearchOptions": "rosetta.search.options",
     "TextTranslator": "rosetta.inference.text_translator",

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from rosetta.config.sections import ModelSection
 from rosetta.errors import RosettaError
-from rosetta.families import language_model, nat, rnn, transformer
+from rosetta.families import nat, rnn, transformer, transformer_xl
 from rosetta.families.family import Engine, Family, Importer
 from rosetta.runtime.resources import refuse_beyond_memory
 
@@ -22,7 +22,7 @@ FAMILIES: tuple[Family, ...] = (
     transformer.FAMILY,
     rnn.FAMILY,
     nat.FAMILY,
-    language_model.FAMILY,
+    transformer_xl.FAMILY,
 )
 
 

@@ -26,7 +26,7 @@ from rosetta.runtime.precision import check_precision
 from rosetta.runtime.precisions import Precision
 
 if TYPE_CHECKING:
-    from rosetta.families.language_model.inference import LanguageModel
+    from rosetta.inference.language_model import LanguageModel
 
 # the engines that translate (an export-only one has no ``load``)
 

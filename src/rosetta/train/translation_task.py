@@ -3,7 +3,7 @@ epoch, the label-smoothed loss of a batch, and validation (loss, perplexity
 and BLEU of greedy output).
 
 The trainer (``rosetta.train.trainer``) drives any task with these methods;
-the language-model task (``rosetta.families.language_model.task``) is the other one.
+the language-model task (``rosetta.train.language_model_task``) is the other one.
 """
 
 from __future__ import annotations

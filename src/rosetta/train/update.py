@@ -8,7 +8,7 @@ accumulated batches (``update_freq``): each process divides its loss by its
 share of the tokens, and ``DistributedDataParallel`` averages the gradients,
 once, after the last of its batches. What a batch is and how its loss is
 summed belongs to the task (``rosetta.train.translation_task``,
-``rosetta.families.language_model.task``); this module only updates.
+``rosetta.train.language_model_task``); this module only updates.
 """
 
 from __future__ import annotations

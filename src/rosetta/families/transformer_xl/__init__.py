@@ -6,14 +6,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rosetta.errors import RosettaError
 from rosetta.families.family import Family, Later
-from rosetta.families.language_model.config import LanguageModelConfig
+from rosetta.families.transformer_xl.config import TransformerXLConfig
 
 if TYPE_CHECKING:
-    from rosetta.families.language_model.inference import LanguageModel
-    from rosetta.families.language_model.model import MemoryTransformerLM
-    from rosetta.models.trained import Trained
+    from rosetta.families.transformer_xl.model import MemoryTransformerLM
 
 # the config keys MemoryTransformerLM takes under their own names
 SAME_NAMES = {
@@ -28,37 +25,26 @@ SAME_NAMES = {
 
 
 def build(
-    config: LanguageModelConfig,
+    config: TransformerXLConfig,
     src_vocab: int,
     tgt_vocab: int,
     tokenizers: object = None,
 ) -> MemoryTransformerLM:
     """A language model reads and writes one vocabulary, the target's;
     ``tokenizers`` change nothing."""
-    from rosetta.families.language_model.model import MemoryTransformerLM
+    from rosetta.families.transformer_xl.model import MemoryTransformerLM
 
     sizes = config.model_dump(include=SAME_NAMES)
     return MemoryTransformerLM(tgt_vocab, **sizes, norm_first=config.norm == "pre")
 
 
-def language_model(
-    trained: Trained, precision: str, packed: bool = True
-) -> LanguageModel:
-    """Scores and generates in float32; ``packed`` changes nothing."""
-    from rosetta.families.language_model.inference import LanguageModel
-
-    if precision != "fp32":
-        raise RosettaError(f"a language model runs in fp32, not {precision}")
-    return LanguageModel(trained)
-
-
 FAMILY = Family(
     summary="the Transformer-XL language model (task: lm)",
-    config=LanguageModelConfig,
+    config=TransformerXLConfig,
     build=build,
     prepare=Later("rosetta.train.prepare", "prepare_text"),
-    training=Later("rosetta.families.language_model.task", "lm_training"),
-    inference=language_model,
+    training=Later("rosetta.train.language_model_task", "lm_training"),
+    inference=Later("rosetta.inference.language_model", "language_model"),
     example={
         "arch": "transformer-xl",
         "layers": 2,

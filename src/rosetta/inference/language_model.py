@@ -3,22 +3,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import torch
 
+from rosetta.config.language_model_section import LanguageModelSection
 from rosetta.data.text import decode_text, encode_text
 from rosetta.data.tokenizer import CharacterTokenizer, Tokenizer
 from rosetta.data.vocab import UNK_ID
 from rosetta.errors import RosettaError
-from rosetta.families.language_model.config import LanguageModelConfig
-from rosetta.families.language_model.model import MemoryTransformerLM
-from rosetta.families.language_model.scoring import TextScore, score_text
+from rosetta.inference.text_scoring import TextScore, score_text
+from rosetta.models.language_model import SegmentLanguageModel
 from rosetta.models.trained import Trained
 from rosetta.runtime.limits import Count, Seed, Size, Temperature, check
-
-if TYPE_CHECKING:
-    pass
 
 
 class LanguageModel:
@@ -33,10 +28,10 @@ class LanguageModel:
 
     def __init__(self, trained: Trained):
         """``trained.tokenizers.tgt`` is the language model's tokenizer."""
-        self.model: MemoryTransformerLM = trained.model.to(trained.device).eval()  # type: ignore[assignment]
+        self.model: SegmentLanguageModel = trained.model.to(trained.device).eval()  # type: ignore[assignment]
         self.tokenizer: Tokenizer = trained.tokenizers.tgt
         self.config, self.device = trained.config, trained.device
-        self.lm: LanguageModelConfig = trained.config.model  # type: ignore[assignment]
+        self.lm: LanguageModelSection = trained.config.model  # type: ignore[assignment]
 
     @property
     def reads_characters(self) -> bool:
@@ -50,7 +45,7 @@ class LanguageModel:
         progress: bool = False,
     ) -> TextScore:
         """Loss, perplexity and bits per token of ``text`` (see
-        ``rosetta.families.language_model.scoring``), read with
+        ``rosetta.inference.text_scoring``), read with
         ``memory_length`` positions of memory per layer (default: the
         configuration's evaluation memory), in ``streams`` rows side by
         side (the same score as one, faster: ``score_text``)."""
@@ -137,3 +132,13 @@ class LanguageModel:
         if whole.startswith(head):
             return prompt + whole[len(head) :]
         return prompt + " " + decode_text(self.tokenizer, produced)
+
+
+def language_model(
+    trained: Trained, precision: str, packed: bool = True
+) -> LanguageModel:
+    """A language-model family's ``inference``: scores and generates in
+    float32; ``packed`` changes nothing."""
+    if precision != "fp32":
+        raise RosettaError(f"a language model runs in fp32, not {precision}")
+    return LanguageModel(trained)

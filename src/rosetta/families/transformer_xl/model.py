@@ -27,11 +27,10 @@ import math
 import torch
 from torch import nn
 
+from rosetta.models.language_model import Memory
 from rosetta.nn import LayerSizes
 from rosetta.nn.dropout import Dropout
 from rosetta.nn.init import xavier_linear_layers
-
-Memory = list[torch.Tensor]  # per layer, (n, M, d): the inputs of the last M positions
 
 
 class MemoryLayer(nn.Module):

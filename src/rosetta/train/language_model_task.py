@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 import torch
 
+from rosetta.config.language_model_section import LanguageModelSection
 from rosetta.data.text import TokenStreams
 from rosetta.data.tokenizer import CharacterTokenizer
 from rosetta.data.vocab import PAD_ID
 from rosetta.errors import RosettaError
-from rosetta.families.language_model.config import LanguageModelConfig
-from rosetta.families.language_model.model import Memory, MemoryTransformerLM
-from rosetta.families.language_model.scoring import score_text
+from rosetta.inference.text_scoring import score_text
+from rosetta.models.language_model import Memory, SegmentLanguageModel
 from rosetta.runtime.precision import autocast
 from rosetta.train.loss import projected_label_smoothed_cross_entropy
 from rosetta.train.prepare import PreparedText
@@ -41,7 +41,8 @@ class Segment(NamedTuple):
 
 
 class LanguageModelTask:
-    """Consecutive segments of ``train`` for a ``MemoryTransformerLM``.
+    """Consecutive segments of ``train`` for a language model
+    (``rosetta.models.language_model``).
 
     Args:
         data: the tokenizer and the token ids of the training and validation
@@ -53,14 +54,14 @@ class LanguageModelTask:
     def __init__(
         self,
         config: Config,
-        model: MemoryTransformerLM,
+        model: SegmentLanguageModel,
         data: PreparedText,
         device: torch.device,
         rank: int = 0,
         world_size: int = 1,
     ):
         self.config, self.cfg = config, config.train
-        self.lm: LanguageModelConfig = config.model  # type: ignore[assignment]
+        self.lm: LanguageModelSection = config.model  # type: ignore[assignment]
         self.model, self.tokenizers, self.device = model, data.tokenizers, device
         train = data.train
         self.train_ids, self.valid_ids = train, data.valid
@@ -166,10 +167,10 @@ class LanguageModelTask:
         or attend to what no run left)."""
         after = tensors.get("memory_after", torch.tensor([-1]))
         found = {k: v for k, v in tensors.items() if k.startswith("memory.")}
-        names = [f"memory.{layer}" for layer in range(self.lm.layers)]
+        names = [f"memory.{layer}" for layer in range(len(self.model.layers))]
         if after.numel() != 1 or sorted(found) not in ([], sorted(names)):
             raise ValueError("not a memory of this model")
-        rows, width = self.streams_per_process, self.lm.d_model
+        rows, width = self.streams_per_process, self.model.d_model
         for name, states in found.items():  # (streams, remembered, d_model)
             shape = tuple(states.shape)
             fits = len(shape) == 3 and (shape[0], shape[2]) == (rows, width)
@@ -181,7 +182,7 @@ class LanguageModelTask:
         self.memory_after = int(after.reshape(-1)[0])
         self.memory = None
         if found:
-            dtype = self.model.token.weight.dtype  # what the layers' inputs hold
+            dtype = self.model.output_proj.weight.dtype  # what the layers hold
             self.memory = [found[name].to(self.device, dtype) for name in names]
 
 

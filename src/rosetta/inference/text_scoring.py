@@ -6,7 +6,7 @@ log-likelihood per token, its perplexity, and bits per character.
     bpc  = loss / ln 2                        bits, when tokens are characters
 
 The text is read in consecutive segments, each attending to the memory the
-earlier ones left (``MemoryTransformerLM``), so every token is predicted from
+earlier ones left (``rosetta.models.language_model``), so every token is predicted from
 its segment so far plus up to ``memory_length`` earlier positions per layer.
 Several stretches of the text can be read side by side, each warmed up on
 the text before it, with the same result (``score_text``).
@@ -23,7 +23,7 @@ from torch.nn import functional as F
 from tqdm import tqdm
 
 from rosetta.data.vocab import PAD_ID
-from rosetta.families.language_model.model import MemoryTransformerLM
+from rosetta.models.language_model import SegmentLanguageModel
 
 UNSCORED = -100  # the label of a position read but not scored
 
@@ -59,7 +59,7 @@ def warm_up_segments(layers: int, memory_length: int, segment_length: int) -> in
 
 @torch.no_grad()
 def score_text(
-    model: MemoryTransformerLM,
+    model: SegmentLanguageModel,
     ids: list[int] | np.ndarray,
     segment_length: int,
     memory_length: int,

@@ -1,30 +1,24 @@
-"""``model`` with ``arch: transformer-xl`` (``task: lm``)."""
+"""What every language-model family's ``model`` section has (``task: lm``):
+how the text is read in segments and how much memory is carried between
+them. Training, scoring and generating read these keys, whatever the
+model (``rosetta.models.language_model``)."""
 
 from __future__ import annotations
 
-from typing import Literal
+from pydantic import Field
 
-from pydantic import Field, model_validator
-
-from rosetta.config import attention_keys
 from rosetta.config.sections import ModelSection
 
 
-class LanguageModelConfig(ModelSection):
-    """``arch: transformer-xl``: a decoder-only Transformer language model
-    (``task: lm``) that reads a long text in segments, each attending to the
-    hidden states the previous segments left in its memory."""
+class LanguageModelSection(ModelSection):
+    """``layers`` and ``d_model`` size the memory a checkpoint holds (one
+    tensor per layer, ``d_model`` wide); the other keys say how the text is
+    read."""
 
     TASK = "lm"
 
-    arch: Literal["transformer-xl"] = Field(description="the model family")
-    layers: int = Field(6, gt=0, description="stacked decoder layers")
+    layers: int = Field(6, gt=0, description="stacked layers")
     d_model: int = Field(384, gt=0, description="model width")
-    heads: int = attention_keys.heads(6)
-    d_ff: int = attention_keys.d_ff(1536)
-    dropout: float = Field(0.1, ge=0.0, lt=1.0, description="dropout probability")
-    attention_dropout: float = attention_keys.attention_dropout()
-    norm: Literal["post", "pre"] = attention_keys.norm("pre")
     segment_length: int = Field(
         256, gt=1, description="tokens read (and predicted) per segment"
     )
@@ -46,11 +40,6 @@ class LanguageModelConfig(ModelSection):
         "each warmed up on the text before it: the score of reading it in "
         "order, faster",
     )
-
-    @model_validator(mode="after")
-    def _heads_divide_width(self) -> LanguageModelConfig:
-        attention_keys.check_heads_divide_width(self.d_model, self.heads)
-        return self
 
     @property
     def scoring_memory(self) -> int:
