@@ -1,5 +1,5 @@
 """The file-system chaos test at scale: many random sequences of writing
-commands at random places, some killed at random moments (``tests/chaos.py``
+commands at random places, some killed at random moments (``tests/support/chaos.py``
 says what is drawn and what is checked). Prints one line per violation and
 a table: sequences, commands, kills (and how many landed between the two
 renames of a folder swap), violations, minutes.
@@ -34,7 +34,7 @@ def main() -> None:
         "--tampering",
         type=float,
         default=0.0,
-        help="the share of turns the tamperer takes (tests/tamper.py), 0 to 1",
+        help="the share of turns the tamperer takes (tests/support/tamper.py), 0 to 1",
     )
     parser.add_argument("--src", help="the src/ folder of the Rosetta to test")
     args = parser.parse_args()
@@ -44,8 +44,8 @@ def main() -> None:
         stub = types.ModuleType("rosetta.runtime.atomic")  # a Rosetta without
         stub.finish_swap = lambda _: None  # journaled swaps: nothing to finish
         sys.modules[stub.__name__] = stub
-    from tests import chaos
-    from tests.toy import toy_config
+    from tests.support import chaos
+    from tests.support.toy import toy_config
 
     chaos.ROOT = source.parent  # the children run the same Rosetta
     import rosetta

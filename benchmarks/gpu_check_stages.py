@@ -17,14 +17,14 @@ SUMMARIES = ROOT / "benchmarks/gpu_check_summaries.py"
 PYTEST_FLAGS = ["-q", "-p", "no:cacheprovider", "--continue-on-collection-errors"]
 # the files whose device cases (``-k cuda``) a GPU check runs
 DEVICE_TESTS = [
-    "tests/test_gpu.py",
-    "tests/test_devices.py",
-    "tests/test_precision.py",
-    "tests/test_dropout.py",
-    "tests/test_validation.py",
-    "tests/test_search_models.py",
-    "tests/test_packed.py",
-    "tests/test_serve.py",
+    "tests/project/test_gpu.py",
+    "tests/runtime/test_devices.py",
+    "tests/runtime/test_precision.py",
+    "tests/nn/test_dropout.py",
+    "tests/train/test_validation.py",
+    "tests/search/test_trained_models.py",
+    "tests/families/transformer/test_packed.py",
+    "tests/serve/test_app.py",
 ]
 
 

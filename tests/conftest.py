@@ -7,7 +7,7 @@ from hypothesis import settings
 
 # Property-based tests draw the same examples on every run: CI must not turn
 # red by the draw. To explore, drop it locally (or raise max_examples):
-# its finds become regression tests (tests/test_file_fuzz.py has some).
+# its finds become regression tests (tests/boundaries/test_file_fuzz.py has some).
 settings.register_profile("rosetta", derandomize=True)
 settings.load_profile("rosetta")
 
@@ -33,10 +33,10 @@ def toy_run(tmp_path_factory):
     """A toy model trained once per test session, by kind: its run folder.
 
     ``toy_run("transformer")``, ``toy_run("rnn-attention")``, ...; the reversal
-    task of ``tests/toy.py``, 60 steps, enough for sensible attention.
+    task of ``tests/support/toy.py``, 60 steps, enough for sensible attention.
     """
     from rosetta.jobs.training import run_training
-    from tests.toy import TOY_MODELS, toy_config
+    from tests.support.toy import TOY_MODELS, toy_config
 
     runs: dict[str, Path] = {}
 

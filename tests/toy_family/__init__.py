@@ -1,6 +1,6 @@
 """A model family written outside Rosetta's source, from docs/families.md
 alone: a bag-of-words encoder and a decoder that reads one token and attends
-over the source (``model.arch: toy``). ``tests/test_new_family.py`` puts it
+over the source (``model.arch: toy``). ``tests/families/test_new_family.py`` puts it
 in the list of families and runs the commands on it."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """A second language-model family written outside Rosetta's source, from
 docs/families.md alone: an embedding, stacked GRU layers and a projection
 (``model.arch: toy-lm``, ``task: lm``). It reuses every language model's
-preparation, training task and inference object; ``tests/test_new_family.py``
+preparation, training task and inference object; ``tests/families/test_new_family.py``
 puts it in the list of families and runs the commands on it."""
 
 from __future__ import annotations

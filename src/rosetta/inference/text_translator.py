@@ -12,7 +12,7 @@ import copy
 import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -41,6 +41,19 @@ if TYPE_CHECKING:
 
 Sources = list[list[int]]  # token ids per sentence, none for a blank line
 Found = list[list["Translation"]]  # an n-best list per sentence
+
+
+@dataclass(frozen=True)
+class DecodeRequest:
+    """What an engine decodes (``TextTranslator.decode_ids``): ``sources``
+    with complete ``options``, ``size`` sentences a batch, on ``workers``,
+    each under its ``constraints`` (if any)."""
+
+    sources: Sources
+    options: SearchOptions
+    size: int
+    workers: Workers
+    constraints: list[TokenConstraints] | None = None
 
 
 class TextTranslator(ABC):
@@ -278,7 +291,7 @@ class TextTranslator(ABC):
             16 * rows * len(self.tokenizers.tgt),
             f"a search of {rows:,} hypotheses at once (beam {options.beam_size})",
         )
-        found = self.decode_ids(sources, options, size, workers, tokens)
+        found = self.decode_ids(DecodeRequest(sources, options, size, workers, tokens))
         if alignment:
             skip = 1 if self.target_language is not None else 0  # >>code<<
             add_alignments(found, sources, self.tokenizers, skip, texts)
@@ -294,17 +307,9 @@ class TextTranslator(ABC):
         return found
 
     @abstractmethod
-    def decode_ids(
-        self,
-        sources: Sources,
-        options: SearchOptions,
-        size: int,
-        workers: Workers,
-        constraints: list[TokenConstraints] | None = None,
-    ) -> Found:
-        """``translate_ids`` with complete ``options``, ``size`` sentences per
-        batch, each under its ``constraints`` (if any): what each engine does
-        its own way."""
+    def decode_ids(self, request: DecodeRequest) -> Found:
+        """``translate_ids`` for ``request``: what each engine does its own
+        way."""
 
     def _translation(
         self, hypothesis: Hypothesis, source_pieces: list[str], options: SearchOptions

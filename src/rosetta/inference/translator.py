@@ -10,8 +10,8 @@ import torch
 
 from rosetta.data.vocab import EOS
 from rosetta.inference.text_translator import (
+    DecodeRequest,
     Found,
-    Sources,
     TextTranslator,
     Translation,
 )
@@ -24,9 +24,7 @@ from rosetta.runtime.precision import (
     quantize_int8,
 )
 from rosetta.runtime.precisions import Precision
-from rosetta.search.batched import Workers, decode_in_batches
-from rosetta.search.constraints import TokenConstraints
-from rosetta.search.options import SearchOptions
+from rosetta.search.batched import decode_in_batches
 
 if TYPE_CHECKING:
     pass
@@ -75,15 +73,10 @@ class Translator(TextTranslator):
         return sum(p.numel() for p in self.model.parameters())
 
     @torch.no_grad()
-    def decode_ids(
-        self,
-        sources: Sources,
-        options: SearchOptions,
-        size: int,
-        workers: Workers,
-        constraints: list[TokenConstraints] | None = None,
-    ) -> Found:
+    def decode_ids(self, request: DecodeRequest) -> Found:
         """Search, a batch at a time (``rosetta.search.batched``)."""
+        sources, constraints = request.sources, request.constraints
+        options = request.options
         nonempty = {i: ids for i, ids in enumerate(sources) if ids}
         kept = None if constraints is None else [constraints[i] for i in nonempty]
         with autocast(self.device, self.precision):
@@ -91,10 +84,10 @@ class Translator(TextTranslator):
                 self.model,
                 list(nonempty.values()),
                 self.device,
-                batch_size=size,
+                batch_size=request.size,
                 options=options,
                 max_len_cap=self.position_limit,
-                workers=workers,
+                workers=request.workers,
                 constraints=kept,
             )
         results: list[list[Translation]] = [[] for _ in sources]

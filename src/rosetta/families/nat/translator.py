@@ -25,17 +25,15 @@ from rosetta.families.nat.search import (
 )
 from rosetta.inference.constraints import Constraint
 from rosetta.inference.text_translator import (
+    DecodeRequest,
     Found,
-    Sources,
     TextTranslator,
     Translation,
 )
 from rosetta.models.trained import Trained
 from rosetta.runtime.precision import autocast, check_precision
 from rosetta.runtime.precisions import Precision
-from rosetta.search.batched import Workers
 from rosetta.search.beam import normalized_score
-from rosetta.search.constraints import TokenConstraints
 from rosetta.search.greedy import max_lengths
 from rosetta.search.options import SearchOptions
 
@@ -142,18 +140,12 @@ class NATTranslator(TextTranslator):
             "to include or exclude); use an autoregressive model"
         )
 
-    def decode_ids(
-        self,
-        sources: Sources,
-        options: SearchOptions,
-        size: int,
-        workers: Workers,
-        constraints: list[TokenConstraints] | None = None,
-    ) -> Found:
+    def decode_ids(self, request: DecodeRequest) -> Found:
         """One translation per non-empty source (module docstring); ``options``
         gives the attention switch, the seed of the fertility draws, the
         length normalisation of the teacher's scores and the length limit
         ``a·S + b`` (the fertilities past it are dropped)."""
+        sources, options, size = request.sources, request.options, request.size
         self.check_search(options)
         samples = max(self.npd, 1)
         generator = torch.Generator(device=self.device)

@@ -28,15 +28,13 @@ from rosetta.families.transformer.ctranslate2.export import (
 from rosetta.families.transformer.ctranslate2.files import ENGINE_FILE
 from rosetta.inference.constraints import Constraint
 from rosetta.inference.text_translator import (
+    DecodeRequest,
     Found,
-    Sources,
     TextTranslator,
     Translation,
 )
 from rosetta.runtime.own_files import not_own
 from rosetta.runtime.records import read_record
-from rosetta.search.batched import Workers
-from rosetta.search.constraints import TokenConstraints
 from rosetta.search.greedy import Hypothesis, max_lengths
 from rosetta.search.options import SearchOptions
 
@@ -148,14 +146,9 @@ class CTranslate2Translator(TextTranslator):
                 "--engine rosetta for a beam"
             )
 
-    def decode_ids(
-        self,
-        sources: Sources,
-        options: SearchOptions,
-        size: int,
-        workers: Workers,
-        constraints: list[TokenConstraints] | None = None,
-    ) -> Found:
+    def decode_ids(self, request: DecodeRequest) -> Found:
+        sources, options = request.sources, request.options
+        constraints = request.constraints
         arguments = search_arguments(options)
         pieces = {
             i: [*self.tokenizers.src.id_pieces(ids), EOS]
@@ -191,14 +184,14 @@ class CTranslate2Translator(TextTranslator):
         # again under its own limit.
         largest = max(limits.values(), default=0)
         results: list[list[Translation]] = [[] for _ in sources]
-        found = self._decode(list(limits), largest, arguments, size, pieces)
+        found = self._decode(list(limits), largest, arguments, request.size, pieces)
         again: dict[int, list[int]] = {}
         for i, result in found.items():
             longest = max(map(len, result.hypotheses))  # </s> included
             if options.beam_size > 1 and longest >= limits[i] < largest:
                 again.setdefault(limits[i], []).append(i)
         for limit, rows in again.items():
-            found |= self._decode(rows, limit, arguments, size, pieces)
+            found |= self._decode(rows, limit, arguments, request.size, pieces)
         for i, result in found.items():
             results[i] = self._translations(
                 result, pieces[i], options, limits[i], bool(prefixes.get(i))

@@ -1,0 +1,189 @@
+"""SIGKILL a real ``rosetta train`` at several points, resume, compare bitwise.
+
+Each kill point freezes the training process there (``tests/support/kill_harness.py``)
+and the test sends SIGKILL; ``rosetta train --resume`` then finishes the run,
+whose weights and optimizer state must equal an uninterrupted run's exactly.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from rosetta.runs.checkpoint import read_index
+from tests.support.paths import ROOT
+from tests.support.toy import RNN_ATTENTION, TRANSFORMER, toy_config
+
+BUDGET = ("train.max_epochs=null", "train.max_steps=30", "train.validate_every=10")
+# kill point -> the step the resumed run must continue from (0: from scratch)
+KILL_POINTS = {
+    "validation:1": 0,  # during the first evaluation, before any checkpoint
+    "write:2": 10,  # during a checkpoint write
+    "index:2": 10,  # checkpoint 20 in place, the index not yet naming it
+    "step:23": 20,  # mid-epoch, after two checkpoints
+}
+
+
+def command(*args: str) -> list[str]:
+    return [sys.executable, *args]
+
+
+def train_args(config: Path, run: Path, *extra: str) -> list[str]:
+    flags = [flag for o in BUDGET for flag in ("--set", o)]
+    return ["train", str(config), "-o", str(run), *flags, *extra]
+
+
+def final_state(run: Path) -> dict[str, torch.Tensor]:
+    folder = run / read_index(run)["latest"]
+    tensors = load_file(str(folder / "model.safetensors"))
+    optimizer = load_file(str(folder / "optimizer.safetensors"))
+    return {**tensors, **{f"adam.{k}": v for k, v in optimizer.items()}}
+
+
+def resume_to_the_end(
+    config: Path, run: Path, expected: dict[str, torch.Tensor], what: str
+) -> str:
+    """``--resume`` the run to its end, check that it ends bitwise equal to
+    ``expected`` (an uninterrupted run); the resumed run's log."""
+    resumed = subprocess.run(
+        command("-m", "rosetta.cli", *train_args(config, run, "--resume")),
+        capture_output=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert resumed.returncode == 0, resumed.stderr.decode()[-2000:]
+    got = final_state(run)
+    assert got.keys() == expected.keys()
+    different = [k for k in expected if not torch.equal(got[k], expected[k])]
+    assert different == [], f"{len(different)} tensors differ after {what}"
+    return resumed.stdout.decode()
+
+
+MODELS = {"transformer": TRANSFORMER, "rnn-attention": RNN_ATTENTION}
+CASES = [("transformer", point) for point in KILL_POINTS] + [
+    ("rnn-attention", "write:2"),
+    ("marian-finetune", "step:23"),
+]
+
+
+def marian_finetune(folder: Path) -> Path:
+    """A MarianMT model made and imported here, and a configuration that
+    fine-tunes it (``train.init``, no model section)."""
+    from benchmarks.marian_model import make_marian, sentences
+
+    from rosetta.families import all_importers
+    from rosetta.jobs.importers import import_run
+
+    marian = make_marian(folder / "marian", d_model=16, layers=1, heads=2, d_ff=32)
+    hf = next(importer for importer in all_importers() if importer.name == "hf")
+    import_run(hf, str(marian), folder / "imported", log=lambda *_: None)
+    for split, count in (("train", 300), ("val", 30)):
+        for language in ("de", "en"):
+            text = "\n".join(sentences(language, count, split)) + "\n"
+            (folder / f"{split}.{language}").write_text(text)
+    config = folder / "finetune.yaml"
+    config.write_text(
+        "data: {train: {src: train.de, tgt: train.en},\n"
+        "       valid: {src: val.de, tgt: val.en}}\n"
+        f"train: {{init: {folder / 'imported'}, batch_tokens: 600, "
+        "warmup_steps: 5, keep_last: 3}\n"
+    )
+    return config
+
+
+@pytest.fixture(scope="module")
+def setup(request, tmp_path_factory):
+    """The model's config and the state an uninterrupted run ends with."""
+    folder = tmp_path_factory.mktemp(request.param)
+    if request.param == "marian-finetune":
+        config = marian_finetune(folder)
+    else:
+        _, config = toy_config(folder, model=MODELS[request.param])
+    straight = folder / "straight"
+    done = subprocess.run(
+        command("-m", "rosetta.cli", *train_args(config, straight)),
+        capture_output=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    return request.param, folder, config, final_state(straight)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("setup", "point"), CASES, indirect=["setup"])
+def test_killed_and_resumed_training_ends_bitwise_identical(setup, point):
+    _, folder, config, expected = setup
+    run = folder / point.replace(":", "-")
+    marker = folder / f"{run.name}.pid"
+    harness = subprocess.Popen(
+        command(
+            "tests/support/kill_harness.py",
+            point,
+            str(marker),
+            "--",
+            *train_args(config, run),
+        ),
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 120
+    while not marker.exists():
+        assert harness.poll() is None, harness.stderr.read().decode()[-2000:]
+        assert time.monotonic() < deadline, "the kill point was never reached"
+        time.sleep(0.05)
+    os.kill(harness.pid, signal.SIGKILL)
+    assert harness.wait(timeout=30) == -signal.SIGKILL
+    harness.stderr.close()
+
+    log = resume_to_the_end(config, run, expected, point)
+    if KILL_POINTS[point]:  # it really continued from the checkpoint
+        assert f"(step {KILL_POINTS[point]}, " in log, log
+    else:
+        assert "no checkpoint yet; starting from the beginning" in log, log
+    index = read_index(run)
+    assert all((run / name).is_dir() for name in index["checkpoints"])
+    assert not list(run.glob("*.tmp"))  # no half-written leftovers named
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("setup", ["transformer"], indirect=True)
+@pytest.mark.parametrize("name", ["term", "int"])
+def test_a_signal_saves_the_update_and_resume_ends_identical(setup, name):
+    """SIGTERM or Ctrl-C at a random update (not one that validates): the
+    update is saved, the message says how to continue, and the resumed run
+    ends bitwise equal to an uninterrupted one."""
+    _, folder, config, expected = setup
+    step = random.choice([s for s in range(1, 30) if s % 10])
+    run = folder / f"{name}-{step}"
+    marker = folder / f"{run.name}.pid"
+    stopped = subprocess.run(
+        command(
+            "tests/support/kill_harness.py",
+            f"{name}:{step}",
+            str(marker),
+            "--",
+            *train_args(config, run),
+        ),
+        capture_output=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    number = signal.SIGTERM if name == "term" else signal.SIGINT
+    err = stopped.stderr.decode()
+    assert stopped.returncode == 128 + number, err[-2000:]
+    assert f"stopped by {number.name} at update {step}" in err, err[-2000:]
+    assert "--resume" in err and "Traceback" not in err, err[-2000:]
+    assert read_index(run)["latest"] == f"checkpoint-{step:07d}"
+    log = resume_to_the_end(config, run, expected, f"{name}:{step}")
+    assert f"(step {step}, " in log

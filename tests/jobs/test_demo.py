@@ -1,0 +1,64 @@
+"""The demo: a budget in updates, an estimate first, earlier runs kept, and
+what to try next at the end."""
+
+import json
+import re
+import sys
+from pathlib import Path
+
+from rosetta import demo as entry
+from rosetta.jobs import demo
+from tests.support.toy import toy_config
+
+
+def test_the_demo_estimates_trains_scores_and_keeps_earlier_runs(tmp_path, capsys):
+    _, config = toy_config(tmp_path)
+    output = tmp_path / "demo"
+    arguments = ["--config", str(config), "--output", str(output), "--steps", "12"]
+    entry.main([*arguments, "--device", "cpu"])
+    first = capsys.readouterr().out
+    assert re.search(r"One update takes [\d.]+ s here .* for 12 updates", first)
+    # the validations and the test set are in the estimate, not left out of it
+    assert re.search(r"about \d+ for the validations and translating the test", first)
+    assert re.search(r"\d+ minutes in all", first)
+    assert "done: 12 steps" in first
+    assert re.search(r"^BLEU = [\d.]+", first, re.M)
+    assert re.search(r"Done in [\d.]+ min\. The model is in .*demo\.", first)
+    rosetta = Path(sys.executable).parent / "rosetta"
+    assert f"{rosetta} translate -m {output}" in first
+    assert f"{rosetta} serve -m {output}" in first
+
+    entry.main([*arguments, "--device", "cpu"])  # again: the first run stays
+    second = capsys.readouterr().out
+    assert f"{output} holds an earlier run and is kept" in second
+    assert (output / "checkpoints.json").is_file()
+    assert (tmp_path / "demo-2" / "checkpoints.json").is_file()
+
+    relative = ["--set", "model.positions=relative"]
+    entry.main([*arguments, "--device", "cpu", "--fresh", *relative])
+    assert "holds an earlier run" not in capsys.readouterr().out
+    assert not (tmp_path / "demo-3").exists()
+    index = json.loads((output / "checkpoints.json").read_text())
+    meta = json.loads((output / index["latest"] / "checkpoint.json").read_text())
+    assert meta["config"]["model"]["positions"] == "relative"
+
+
+def test_the_bundled_default_trains_relative_positions_at_a_budget_of_updates():
+    default = demo.DEFAULT_CONFIG
+    assert demo.short_budget_settings(default, 600, []) == ["model.positions=relative"]
+    assert demo.short_budget_settings(default, None, []) == []  # the whole schedule
+    chosen = ["model.positions=sinusoidal"]
+    assert demo.short_budget_settings(default, 600, chosen) == []
+    assert demo.short_budget_settings("configs/multi30k-de-en-gru.yaml", 600, []) == []
+
+
+def test_the_estimate_counts_every_sentence_the_run_translates(tmp_path):
+    """Validation at every validate_every updates and at the last one, each
+    the whole validation set, and the test set once."""
+    config, _ = toy_config(tmp_path, "train.validate_every=5")
+    valid, test = (
+        len(demo.read_corpus(config.data.valid)),
+        len(demo.read_corpus(config.data.test)),
+    )
+    assert demo.sentences_decoded(config, 12) == 3 * valid + test  # 5, 10, 12
+    assert demo.sentences_decoded(config, 10) == 2 * valid + test

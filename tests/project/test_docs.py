@@ -1,0 +1,55 @@
+"""The repository explains itself: no citations of material users do not
+have, and a README that stays short."""
+
+import re
+
+from tests.support.paths import ROOT
+
+PRODUCT = ["src", "docs", "configs", "benchmarks", "README.md", "mkdocs.yml"]
+
+
+def product_files():
+    for entry in PRODUCT:
+        path = ROOT / entry
+        files = [path] if path.is_file() else sorted(path.rglob("*"))
+        for file in files:
+            text = file.suffix in {".py", ".md", ".yaml", ".yml", ".js", ".html"}
+            if text and ".egg-info" not in str(file):
+                yield file
+
+
+def test_no_citations_of_unpublished_notes():
+    pattern = re.compile(r"\bSPEC\b|\b[Tt]he notes\b|\bnotes'")
+    found = [
+        f"{file.relative_to(ROOT)}:{number}: {line.strip()}"
+        for file in product_files()
+        for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), 1)
+        if pattern.search(line)
+    ]
+    assert found == []
+
+
+def test_the_readme_stays_a_readme():
+    assert len((ROOT / "README.md").read_text(encoding="utf-8").splitlines()) <= 300
+
+
+def test_the_site_reads_from_the_file_system_and_docstrings_have_one_style():
+    """Plain ``page.html`` links (a folder link shows a directory listing on
+    ``file://``), and the docstrings' sections (``Args:``, ``Returns:``)
+    rendered as the Google style they are written in."""
+    import yaml
+
+    settings = yaml.safe_load(
+        (ROOT / "mkdocs.yml").read_text(encoding="utf-8").replace("!!python", "#")
+    )
+    assert settings["use_directory_urls"] is False
+    handler = settings["plugins"][1]["mkdocstrings"]["handlers"]["python"]
+    assert handler["options"]["docstring_style"] == "google"
+    other_styles = re.compile(
+        r"^\s*(:param |:returns?:|Parameters\n\s*-{4,})|\S::$", re.M
+    )
+    assert [
+        str(path.relative_to(ROOT))
+        for path in sorted((ROOT / "src").rglob("*.py"))
+        if other_styles.search(path.read_text(encoding="utf-8"))
+    ] == []
