@@ -38,7 +38,7 @@ from rosetta.data.corpus import read_corpus
 from rosetta.data.vocab import EOS, EOS_ID, PAD_ID
 from rosetta.evaluate import sacrebleu_score
 from rosetta.families.transformer.ctranslate2.export import import_ctranslate2
-from rosetta.jobs.engines import export_model
+from rosetta.jobs.exports import export_model
 from rosetta.jobs.loading import load_translator
 from rosetta.jobs.run_config import load_config
 from rosetta.runtime.precision import autocast, quantize_int8

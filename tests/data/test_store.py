@@ -30,8 +30,8 @@ from rosetta.train.prepare import (
     prepare_data,
     prepare_text,
 )
-from rosetta.train.task import TrainingSetup
 from rosetta.train.trainer import Trainer
+from rosetta.train.training_task import TrainingSetup
 from tests.support.paths import ROOT
 from tests.support.toy import NAT, toy_config, toy_lm_config
 

@@ -11,7 +11,7 @@ import rosetta
 from rosetta.families import FAMILIES, family_of
 from rosetta.inference.text_translator import TextTranslator
 from rosetta.jobs.training import run_training
-from rosetta.train.task import TrainingSetup
+from rosetta.train.training_task import TrainingSetup
 from tests.support.toy import toy_config, toy_lm_config
 
 

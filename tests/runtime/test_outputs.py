@@ -420,12 +420,12 @@ def test_the_kept_markers_are_the_names_their_owners_write():
     spells their names; each must be the owner's, and every engine's export
     marker must be there (an export is never written over as an output)."""
     from rosetta.data.store import MANIFEST_FILE, STORE_DIR
-    from rosetta.families import all_engines
+    from rosetta.families import all_export_formats
     from rosetta.runs.checkpoint import INDEX_FILE, META_FILE
     from rosetta.runtime.outputs import KEPT, RUN_LOCK
     from rosetta.train.prepare import TOKENIZER_FILE
 
     kept = {name for name, _ in KEPT}
     owned = {INDEX_FILE, META_FILE, RUN_LOCK, TOKENIZER_FILE}
-    owned |= {f"{STORE_DIR}/{MANIFEST_FILE}", *(e.marker for e in all_engines())}
+    owned |= {f"{STORE_DIR}/{MANIFEST_FILE}", *(e.marker for e in all_export_formats())}
     assert kept == owned

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from rosetta.families.family import Family
 from rosetta.inference.translator import Translator
-from rosetta.models.trained import Trained
+from rosetta.interfaces.trained import Trained
 from rosetta.train.prepare import prepare_data
 from rosetta.train.translation_task import translation_training
 from tests.toy_family.config import ToyConfig

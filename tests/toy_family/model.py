@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from rosetta.data.tokenizer import TokenizerPair
-from rosetta.models.interface import Decoder, Encoder, EncoderDecoder
+from rosetta.interfaces.encoder_decoder import Decoder, Encoder, EncoderDecoder
 from tests.toy_family.config import ToyConfig
 
 

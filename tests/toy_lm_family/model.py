@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from rosetta.models.language_model import Memory
+from rosetta.interfaces.language_model import Memory
 from tests.toy_lm_family.config import ToyLMConfig
 
 

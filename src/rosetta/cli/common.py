@@ -13,7 +13,7 @@ from rosetta.data.corpus import check_no_carriage_return, read_lines
 from rosetta.errors import RosettaError, one_line
 from rosetta.inference.text_translator import TextTranslator
 from rosetta.jobs import loading
-from rosetta.jobs.engines import export_engine
+from rosetta.jobs.exports import export_format_of
 from rosetta.runs import checkpoint as ckpt
 from rosetta.runtime.threads import TORCH_DEFAULT, at_most_cores, use_threads
 from rosetta.search.batched import Workers, check_workers
@@ -99,7 +99,7 @@ def load_translator(args: argparse.Namespace) -> TextTranslator:
     of a run it loads."""
     use_threads(args.threads)
     model = Path(args.model)
-    if export_engine(model) is None:  # a run or checkpoint, not an export
+    if export_format_of(model) is None:  # a run or checkpoint, not an export
         model, reason = ckpt.choose_checkpoint(model)
         print(f"model: {one_line(model)} ({reason})", file=sys.stderr)
     translator = loading.load_translator(

@@ -27,10 +27,10 @@ DISTILL = "rosetta distill"
 def teacher_identity(model: Path) -> str:
     """A digest that changes whenever the teacher's weights, config or
     tokenizers do: a run's best checkpoint moves on as it trains."""
-    from rosetta.jobs.engines import export_engine
+    from rosetta.jobs.exports import export_format_of
     from rosetta.runs import checkpoint as ckpt
 
-    if export_engine(model) is not None:  # another engine's export
+    if export_format_of(model) is not None:  # another engine's export
         digest = hashlib.sha256()
         for path in sorted(model.iterdir()):
             if path.is_file():  # streamed: model.bin may be large

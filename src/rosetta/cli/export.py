@@ -1,5 +1,5 @@
 """``rosetta export ENGINE``: a trained model for another inference engine
-(each engine a family names, ``Family.engines``)."""
+(each engine a family names, ``Family.exports``)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import argparse
 from pathlib import Path
 
 from rosetta.cli.flags import add_overwrite_flag
-from rosetta.families import all_engines
+from rosetta.families import all_export_formats
 
 
 def cmd_export(args: argparse.Namespace) -> None:
-    from rosetta.jobs.engines import export_model
+    from rosetta.jobs.exports import export_model
 
     folder = export_model(
         args.engine,
@@ -26,7 +26,7 @@ def cmd_export(args: argparse.Namespace) -> None:
 def add_parser(verbs: argparse._SubParsersAction) -> None:
     export = verbs.add_parser("export", help="export a model to another engine")
     engines = export.add_subparsers(dest="engine", required=True)
-    for engine in all_engines():
+    for engine in all_export_formats():
         verb = engines.add_parser(engine.name, help=engine.summary)
         verb.add_argument(
             "-m", "--model", required=True, help="run folder (its best) or checkpoint"

@@ -1,7 +1,7 @@
 """What every language-model family's ``model`` section has (``task: lm``):
 how the text is read in segments and how much memory is carried between
 them. Training, scoring and generating read these keys, whatever the
-model (``rosetta.models.language_model``)."""
+model (``rosetta.interfaces.language_model``)."""
 
 from __future__ import annotations
 

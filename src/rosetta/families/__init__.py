@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from rosetta.config.sections import ModelSection
 from rosetta.errors import RosettaError
 from rosetta.families import nat, rnn, transformer, transformer_xl
-from rosetta.families.family import Engine, Family, Importer
+from rosetta.families.family import ExportFormat, Family, Importer
 from rosetta.runtime.resources import refuse_beyond_memory
 
 if TYPE_CHECKING:
@@ -71,13 +71,13 @@ def build_model(
     return family_of(section).build(section, src_vocab, tgt_vocab, tokenizers)
 
 
-def all_engines() -> tuple[Engine, ...]:
-    """Every engine some family names, each once, in the families' order
-    (``rosetta.jobs.engines`` exports and loads)."""
-    found: dict[str, Engine] = {}
+def all_export_formats() -> tuple[ExportFormat, ...]:
+    """Every export format some family names, each once, in the families'
+    order (``rosetta.jobs.exports`` exports and loads)."""
+    found: dict[str, ExportFormat] = {}
     for family in FAMILIES:
-        for engine in family.engines:
-            found.setdefault(engine.name, engine)
+        for export in family.exports:
+            found.setdefault(export.name, export)
     return tuple(found.values())
 
 
@@ -91,5 +91,5 @@ def all_importers() -> tuple[Importer, ...]:
     return tuple(found.values())
 
 
-# what ``--engine`` takes: Rosetta's own, and each engine a family can load
-ENGINES = ("rosetta", *(e.name for e in all_engines() if e.load is not None))
+# what ``--engine`` takes: Rosetta's own, and each export format it can load
+ENGINES = ("rosetta", *(e.name for e in all_export_formats() if e.load is not None))

@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     import torch
     from torch import nn
 
-    from rosetta.models.trained import Trained
-    from rosetta.train.task import TrainingSetup
+    from rosetta.interfaces.trained import Trained
+    from rosetta.train.training_task import TrainingSetup
 
 
 @dataclass(frozen=True)
@@ -45,11 +45,12 @@ class Later:
 
 
 @dataclass(frozen=True)
-class Engine:
-    """Another inference engine that runs the models of the families whose
-    record names it: ``rosetta export NAME`` writes a model for it, and
-    ``--engine NAME`` translates with it (``rosetta.jobs.engines`` does
-    the checks and the writing they share).
+class ExportFormat:
+    """The format of another toolkit the models of the families whose record
+    names it can be exported to: ``rosetta export NAME`` writes a model in
+    it; a format with a ``load`` is also an engine, which ``--engine NAME``
+    translates with (``rosetta.jobs.exports`` does the checks and the
+    writing they share).
 
     Attributes:
         name: its name on the command line.
@@ -61,7 +62,7 @@ class Engine:
             (``rosetta.jobs.restore.Restored``) written into ``folder``,
             an empty temporary folder renamed into place afterwards.
         load: ``(folder, device type, precision, threads) -> TextTranslator``
-            of an export; None for an engine Rosetta exports to but does not
+            of an export; None for a format Rosetta exports to but does not
             decode with (its users load the export themselves).
     """
 
@@ -109,8 +110,9 @@ class Family:
         prepare: ``(config, run folder, log, PrepareOptions) -> data``:
             tokenizers trained or loaded, the corpus encoded.
         training: ``(TrainingSetup, inference) -> task``, what the trainer
-            drives (``rosetta.train.task.Task``); validation decodes with
-            ``inference``, the family's own (see ``training_task``).
+            drives (``rosetta.train.training_task.TrainingTask``); validation
+            decodes with ``inference``, the family's own (see
+            ``training_task``).
         inference: ``(Trained, precision, packed) -> inference object``: a
             ``TextTranslator`` or a language model. ``packed=False`` decodes
             through the layers only, not a family's fast path (comparison).
@@ -118,7 +120,8 @@ class Family:
     What only some families have (empty or as-is by default):
 
     Attributes:
-        engines: the other engines its models can be exported to.
+        exports: the formats of other toolkits its models can be exported
+            to (those with a ``load`` are engines ``--engine`` runs).
         importers: the other toolkits whose models it can import.
         run_files: the files and folders (names ending in ``/``) its
             ``prepare`` writes into a run folder before the first checkpoint.
@@ -135,7 +138,7 @@ class Family:
     prepare: Callable[..., Any]
     training: Callable[[TrainingSetup, Callable[..., Any]], Any]
     inference: Callable[[Trained, str, bool], Any]
-    engines: tuple[Engine, ...] = ()
+    exports: tuple[ExportFormat, ...] = ()
     importers: tuple[Importer, ...] = ()
     run_files: tuple[str, ...] = ()
     example: Mapping[str, Any] = field(default_factory=dict)

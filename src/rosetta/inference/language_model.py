@@ -11,8 +11,8 @@ from rosetta.data.tokenizer import CharacterTokenizer, Tokenizer
 from rosetta.data.vocab import UNK_ID
 from rosetta.errors import RosettaError
 from rosetta.inference.text_scoring import TextScore, score_text
-from rosetta.models.language_model import SegmentLanguageModel
-from rosetta.models.trained import Trained
+from rosetta.interfaces.language_model import SegmentLanguageModel
+from rosetta.interfaces.trained import Trained
 from rosetta.runtime.limits import Count, Seed, Size, Temperature, check
 
 

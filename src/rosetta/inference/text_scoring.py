@@ -6,8 +6,9 @@ log-likelihood per token, its perplexity, and bits per character.
     bpc  = loss / ln 2                        bits, when tokens are characters
 
 The text is read in consecutive segments, each attending to the memory the
-earlier ones left (``rosetta.models.language_model``), so every token is predicted from
-its segment so far plus up to ``memory_length`` earlier positions per layer.
+earlier ones left (``rosetta.interfaces.language_model``), so every token
+is predicted from its segment so far plus up to ``memory_length`` earlier
+positions per layer.
 Several stretches of the text can be read side by side, each warmed up on
 the text before it, with the same result (``score_text``).
 """
@@ -23,7 +24,7 @@ from torch.nn import functional as F
 from tqdm import tqdm
 
 from rosetta.data.vocab import PAD_ID
-from rosetta.models.language_model import SegmentLanguageModel
+from rosetta.interfaces.language_model import SegmentLanguageModel
 
 UNSCORED = -100  # the label of a position read but not scored
 

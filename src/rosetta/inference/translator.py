@@ -15,8 +15,8 @@ from rosetta.inference.text_translator import (
     TextTranslator,
     Translation,
 )
-from rosetta.models.interface import EncoderDecoder
-from rosetta.models.trained import Trained
+from rosetta.interfaces.encoder_decoder import EncoderDecoder
+from rosetta.interfaces.trained import Trained
 from rosetta.runtime.precision import (
     AUTOCAST_DTYPES,
     autocast,

@@ -5,7 +5,8 @@ the layers below and the list of families.
 - ``run_config``: a run's configuration, read with every family's sections.
 - ``restore`` and ``loading``: a run or checkpoint back as a model, and
   ``rosetta.load`` (an inference object ready to use).
-- ``engines`` and ``importers``: exports to other engines, and the models of
+- ``exports`` and ``importers``: exports for other toolkits (and the
+  engines that load them), and the models of
   other toolkits brought in as runs.
 - ``distill``, ``demo``, ``plots``: sequence-level distillation, ``make
   demo``, the figures of a run.

@@ -29,6 +29,7 @@ from rosetta.data.corpus import read_corpus
 from rosetta.data.encoded_pairs import EncodedPairs
 from rosetta.evaluate.corpus import evaluate_all
 from rosetta.families import family_of
+from rosetta.interfaces.trained import Trained
 from rosetta.jobs.loading import load_translator
 from rosetta.jobs.run_config import load_config
 from rosetta.jobs.training import (
@@ -38,12 +39,11 @@ from rosetta.jobs.training import (
     process_settings_kept,
     run_training,
 )
-from rosetta.models.trained import Trained
 from rosetta.runs.checkpoint import INDEX_FILE
 from rosetta.search.options import SearchOptions
 from rosetta.train.prepare import PreparedData, prepare_data
-from rosetta.train.task import TrainingSetup
 from rosetta.train.trainer import Trainer
+from rosetta.train.training_task import TrainingSetup
 
 CPU_STEPS = 600  # test_2016 BLEU in the 20s: see docs/performance.md
 DEFAULT_CONFIG = "configs/multi30k-de-en-transformer.yaml"

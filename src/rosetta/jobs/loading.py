@@ -4,7 +4,7 @@ A run folder (its best checkpoint) or a checkpoint folder gives its family's
 inference object: a ``Translator`` (Transformer, recurrent), a
 ``NATTranslator`` (non-autoregressive; ``rescored_by(teacher, samples)`` for
 noisy parallel decoding) or a ``LanguageModel`` (Transformer-XL). With
-``engine="ctranslate2"`` (an engine a family names: ``Family.engines``) a
+``engine="ctranslate2"`` (an engine a family names: ``Family.exports``) a
 Transformer runs in CTranslate2 instead (a run is exported on first use; an
 exported folder loads as it is).
 """
@@ -19,7 +19,7 @@ import torch
 from rosetta.errors import RosettaError
 from rosetta.families import ENGINES
 from rosetta.inference.text_translator import TextTranslator
-from rosetta.jobs.engines import load_engine
+from rosetta.jobs.exports import load_engine
 from rosetta.jobs.restore import restore
 from rosetta.runtime.devices import parse_device, pick_device
 from rosetta.runtime.precision import check_precision

@@ -13,8 +13,8 @@ from torch import nn
 from rosetta.config.schema import Config
 from rosetta.data.tokenizer import TokenizerPair
 from rosetta.families import Family, check_model_fits, family_of
+from rosetta.interfaces.trained import Trained
 from rosetta.jobs.run_config import config_from_dict
-from rosetta.models.trained import Trained
 from rosetta.runs import checkpoint as ckpt
 from rosetta.runs import weights
 

@@ -31,9 +31,9 @@ from rosetta.train.init import (
 from rosetta.train.metrics import METRICS_FILE
 from rosetta.train.prepare import TOKENIZER_FILE, PreparedData, require_corpus
 from rosetta.train.resume import resume_training
-from rosetta.train.task import Task, TrainingSetup
 from rosetta.train.tensorboard import TENSORBOARD_DIR
 from rosetta.train.trainer import Trainer, TrainerState
+from rosetta.train.training_task import TrainingSetup, TrainingTask
 
 
 def configure_torch(config: Config) -> None:
@@ -240,7 +240,7 @@ def make_task(
     run_dir: Path,
     device: torch.device,
     group: Group = SINGLE_PROCESS,
-) -> tuple[torch.nn.Module, Task]:
+) -> tuple[torch.nn.Module, TrainingTask]:
     """The data, a freshly initialised model and the task that trains it.
 
     Rank 0 trains and saves the tokenizers; the other processes then load

@@ -11,7 +11,7 @@ import torch
 
 from rosetta.data.batching import Example, collate
 from rosetta.data.vocab import BOS_ID, EOS_ID
-from rosetta.models.interface import EncoderDecoder
+from rosetta.interfaces.encoder_decoder import EncoderDecoder
 from rosetta.runtime.precision import current_autocast
 from rosetta.search.constraints import TokenConstraints
 from rosetta.search.dispatch import search

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import torch
 
-from rosetta.models.interface import DecoderState, EncoderDecoder
+from rosetta.interfaces.encoder_decoder import DecoderState, EncoderDecoder
 from rosetta.search.constraints import BatchConstraints, allocate, feed_prefix
 from rosetta.search.controls import NO_CONTROLS, Controls, next_token_log_probs
 from rosetta.search.finished import FinishedCandidates, expand_like

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import torch
 
-from rosetta.models.interface import DecoderState, EncoderDecoder
+from rosetta.interfaces.encoder_decoder import DecoderState, EncoderDecoder
 from rosetta.search.bans import Spellings
 from rosetta.search.controls import Controls
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import torch
 
 from rosetta.data.vocab import BOS_ID, PAD_ID
-from rosetta.models.interface import DecoderState, EncoderDecoder
+from rosetta.interfaces.encoder_decoder import DecoderState, EncoderDecoder
 from rosetta.search.bans import Spellings
 
 NEVER_NEXT = [PAD_ID, BOS_ID]

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import torch
 
 from rosetta.config.sections import DecodeConfig
-from rosetta.models.interface import EncoderDecoder
+from rosetta.interfaces.encoder_decoder import EncoderDecoder
 from rosetta.search.beam import beam_search
 from rosetta.search.constraints import BatchConstraints, TokenConstraints
 from rosetta.search.greedy import Hypothesis, greedy_search, most_likely

@@ -24,7 +24,7 @@ from dataclasses import replace
 
 import torch
 
-from rosetta.models.interface import EncoderDecoder
+from rosetta.interfaces.encoder_decoder import EncoderDecoder
 from rosetta.search.beam import normalized_score
 from rosetta.search.constraints import TokenConstraints
 from rosetta.search.controls import NO_CONTROLS, Controls, next_token_log_probs

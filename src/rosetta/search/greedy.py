@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-from rosetta.models.interface import EncoderDecoder
+from rosetta.interfaces.encoder_decoder import EncoderDecoder
 from rosetta.search.constraints import BatchConstraints, feed_prefix
 from rosetta.search.controls import NO_CONTROLS, Controls, next_token_log_probs
 from rosetta.search.topk import argmax_rows

@@ -24,14 +24,14 @@ from rosetta.data.tokenizer import CharacterTokenizer
 from rosetta.data.vocab import PAD_ID
 from rosetta.errors import RosettaError
 from rosetta.inference.text_scoring import score_text
-from rosetta.models.language_model import Memory, SegmentLanguageModel
+from rosetta.interfaces.language_model import Memory, SegmentLanguageModel
 from rosetta.runtime.precision import autocast
 from rosetta.train.loss import projected_label_smoothed_cross_entropy
 from rosetta.train.prepare import PreparedText
 
 if TYPE_CHECKING:
     from rosetta.config.schema import Config
-    from rosetta.train.task import TrainingSetup
+    from rosetta.train.training_task import TrainingSetup
 
 
 class Segment(NamedTuple):
@@ -42,7 +42,7 @@ class Segment(NamedTuple):
 
 class LanguageModelTask:
     """Consecutive segments of ``train`` for a language model
-    (``rosetta.models.language_model``).
+    (``rosetta.interfaces.language_model``).
 
     Args:
         data: the tokenizer and the token ids of the training and validation

@@ -36,7 +36,7 @@ from rosetta.train.distributed import SINGLE_PROCESS, Group
 from rosetta.train.interrupt import SignalStop, exit_status
 from rosetta.train.metrics import MetricsLog, Window
 from rosetta.train.schedule import learning_rate
-from rosetta.train.task import Task
+from rosetta.train.training_task import TrainingTask
 from rosetta.train.update import Updater, make_adam
 
 MAX_BAD_STEPS = 10  # consecutive non-finite losses before training stops
@@ -71,7 +71,7 @@ class Trainer:
         config: Config,
         run_dir: Path,
         model: torch.nn.Module,
-        task: Task,
+        task: TrainingTask,
         device: torch.device,
         group: Group = SINGLE_PROCESS,
     ):

@@ -17,8 +17,8 @@ import torch
 from rosetta.data.batching import Batch, make_batches, rank_share
 from rosetta.data.vocab import PAD_ID
 from rosetta.inference.text_translator import TextTranslator
-from rosetta.models.interface import EncoderDecoder
-from rosetta.models.trained import Trained
+from rosetta.interfaces.encoder_decoder import EncoderDecoder
+from rosetta.interfaces.trained import Trained
 from rosetta.runtime.precision import autocast
 from rosetta.train.loss import projected_label_smoothed_cross_entropy
 from rosetta.train.prepare import PreparedData
@@ -26,7 +26,7 @@ from rosetta.train.validation import decoded_scores, validation_loss
 
 if TYPE_CHECKING:
     from rosetta.config.schema import Config
-    from rosetta.train.task import TrainingSetup
+    from rosetta.train.training_task import TrainingSetup
 
 # A family's inference object for a model: (Trained, precision) ->
 # translator (``Family.inference``).

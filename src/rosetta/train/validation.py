@@ -15,7 +15,7 @@ from rosetta.data.synthetic import accuracy
 from rosetta.data.vocab import PAD_ID
 from rosetta.evaluate.corpus import sacrebleu_score
 from rosetta.inference.text_translator import TextTranslator, Translation
-from rosetta.models.interface import EncoderDecoder
+from rosetta.interfaces.encoder_decoder import EncoderDecoder
 from rosetta.train.loss import label_smoothed_cross_entropy
 
 

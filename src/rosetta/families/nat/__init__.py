@@ -11,7 +11,7 @@ from rosetta.families.transformer.config import TINY_ATTENTION
 
 if TYPE_CHECKING:
     from rosetta.families.nat.translator import NATTranslator
-    from rosetta.models.trained import Trained
+    from rosetta.interfaces.trained import Trained
 
 
 def translator(trained: Trained, precision: str, packed: bool = True) -> NATTranslator:
@@ -29,6 +29,8 @@ FAMILY = Family(
     training=Later("rosetta.families.nat.task", "nat_training"),
     inference=translator,
     run_files=(ALIGNMENTS_FILE, f"{FERTILITY_DIR}/"),
-    upgrade_weights=Later("rosetta.models.interface", "output_projection_moved"),
+    upgrade_weights=Later(
+        "rosetta.interfaces.encoder_decoder", "output_projection_moved"
+    ),
     example={"arch": "nat", **TINY_ATTENTION, "max_fertility": 3},
 )

@@ -27,7 +27,7 @@ from rosetta.data.batching import pad
 from rosetta.data.vocab import BOS_ID, EOS_ID, PAD_ID
 from rosetta.families.nat.ctc import run_starts
 from rosetta.families.nat.model import NonAutoregressiveTransformer
-from rosetta.models.interface import EncoderDecoder
+from rosetta.interfaces.encoder_decoder import EncoderDecoder
 
 
 @dataclass

@@ -51,7 +51,7 @@ from rosetta.train.translation_task import MakeTranslator, TranslationTask
 
 if TYPE_CHECKING:
     from rosetta.config.schema import Config
-    from rosetta.train.task import TrainingSetup
+    from rosetta.train.training_task import TrainingSetup
 
 
 @dataclass

@@ -30,7 +30,7 @@ from rosetta.inference.text_translator import (
     TextTranslator,
     Translation,
 )
-from rosetta.models.trained import Trained
+from rosetta.interfaces.trained import Trained
 from rosetta.runtime.precision import autocast, check_precision
 from rosetta.runtime.precisions import Precision
 from rosetta.search.beam import normalized_score

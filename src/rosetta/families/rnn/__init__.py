@@ -10,8 +10,8 @@ from rosetta.families.rnn.config import RNNConfig
 
 if TYPE_CHECKING:
     from rosetta.inference.translator import Translator
-    from rosetta.models.interface import EncoderDecoder
-    from rosetta.models.trained import Trained
+    from rosetta.interfaces.encoder_decoder import EncoderDecoder
+    from rosetta.interfaces.trained import Trained
 
 # the config keys build_rnn_seq2seq takes under their own names
 SAME_NAMES = {
@@ -57,7 +57,9 @@ FAMILY = Family(
     prepare=Later("rosetta.train.prepare", "prepare_data"),
     training=Later("rosetta.train.translation_task", "translation_training"),
     inference=translator,
-    upgrade_weights=Later("rosetta.models.interface", "output_projection_moved"),
+    upgrade_weights=Later(
+        "rosetta.interfaces.encoder_decoder", "output_projection_moved"
+    ),
     example={
         "arch": "rnn",
         "cell": "gru",

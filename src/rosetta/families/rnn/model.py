@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 import torch
 from torch import nn
 
-from rosetta.models.interface import Decoder, Encoder, EncoderDecoder
+from rosetta.interfaces.encoder_decoder import Decoder, Encoder, EncoderDecoder
 from rosetta.nn import RNN, AdditiveAttention
 from rosetta.nn.dropout import Dropout
 from rosetta.nn.recurrent import CellKind, Impl, RecurrentState

@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING
 
 from rosetta.families.family import Family, Later
 from rosetta.families.transformer.config import TINY_ATTENTION, TransformerConfig
-from rosetta.families.transformer.ctranslate2 import ENGINE as CTRANSLATE2
+from rosetta.families.transformer.ctranslate2 import EXPORT as CTRANSLATE2
 from rosetta.families.transformer.marian import EXPORT as MARIAN_EXPORT
 from rosetta.families.transformer.marian import IMPORTER as MARIAN
 
 if TYPE_CHECKING:
     from rosetta.inference.translator import Translator
-    from rosetta.models.trained import Trained
+    from rosetta.interfaces.trained import Trained
 
 
 def translator(trained: Trained, precision: str, packed: bool = True) -> Translator:
@@ -45,8 +45,10 @@ FAMILY = Family(
     prepare=Later("rosetta.train.prepare", "prepare_data"),
     training=Later("rosetta.train.translation_task", "translation_training"),
     inference=translator,
-    engines=(CTRANSLATE2, MARIAN_EXPORT),
+    exports=(CTRANSLATE2, MARIAN_EXPORT),
     importers=(MARIAN,),
-    upgrade_weights=Later("rosetta.models.interface", "output_projection_moved"),
+    upgrade_weights=Later(
+        "rosetta.interfaces.encoder_decoder", "output_projection_moved"
+    ),
     example={"arch": "transformer", **TINY_ATTENTION},
 )

@@ -19,7 +19,7 @@ from rosetta.families.transformer.positions import (
     SCHEMES,
     RandomPositionsTransformer,
 )
-from rosetta.models.interface import EncoderDecoder
+from rosetta.interfaces.encoder_decoder import EncoderDecoder
 from rosetta.nn import LayerSizes
 from rosetta.nn.init import xavier_linear_layers
 from rosetta.nn.linear_bias import LinearBiases

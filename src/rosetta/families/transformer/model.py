@@ -1,4 +1,4 @@
-"""The Transformer encoder and decoder (``rosetta.models.interface``)."""
+"""The Transformer encoder and decoder (``rosetta.interfaces.encoder_decoder``)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from rosetta.families.transformer.layers import (
 )
 from rosetta.families.transformer.number_positions import NumberPositions
 from rosetta.families.transformer.state import TransformerState
-from rosetta.models.interface import Decoder, Encoder
+from rosetta.interfaces.encoder_decoder import Decoder, Encoder
 from rosetta.nn.linear_bias import (
     LinearBiases,
     cross_distances,

@@ -26,7 +26,7 @@ from torch import nn
 
 from rosetta.families.transformer.number_positions import shifted
 from rosetta.families.transformer.state import TransformerState
-from rosetta.models.interface import Decoder, Encoder, EncoderDecoder, Memory
+from rosetta.interfaces.encoder_decoder import Decoder, Encoder, EncoderDecoder, Memory
 
 # (rows, length, table size, device) -> (rows, length) positions
 Draw = Callable[[int, int, int, torch.device], torch.Tensor]

@@ -27,7 +27,7 @@ import math
 import torch
 from torch import nn
 
-from rosetta.models.language_model import Memory
+from rosetta.interfaces.language_model import Memory
 from rosetta.nn import LayerSizes
 from rosetta.nn.dropout import Dropout
 from rosetta.nn.init import xavier_linear_layers

@@ -1,13 +1,13 @@
 """CTranslate2 for Transformers: the export (``export``) and translating with
 it (``engine``), declared to the rest of Rosetta as the Transformer family's
-``ENGINE``."""
+``EXPORT``."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rosetta.families.family import Engine, Later
+from rosetta.families.family import ExportFormat, Later
 from rosetta.families.transformer.ctranslate2.files import ENGINE_FILE
 
 if TYPE_CHECKING:
@@ -23,7 +23,7 @@ def load(
     return CTranslate2Translator(folder, device, precision, threads)
 
 
-ENGINE = Engine(
+EXPORT = ExportFormat(
     name="ctranslate2",
     summary="CTranslate2, a C++ inference engine (pip install 'rosetta[ct2]')",
     marker=ENGINE_FILE,

@@ -41,7 +41,7 @@ def import_ctranslate2() -> Any:
 
 def write_export(restored: Any, output: Path, quantization: str | None) -> None:
     """The CTranslate2 model of the restored checkpoint ``restored`` into the
-    empty folder ``output`` (``rosetta.jobs.engines`` makes it and renames
+    empty folder ``output`` (``rosetta.jobs.exports`` makes it and renames
     it into place). ``quantization`` is CTranslate2's weight type (None:
     float32). A Transformer whose positions CTranslate2 cannot compute is
     refused."""

@@ -1,5 +1,5 @@
 """The file that makes a folder a CTranslate2 export of Rosetta (its
-``Engine.marker``), beside CTranslate2's own ``model.bin``."""
+``ExportFormat.marker``), beside CTranslate2's own ``model.bin``."""
 
 from __future__ import annotations
 

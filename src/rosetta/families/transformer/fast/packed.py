@@ -42,7 +42,7 @@ from rosetta.families.transformer.fast.step import (
 )
 from rosetta.families.transformer.model import TransformerDecoder
 from rosetta.families.transformer.state import TransformerState
-from rosetta.models.interface import Decoder, EncoderDecoder
+from rosetta.interfaces.encoder_decoder import Decoder, EncoderDecoder
 from rosetta.runtime.precision import autocast_dtype
 
 SNAPSHOT = (

@@ -6,7 +6,7 @@ folder (``rosetta export hf``)."""
 
 from __future__ import annotations
 
-from rosetta.families.family import Engine, Importer, Later
+from rosetta.families.family import ExportFormat, Importer, Later
 from rosetta.families.transformer.marian.settings import SOURCE_SPM
 
 IMPORTER = Importer(
@@ -17,7 +17,7 @@ IMPORTER = Importer(
     write=Later("rosetta.families.transformer.marian.importer", "import_marian"),
 )
 
-EXPORT = Engine(
+EXPORT = ExportFormat(
     name="hf",
     summary="a MarianMT folder for Hugging Face transformers "
     "(MarianMTModel.from_pretrained); a post-norm Transformer with sinusoidal "

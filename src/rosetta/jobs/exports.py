@@ -1,11 +1,12 @@
-"""Other inference engines, for the families whose record names them
-(``Family.engines``): exporting a trained model (``rosetta export NAME``)
-and loading an export, or a run exported on first use (``--engine NAME``).
+"""Export formats of other toolkits, for the families whose record names
+them (``Family.exports``): exporting a trained model (``rosetta export
+NAME``), and for a format that is also an engine, loading an export or a
+run exported on first use (``--engine NAME``).
 
-What every engine shares lives here: the engine found by name or by the
-file its exports hold, the refusal of a model whose family it does not run,
-the output claimed and written all or nothing; each engine only writes its
-files and reads them back.
+What every format shares lives here: the format found by name or by the
+file its exports hold, the refusal of a model whose family it does not
+take, the output claimed and written all or nothing; each format only
+writes its files (and an engine reads them back).
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from typing import Any
 import torch
 
 from rosetta.errors import RosettaError
-from rosetta.families import FAMILIES, all_engines
-from rosetta.families.family import Engine, Family
+from rosetta.families import FAMILIES, all_export_formats
+from rosetta.families.family import ExportFormat, Family
 from rosetta.jobs.restore import restore
 from rosetta.runs import checkpoint as ckpt
 from rosetta.runtime.atomic import atomic_folder
@@ -25,35 +26,38 @@ from rosetta.runtime.devices import pick_device
 from rosetta.runtime.outputs import claim_folder
 
 
-def engine_named(name: str) -> Engine:
-    for engine in all_engines():
+def export_format_named(name: str) -> ExportFormat:
+    for engine in all_export_formats():
         if engine.name == name:
             return engine
-    names = ", ".join(engine.name for engine in all_engines())
+    names = ", ".join(engine.name for engine in all_export_formats())
     raise RosettaError(f"engine {name!r}: use rosetta or one of {names}")
 
 
-def export_engine(folder: Path) -> Engine | None:
+def export_format_of(folder: Path) -> ExportFormat | None:
     """The engine ``folder`` is an export for, if it is one."""
-    for engine in all_engines():
+    for engine in all_export_formats():
         if (Path(folder) / engine.marker).is_file():
             return engine
     return None
 
 
-def check_engine_runs(engine: Engine, family: Family, folder: Path) -> None:
+def check_format_runs(engine: ExportFormat, family: Family, folder: Path) -> None:
     """A clear refusal where ``engine`` cannot run ``family``'s models."""
-    if engine in family.engines:
+    if engine in family.exports:
         return
-    runs = [f"{f.summary} (arch {f.arch})" for f in FAMILIES if engine in f.engines]
+    runs = [f"{f.summary} (arch {f.arch})" for f in FAMILIES if engine in f.exports]
     raise RosettaError(
         f"{folder}: {family.summary} (arch {family.arch}); {engine.name} runs "
         f"{' and '.join(runs)} only"
     )
 
 
-def write_engine_export(
-    engine: Engine, checkpoint: Path, output: Path, quantization: str | None = None
+def write_export(
+    engine: ExportFormat,
+    checkpoint: Path,
+    output: Path,
+    quantization: str | None = None,
 ) -> None:
     """The checkpoint folder ``checkpoint`` exported for ``engine`` into
     ``output``, all or nothing (no claim: ``export_model`` makes it for a
@@ -64,7 +68,7 @@ def write_engine_export(
             f"{', '.join(engine.quantizations)}"
         )
     restored = restore(checkpoint, torch.device("cpu"))
-    check_engine_runs(engine, restored.family, checkpoint)
+    check_format_runs(engine, restored.family, checkpoint)
     with atomic_folder(output, kind=engine.kind) as folder:
         engine.write(restored, folder, quantization)
 
@@ -80,12 +84,12 @@ def export_model(
     folder: its best checkpoint, or a checkpoint folder) to ``output``;
     returns the checkpoint exported. ``output`` may not exist, or (with
     ``overwrite``) must be an earlier export."""
-    engine = engine_named(engine_name)
+    engine = export_format_named(engine_name)
     folder = ckpt.resolve_checkpoint(Path(model_path))
     claim_folder(
         output, inputs=[model_path, folder], overwrite=overwrite, what=engine.kind
     )
-    write_engine_export(engine, folder, Path(output), quantization)
+    write_export(engine, folder, Path(output), quantization)
     return folder
 
 
@@ -99,7 +103,7 @@ def load_engine(
     """The translator of ``engine_name`` for ``path``: an export, or a run or
     checkpoint folder, exported the first time into the checkpoint's folder
     named after the engine. ``threads`` 0 lets the engine choose."""
-    engine = engine_named(engine_name)
+    engine = export_format_named(engine_name)
     if engine.load is None:
         raise RosettaError(
             f"{engine.name}: Rosetta exports to it (rosetta export {engine.name}) "
@@ -116,5 +120,5 @@ def load_engine(
                     "it keeps the one it makes on first use; move it away, or "
                     "export elsewhere (rosetta export) and translate with that"
                 )
-            write_engine_export(engine, checkpoint, folder)
+            write_export(engine, checkpoint, folder)
     return engine.load(folder, pick_device(device).type, precision, threads)

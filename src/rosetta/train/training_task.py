@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from rosetta.config.schema import Config
 
 
-class Task(Protocol):
+class TrainingTask(Protocol):
     """What the trainer asks of the data and the model it trains."""
 
     tokenizers: TokenizerPair
