@@ -18,8 +18,8 @@ import torch.multiprocessing as mp
 from safetensors.torch import load_file
 
 from rosetta.cli import main
-from rosetta.cli.train import end_worker
 from rosetta.families import build_model, family_of
+from rosetta.jobs.processes import end_worker
 from rosetta.runs.checkpoint import read_index
 from rosetta.train.distributed import Group, leave
 from rosetta.train.prepare import prepare_data

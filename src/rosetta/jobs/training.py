@@ -29,7 +29,12 @@ from rosetta.train.init import (
     write_starting_tokenizers,
 )
 from rosetta.train.metrics import METRICS_FILE
-from rosetta.train.prepare import TOKENIZER_FILE, PreparedData, require_corpus
+from rosetta.train.prepare import (
+    TOKENIZER_FILE,
+    PreparedData,
+    PrepareOptions,
+    require_corpus,
+)
 from rosetta.train.resume import resume_training
 from rosetta.train.tensorboard import TENSORBOARD_DIR
 from rosetta.train.trainer import Trainer, TrainerState
@@ -100,6 +105,27 @@ def check_new_run_folder(run_dir: Path) -> None:
             ):
                 kind = "a folder" if folder else "a file"
                 raise RosettaError(f"{path}: a run's {name} must be {kind}; move it")
+
+
+def check_start(config: Config) -> None:
+    """A ``train.init`` that names no run, checkpoint or import is refused
+    before any folder is made."""
+    starting_checkpoint(config)
+
+
+def prepare_run(config: Config, run_dir: Path, workers: int | None = None) -> None:
+    """``rosetta prepare``: the tokenizers trained (or a starting run's
+    copied) and the corpora encoded into the new run folder ``run_dir``, on
+    ``workers`` threads (default: every core)."""
+    check_new_run_folder(run_dir)
+    options = PrepareOptions(workers=workers, refresh=True)
+    require_corpus(config)
+    start = starting_checkpoint(config)
+    with run_lock(run_dir):
+        check_new_run_folder(run_dir)
+        if start is not None:
+            write_starting_tokenizers(config, run_dir, *start)
+        family_of(config.model).prepare(config, run_dir, print, options)
 
 
 def _flushes_denormals() -> bool:
