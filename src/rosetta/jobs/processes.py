@@ -51,7 +51,6 @@ def check_before_launch(
     """What each of the processes would refuse, refused once here, before
     torchrun starts them: the run folder, and a resumed run's configuration
     and number of processes; and the corpora, which rank 0 alone reads first."""
-    from rosetta.config.reading import config_to_dict
     from rosetta.jobs.training import check_run_folder
     from rosetta.runs import checkpoint as ckpt
     from rosetta.runs.checkpoint import read_index
@@ -65,7 +64,7 @@ def check_before_launch(
         return  # a swap stopped midway: rank 0 finishes it, then checks
     folder = ckpt.inside_run(run_dir, latest)
     meta = ckpt.read_meta(folder)
-    check_resumed_config(meta, config_to_dict(config), str(folder))
+    check_resumed_config(meta, config, str(folder))
     training_ranks(meta, folder, processes)
 
 

@@ -12,15 +12,18 @@ for, and is accepted with a notice.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rosetta.config.reading import config_to_dict
+from rosetta.config.reading import config_from_dict, config_to_dict
 from rosetta.errors import RosettaError
 from rosetta.runs import checkpoint as ckpt
 from rosetta.runs import weights
 from rosetta.runs.rng import set_rng_state
 from rosetta.runtime.records import parse_record
 from rosetta.train.trainer import Trainer, TrainerState
+
+if TYPE_CHECKING:
+    from rosetta.config.schema import Config
 
 # Keys a resumed run may change: how long and how it reports, not what it
 # learns. Everything else must be as the checkpoint was trained.
@@ -65,10 +68,14 @@ def config_changes(saved: dict, current: dict) -> tuple[list[str], list[str]]:
     return refused, accepted
 
 
-def check_resumed_config(meta: dict, current: dict, where: str) -> list[str]:
+def check_resumed_config(meta: dict, current: Config, where: str) -> list[str]:
     """Refuse a resume whose configuration changed what the run learns;
-    returns the accepted changes."""
-    refused, accepted = config_changes(meta["config"], current)
+    returns the accepted changes. The saved configuration is read as the
+    current one is, so a key added to Rosetta after the run was written
+    counts as its default, not as a change."""
+    sections = type(current).MODEL_SECTIONS
+    saved = config_from_dict(meta["config"], sections, where, stored=True)
+    refused, accepted = config_changes(config_to_dict(saved), config_to_dict(current))
     if refused:
         raise RosettaError(
             f"{where} was trained with another configuration ("
@@ -110,7 +117,7 @@ def resume_training(trainer: Trainer, upgrade: weights.Upgrade | None) -> None:
         return
     folder = ckpt.inside_run(trainer.run_dir, index["latest"])
     meta = ckpt.read_meta(folder)
-    accepted = check_resumed_config(meta, config_to_dict(trainer.config), str(folder))
+    accepted = check_resumed_config(meta, trainer.config, str(folder))
     if accepted:
         trainer.log("resuming with changed settings: " + "; ".join(accepted))
     group = trainer.group

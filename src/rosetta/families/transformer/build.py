@@ -51,6 +51,9 @@ def build_transformer(
     activation: str = DEFAULT["activation"],
     sinusoids: str = DEFAULT["sinusoids"],
     output_bias: bool = DEFAULT["output_bias"],
+    first_position: int = DEFAULT["first_position"],
+    scale_embeddings: bool = DEFAULT["scale_embeddings"],
+    embedding_norm: bool = DEFAULT["embedding_norm"],
     digits: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> EncoderDecoder:
     """Assemble a Transformer; the sizes are those of ``TransformerConfig``.
@@ -67,8 +70,11 @@ def build_transformer(
     ``number_table``: ``learned`` gives digit places learned vectors, one
     table for both sides, instead of sinusoids. ``activation``: the
     feed-forward's (relu, gelu, swish); ``sinusoids``: the sines and cosines
-    of a position's vector interleaved or in two halves; ``output_bias``: a
-    bias added to the logits (MarianMT's)."""
+    of a position's vector interleaved, in two halves, or fairseq's table,
+    counted from ``first_position``; ``learned`` positions: a trained table
+    per side; ``output_bias``: a bias added to the logits (MarianMT's);
+    ``scale_embeddings``: token vectors times sqrt(d_model);
+    ``embedding_norm``: a LayerNorm per side on the embedding (mBART's)."""
     if share_embeddings and src_vocab != tgt_vocab:
         raise ValueError("shared embeddings need one vocabulary for source and target")
     if positions not in POSITIONS:
@@ -90,15 +96,24 @@ def build_transformer(
         # the scale of the token embeddings as added (std 1 per component)
         table = nn.Parameter(torch.randn(max_positions, d_model))
 
-    def embedding(vocab: int) -> TransformerEmbedding:
+    def embedding(
+        vocab: int, absolute: bool, token: nn.Embedding | None = None
+    ) -> TransformerEmbedding:
+        own = table
+        if scheme.learned:  # a table per side, as small as the tokens' start
+            own = nn.Parameter(torch.randn(max_positions, d_model) * 0.02)
         return TransformerEmbedding(
             vocab,
             d_model,
             max_positions,
             dropout,
-            scheme.encoder_sinusoids,
-            table=table,
+            absolute,
+            token,
+            table=own,
             layout=sinusoids,  # type: ignore[arg-type]
+            start=first_position,
+            scaled=scale_embeddings,
+            norm=embedding_norm,
         )
 
     def biases(layers: int, both_ends: bool = False) -> LinearBiases | None:
@@ -115,18 +130,17 @@ def build_transformer(
         norm_first,
         activation,  # type: ignore[arg-type]
     )
-    src_embedding = embedding(src_vocab)
-    tgt_embedding = src_embedding if share_embeddings else embedding(tgt_vocab)
-    if scheme.decoder_sinusoids != scheme.encoder_sinusoids:  # same tokens
-        tgt_embedding = TransformerEmbedding(
-            tgt_vocab,
-            d_model,
-            max_positions,
-            dropout,
-            scheme.decoder_sinusoids,
-            tgt_embedding.token,
-            layout=sinusoids,  # type: ignore[arg-type]
-        )
+    src_embedding = embedding(src_vocab, scheme.encoder_sinusoids)
+    tgt_embedding = src_embedding
+    if not share_embeddings:
+        tgt_embedding = embedding(tgt_vocab, scheme.encoder_sinusoids)
+    # the same tokens, and each side's own positions or normalisation
+    own_parts = scheme.learned or embedding_norm
+    if scheme.decoder_sinusoids != scheme.encoder_sinusoids or (
+        share_embeddings and own_parts
+    ):
+        token = tgt_embedding.token
+        tgt_embedding = embedding(tgt_vocab, scheme.decoder_sinusoids, token)
     output_proj = nn.Linear(d_model, tgt_vocab, bias=output_bias)
     if output_bias:
         nn.init.zeros_(output_proj.bias)

@@ -70,6 +70,7 @@ class TransformerConfig(AttentionSection):
         "abacus",
         "coupled",
         "abacus-alibi",
+        "learned",
     ] = Field(
         "sinusoidal",
         description="sinusoidal: absolute positions added to the embeddings; "
@@ -88,7 +89,8 @@ class TransformerConfig(AttentionSection):
         "significance when written most significant first), in the output "
         "its place as written; abacus-alibi: abacus, and the encoder and "
         "cross-attention subtract a learned slope times the distance between "
-        "two digits' places",
+        "two digits' places; learned: a trained vector per position, one table "
+        "per side (mBART's)",
     )
     number_offset: int = Field(
         100,
@@ -110,15 +112,41 @@ class TransformerConfig(AttentionSection):
         description="the feed-forward's nonlinearity: relu max(0, x), gelu "
         "x Φ(x), swish x σ(x) (the OPUS-MT models')",
     )
-    sinusoids: Literal["interleaved", "halves"] = Field(
+    sinusoids: Literal["interleaved", "halves", "fairseq"] = Field(
         "interleaved",
         description="sinusoidal positions: a position's sines and cosines "
         "interleaved (sin, cos, sin, cos, ...), or every sine then every cosine "
-        "(MarianMT's)",
+        "(halves, MarianMT's), or fairseq's table (M2M100's, NLLB's): every sine "
+        "then every cosine of frequencies from 1 to 1/10000 in d/2 - 1 steps",
+    )
+    first_position: int = Field(
+        0,
+        ge=0,
+        le=4096,
+        description="the number of a sequence's first position in the sinusoids "
+        "(fairseq's models count from the padding id + 1: 2 in M2M100 and NLLB)",
+    )
+    scale_embeddings: bool = Field(
+        True,
+        description="token vectors multiplied by sqrt(d_model) before the "
+        "positions are added",
+    )
+    embedding_norm: bool = Field(
+        False,
+        description="a LayerNorm on each side's embedding (tokens plus "
+        "positions), before dropout (mBART's)",
     )
     output_bias: bool = Field(
         False, description="a learned bias added to the logits (MarianMT's)"
     )
+
+    @model_validator(mode="after")
+    def _fairseq_sinusoids_need_two_frequencies(self) -> TransformerConfig:
+        if self.sinusoids == "fairseq" and self.d_model < 4:
+            raise ValueError(
+                f"sinusoids: fairseq needs d_model >= 4, not {self.d_model}"
+            )
+        return self
 
     @model_validator(mode="after")
     def _learned_places_need_numbers(self) -> TransformerConfig:

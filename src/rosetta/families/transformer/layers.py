@@ -21,8 +21,12 @@ class TransformerEmbedding(nn.Module):
     learns where it is from its causal self-attention alone. ``token`` shares
     an existing token embedding (one vocabulary, two position schemes);
     ``table`` (max_positions, d) replaces the sinusoids by learned vectors
-    (digit places, ``number_table: learned``); ``layout``: the order of the
-    sinusoids' sines and cosines (``rosetta.nn.positional``)."""
+    (digit places, ``number_table: learned``, or ``positions: learned``);
+    ``layout``: the order of the sinusoids' sines and cosines and their
+    frequencies, ``start`` the number of the first position
+    (``rosetta.nn.positional``). ``scaled=False`` adds the token vectors as
+    they are; ``norm`` normalises the sum (a LayerNorm before dropout, as
+    mBART's embeddings)."""
 
     def __init__(
         self,
@@ -34,6 +38,10 @@ class TransformerEmbedding(nn.Module):
         token: nn.Embedding | None = None,
         table: nn.Parameter | None = None,
         layout: SinusoidLayout = "interleaved",
+        *,
+        start: int = 0,
+        scaled: bool = True,
+        norm: bool = False,
     ):
         super().__init__()
         self.absolute = absolute
@@ -41,12 +49,13 @@ class TransformerEmbedding(nn.Module):
             token = nn.Embedding(vocab_size, d_model)
             nn.init.normal_(token.weight, std=d_model**-0.5)
         self.token = token
-        self.scale = math.sqrt(d_model)
+        self.scale = math.sqrt(d_model) if scaled else 1.0
         if table is None:
-            table = positional_encoding(max_positions, d_model, layout)
+            table = positional_encoding(max_positions, d_model, layout, start)
             self.register_buffer("positions", table, persistent=False)
         else:
             self.positions = table
+        self.norm = nn.LayerNorm(d_model) if norm else None
         self.dropout = Dropout(dropout)
 
     def forward(
@@ -70,6 +79,8 @@ class TransformerEmbedding(nn.Module):
             else:
                 self._check_table_holds(positions)
                 x = x + self.positions[positions]
+        if self.norm is not None:
+            x = self.norm(x)
         return self.dropout(x)
 
     def _check_table_holds(self, positions: torch.Tensor) -> None:

@@ -155,8 +155,9 @@ class PositionScheme:
     """What one ``model.positions`` value changes in a Transformer: which
     embeddings get sinusoids, whether self-attention scores relative
     distances, whether every attention subtracts distance penalties, which
-    positions training draws (none: ``0, 1, 2, ...``), and whether digits
-    are placed inside their numbers (``abacus``, ``coupled``)."""
+    positions training draws (none: ``0, 1, 2, ...``), whether digits are
+    placed inside their numbers (``abacus``, ``coupled``), and whether each
+    side learns a vector per position instead of sinusoids (``learned``)."""
 
     name: str
     encoder_sinusoids: bool
@@ -165,6 +166,7 @@ class PositionScheme:
     distance_penalties: bool = False
     draw: Draw | None = None
     numbers: str | None = None
+    learned: bool = False
 
 
 SCHEMES = {
@@ -191,6 +193,7 @@ SCHEMES = {
         PositionScheme(
             "abacus-alibi", True, True, distance_penalties=True, numbers="abacus"
         ),
+        PositionScheme("learned", True, True, learned=True),
     )
 }
 POSITIONS = tuple(SCHEMES)

@@ -57,11 +57,20 @@ def write_export(restored: Any, output: Path, quantization: str | None) -> None:
         problem = "CTranslate2 counts positions from the start, not inside numbers"
     elif not scheme.decoder_sinusoids:
         problem = "CTranslate2 adds sinusoidal positions to both sides"
+    elif scheme.learned:
+        problem = "this export writes sinusoid tables, not learned ones"
     if problem is not None:
         raise RosettaError(
             f"{folder}: model.positions is {scheme.name}; {problem}, only "
             "absolute sinusoidal positions: to export to CTranslate2, train "
             "with model.positions=sinusoidal (the bundled configuration's)"
+        )
+    model = restored.config.model
+    if model.embedding_norm or not model.scale_embeddings:
+        raise RosettaError(
+            f"{folder}: model.embedding_norm or model.scale_embeddings: false; "
+            "this export writes a Transformer whose embeddings are scaled by "
+            "sqrt(d_model) and not normalised"
         )
     spec = _transformer_spec(restored)
     meta = ckpt.read_meta(folder)

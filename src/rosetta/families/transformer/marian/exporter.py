@@ -53,6 +53,17 @@ def refusal(model: Any) -> str | None:
         return f"arch {model.arch}: MarianMT is a Transformer encoder-decoder"
     if model.positions != "sinusoidal":
         return f"{model.positions} positions: MarianMT adds sinusoidal positions"
+    if model.sinusoids == "fairseq" or model.first_position:
+        return (
+            "fairseq's sinusoids or positions counted from "
+            f"{model.first_position}: MarianMT's are every sine then every "
+            "cosine, from position 0"
+        )
+    if model.embedding_norm or not model.scale_embeddings:
+        return (
+            "a LayerNorm on the embeddings or unscaled embeddings: MarianMT "
+            "scales them by sqrt(d_model) and normalises nothing there"
+        )
     if model.norm != "post":
         return (
             "pre-norm layers: MarianMT normalises after each sub-layer and has "
