@@ -7,7 +7,8 @@ from hypothesis import settings
 
 # Property-based tests draw the same examples on every run: CI must not turn
 # red by the draw. To explore, drop it locally (or raise max_examples):
-# its finds become regression tests (tests/boundaries/test_file_fuzz.py has some).
+# its finds become regression tests (tests/boundaries/run_files/test_records.py
+# has some).
 settings.register_profile("rosetta", derandomize=True)
 settings.load_profile("rosetta")
 

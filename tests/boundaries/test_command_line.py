@@ -1,38 +1,37 @@
-"""Generated values against every boundary: each command-line option, each
-config key, each server field.
+"""Values and arguments given on the command line, and the environment a
+command starts in: every option that takes a number, checked where it
+enters by the shared validators (the same definitions the configuration and
+the server use); counts, sizes and threads checked against what the machine
+can do before any work starts; options that cannot work together.
 
-The promise under test: a value is either used, with complete output, or
-refused with a one-line error (exit status 2, or a 4xx naming the field);
-never a traceback, a 500, a silently wrong result, or a change to anything
-but the output.
+The promise: a value is used, with complete output, or refused with a
+one-line error and exit status 2 before any work starts (a value beyond the
+machine's cores is capped with a notice); never a traceback, a silently
+wrong result, or a change to anything but the output.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import math
 from pathlib import Path
 
 import pytest
-from fastapi.testclient import TestClient
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rosetta.cli import build_parser, main
-from rosetta.config.reading import config_to_dict
-from rosetta.config.sections import DecodeConfig, TrainConfig
 from rosetta.errors import RosettaError
-from rosetta.jobs.loading import load_translator
-from rosetta.jobs.run_config import config_from_dict
-from rosetta.serve.app import create_app
-from rosetta.serve.schemas import TranslateRequest
-from tests.support.toy import toy_config
-
-SETTINGS = settings(
-    deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+from rosetta.runtime import limits, threads
+from rosetta.runtime.limits import Count, LengthRatio
+from tests.runtime.test_outputs import run_refused
+from tests.support.bad_input import (
+    Case,
+    gets_a_clear_error,
+    run_refused_without_traceback,
 )
+from tests.support.generated_values import SETTINGS
 
 # What a careless or hostile user types where a number belongs.
 NUMBER_TEXT = st.one_of(
@@ -42,14 +41,6 @@ NUMBER_TEXT = st.one_of(
     st.sampled_from(
         ["inf", "-inf", "nan", "1e300", "-0", "0", "1", "2.5", "", "abc", "0x10"]
     ),
-)
-# ... and in JSON or YAML.
-ANY_NUMBER = st.one_of(
-    st.booleans(),
-    st.integers(min_value=-(2**70), max_value=2**70),
-    st.floats(allow_nan=True, allow_infinity=True),
-    st.none(),
-    st.text(max_size=5),
 )
 
 
@@ -123,37 +114,111 @@ def test_a_number_option_is_a_finite_value_in_range_or_a_usage_error(
         assert math.isfinite(item), (argv, item)
 
 
-NUMERIC_KEYS = [
-    (section, name)
-    for section, model in (("train", TrainConfig), ("decode", DecodeConfig))
-    for name, field in model.model_fields.items()
-    if {int, float} & {field.annotation, *getattr(field.annotation, "__args__", ())}
+def test_a_flag_type_says_what_is_wrong_in_one_line():
+    import argparse
+
+    assert limits.flag(LengthRatio)("1.5") == 1.5
+    for text, reason in [
+        ("inf", "finite"),
+        ("nan", "finite"),
+        ("1e300", "less than or equal to 1000"),
+        ("abc", "expected a number"),
+    ]:
+        with pytest.raises(argparse.ArgumentTypeError, match=reason):
+            limits.flag(LengthRatio)(text)
+    with pytest.raises(argparse.ArgumentTypeError, match="expected a whole number"):
+        limits.flag(Count)("2.5")
+
+
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        (["translate", "-m", "RUN", "--max-len-a", "inf"], "--max-len-a: must be"),
+        (["translate", "-m", "RUN", "--max-len-a", "nan"], "--max-len-a: must be"),
+        (["translate", "-m", "RUN", "--batch-size", "-1"], "--batch-size: must be"),
+        (["translate", "-m", "RUN", "--alpha", "nan"], "--alpha: must be"),
+        (["generate", "-m", "RUN", "--prompt", "a", "--temperature", "nan"], "finite"),
+        (["generate", "-m", "RUN", "--prompt", "a", "--seed", str(2**64)], "--seed"),
+        (["generate", "-m", "RUN", "--prompt", "a", "--tokens", "-5"], "--tokens"),
+        (["perplexity", "-m", "RUN", "--text", "t", "--streams", "0"], "--streams"),
+        (["perplexity", "-m", "RUN", "--text", "t", "--memory", "-5"], "--memory"),
+        (["train", "CONFIG", "--nproc", "0"], "--nproc: must be"),
+        (["task", "copy", "-o", "OUT", "--count", "-5"], "--count: must be"),
+        (["translate", "-m", "RUN", "--npd", "100000"], "--npd: must be"),
+    ],
+)
+def test_bad_numbers_on_the_command_line_stop_before_any_work(argv, expected, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert expected in err, err
+    assert "Traceback" not in err
+
+
+def test_a_task_band_must_be_closed(tmp_path, capsys):
+    argv = ["task", "copy", "-o", str(tmp_path / "t"), "--lengths", "5-"]
+    assert main(argv) == 2
+    assert "length band '5-': expected LOW-HIGH" in capsys.readouterr().err
+    argv = ["task", "copy", "-o", str(tmp_path / "t"), "--alphabet", ""]
+    assert main(argv) == 2
+    assert "the alphabet is empty" in capsys.readouterr().err
+    assert not (tmp_path / "t").exists()
+
+
+@pytest.mark.parametrize("flag", ["--count", "--valid", "--test"])
+def test_a_task_too_large_to_hold_is_refused_at_once(tmp_path, capsys, flag):
+    argv = ["task", "copy", "-o", str(tmp_path / "tk"), flag, "1000000000000"]
+    run_refused(argv, capsys, "GB of memory; this machine has")
+    assert not (tmp_path / "tk").exists()
+
+
+def test_a_positions_plot_too_large_is_run_refused(tmp_path, capsys):
+    argv = ["plot", "positions", "--length", "1000000000000"]
+    run_refused([*argv, "-o", str(tmp_path / "p.png")], capsys, "GB of memory")
+
+
+def test_threads_beyond_the_cores_are_capped_with_a_notice(capsys):
+    cores = threads.cores()
+    assert threads.at_most_cores(cores) == cores
+    assert threads.at_most_cores(99999999999999999999) == cores
+    assert f"more than the {cores} cores" in capsys.readouterr().err
+
+
+def test_a_malformed_local_world_size_is_one_line(monkeypatch):
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "abc")
+    with pytest.raises(RosettaError, match="LOCAL_WORLD_SIZE='abc'"):
+        threads.threads_beside(0.0)
+
+
+@pytest.mark.parametrize("kind", ["nat", "nat-ctc"])
+def test_exporting_a_model_ctranslate2_cannot_run_is_one_line(
+    toy_run, tmp_path, capsys, kind
+):
+    pytest.importorskip("ctranslate2")
+    argv = ["export", "ctranslate2", "-m", str(toy_run(kind))]
+    expected = "(arch nat); ctranslate2 runs"
+    run_refused([*argv, "-o", str(tmp_path / "e")], capsys, expected)
+    assert not Path(tmp_path / "e").exists()
+
+
+CASES = [
+    Case(
+        "search options that cannot work together",
+        lambda tmp: ["translate", "-m", str(tmp), "--nbest", "3", "-i", "-"],
+        "--nbest and --attention need --format jsonl",
+    ),
 ]
 
 
-@pytest.fixture(scope="module")
-def raw_config(tmp_path_factory):
-    config, _ = toy_config(tmp_path_factory.mktemp("fuzz-config"))
-    return config_to_dict(config)
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_bad_input_gets_a_clear_error(case, tmp_path, capsys, recwarn):
+    gets_a_clear_error(case, tmp_path, capsys, recwarn)
 
 
-@settings(SETTINGS, max_examples=300)
-@given(key=st.sampled_from(NUMERIC_KEYS), value=ANY_NUMBER)
-def test_a_config_number_is_finite_and_typed_or_an_error_naming_its_key(
-    raw_config, key, value
-):
-    section, name = key
-    raw = json.loads(json.dumps(raw_config))
-    raw[section][name] = value
-    try:
-        config = config_from_dict(raw)
-    except RosettaError as error:
-        assert f"{section}.{name}" in str(error)
-        return
-    accepted = getattr(getattr(config, section), name)
-    if accepted is not None:
-        assert not isinstance(value, bool)
-        assert math.isfinite(accepted)
+def test_a_device_that_does_not_exist_is_named(toy_run, capsys):
+    argv = ["translate", "-m", str(toy_run("transformer")), "--device", "quantum"]
+    run_refused_without_traceback(
+        [*argv, "-i", "/dev/null"], capsys, "device 'quantum': use auto"
+    )
 
 
 def snapshot(folder: Path) -> dict[str, str]:
@@ -210,35 +275,3 @@ def test_translate_with_any_search_flags_is_complete_or_refused(
         messages = [line for line in err.splitlines() if not line.startswith("model:")]
         assert len(messages) == 1, err
     assert (snapshot(run), source.read_bytes()) == before
-
-
-@pytest.fixture(scope="module")
-def server(toy_run):
-    translator = load_translator(toy_run("transformer"), device="cpu")
-    with TestClient(create_app(translator), raise_server_exceptions=False) as client:
-        yield client
-
-
-FIELDS = [name for name in TranslateRequest.model_fields if name != "sentences"]
-
-
-@pytest.mark.slow
-@settings(SETTINGS, max_examples=80)
-@given(
-    fields=st.dictionaries(st.sampled_from(FIELDS), ANY_NUMBER, max_size=3),
-    sentences=st.lists(st.text(max_size=20), min_size=1, max_size=3),
-)
-def test_any_request_is_answered_or_refused_never_a_500(server, fields, sentences):
-    if "beam_size" in fields and isinstance(fields["beam_size"], int):
-        fields["beam_size"] = max(-1, min(fields["beam_size"], 4))  # keep it quick
-    if isinstance(fields.get("max_len_b"), int):
-        fields["max_len_b"] = min(fields["max_len_b"], 20)
-    body = json.dumps({"sentences": sentences, **fields}, allow_nan=True)
-    response = server.post(
-        "/translate", content=body, headers={"content-type": "application/json"}
-    )
-    assert response.status_code in (200, 422), (body, response.text)
-    if response.status_code == 200:
-        assert len(response.json()["translations"]) == len(sentences)
-    else:
-        assert response.json()["detail"]

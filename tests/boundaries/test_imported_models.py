@@ -1,8 +1,10 @@
-"""A MarianMT folder is untrusted input: ``rosetta import hf`` checks every
-value it reads (configuration, generation settings, tokenizer files,
-weights) and refuses, in one line naming the file and the key or tensor,
-what it would otherwise cast, drop, guess or allocate without bound; and
-``rosetta export hf`` writes what transformers loads as the same model."""
+"""Folders of other toolkits brought in: a MarianMT folder given to
+``rosetta import hf`` is untrusted input. Every value it reads
+(configuration, generation settings, tokenizer files, weights) is checked,
+and what it would otherwise cast, drop, guess or allocate without bound is
+refused in one line naming the file and the key or tensor, exit status 2,
+nothing written; and ``rosetta export hf`` writes what transformers loads
+as the same model."""
 
 from __future__ import annotations
 

@@ -1,9 +1,22 @@
-"""Property-based tests: the reader, tokenizer round trips, line alignment."""
+"""Text the user gives Rosetta to read: corpora (parallel files, TSV,
+gzip), the files to translate, and standard input.
+
+Bad text is one line naming the file, the line and the problem, exit status
+2, no traceback: sides of different lengths, invalid UTF-8, a TSV line
+without a tab, an empty or fully-filtered corpus, a missing file, a carriage
+return inside a line. Accepted text (CRLF line ends, a 1 MB line) succeeds
+with a report instead. And for any text (generated: any script, control
+characters, blank lines) the reader returns exactly the lines written, the
+tokenizer never fails, and translation gives one single line out per line
+in, through the Python API and the command line.
+"""
 
 from __future__ import annotations
 
 import io
 import sys
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -12,10 +25,116 @@ from hypothesis import strategies as st
 from rosetta.cli import main
 from rosetta.config.sections import TokenizerConfig
 from rosetta.data.corpus import read_lines
+from rosetta.data.text import read_text
 from rosetta.data.tokenizer import SentencePieceTokenizer
+from rosetta.errors import RosettaError
 from rosetta.jobs.loading import load_translator
 from rosetta.jobs.training import run_training
+from tests.support.bad_input import (
+    Case,
+    config_with,
+    gets_a_clear_error,
+    model_case,
+    overridden,
+    write,
+)
 from tests.support.toy import WORDS, toy_config
+
+
+def prepare_with_train_files(src: bytes | str, tgt: bytes | str) -> Callable:
+    def build(tmp: Path) -> list[str]:
+        config = config_with(tmp)
+        write(tmp, "1.src", src)  # the toy config's training files
+        write(tmp, "1.tgt", tgt)
+        return ["prepare", config, "-o", str(tmp / "run")]
+
+    return build
+
+
+def prepare_with_tsv(text: bytes) -> Callable:
+    def build(tmp: Path) -> list[str]:
+        write(tmp, "pairs.tsv", text)
+        config = write(tmp, "tsv.yaml", "data: {train: {tsv: pairs.tsv}}\n")
+        return ["prepare", str(config), "-o", str(tmp / "run")]
+
+    return build
+
+
+CASES = [
+    Case(
+        "parallel files of different lengths",
+        prepare_with_train_files("a b\nc d\n", "A B\n"),
+        "1.src has 2 lines but {tmp}/1.tgt has 1",
+    ),
+    Case(
+        "invalid UTF-8",
+        prepare_with_train_files(b"a b\nc \xff d\n", "A B\nC D\n"),
+        "1.src:2: invalid UTF-8 at byte 2",
+    ),
+    Case(
+        "TSV line without a tab",
+        prepare_with_tsv(b"a b\tA B\nno tab here\n"),
+        "pairs.tsv:2: no tab found",
+    ),
+    Case("empty corpus", prepare_with_train_files("", ""), "1.src: empty corpus"),
+    Case(
+        "every pair filtered out",
+        overridden("data.max_len=1"),
+        "every pair was filtered out",
+    ),
+    Case(
+        "CRLF line ends are accepted",
+        prepare_with_train_files("a b\r\nc d\r\n", "A B\r\nC D\r\n"),
+        "",
+        status=0,
+    ),
+    Case(
+        "a 1 MB single line is filtered, not a crash",
+        prepare_with_train_files(
+            "alpha beta\n" + "gamma " * 170_000 + "\n", "ALPHA BETA\nG\n"
+        ),
+        "",
+        status=0,
+    ),
+    Case(
+        "missing file",
+        overridden("data.train.src=absent.src"),
+        "absent.src: file not found",
+    ),
+    Case(
+        "translate input with invalid UTF-8",
+        model_case(lambda tmp, checkpoint: checkpoint, b"ok\n\xc3\x28\n"),
+        "in.txt:2: invalid UTF-8 at byte 0",
+    ),
+    Case(
+        "a 1 MB line to translate is truncated with a warning",
+        model_case(lambda tmp, checkpoint: checkpoint, b"alpha " * 170_000 + b"\n"),
+        "warning: input of 170000 tokens truncated to 63 (model.max_positions)",
+        status=0,
+    ),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_bad_input_gets_a_clear_error(case, tmp_path, capsys, recwarn):
+    gets_a_clear_error(case, tmp_path, capsys, recwarn)
+
+
+def test_a_1mb_line_is_reported_as_filtered(tmp_path, capsys):
+    build = prepare_with_train_files(
+        "alpha beta\n" + "gamma " * 170_000 + "\n", "A\nG\n"
+    )
+    assert main(build(tmp_path)) == 0
+    assert "1 of 2 pairs kept (1 longer than 128 tokens)" in capsys.readouterr().out
+
+
+def test_a_word_text_with_cr_only_line_ends_names_the_line(tmp_path):
+    path = tmp_path / "text.txt"
+    path.write_bytes(b"A\r\nB\nC\rD\r")
+    assert read_text(path) == "A\r\nB\nC\rD\r"  # characters: as they are
+    with pytest.raises(RosettaError, match=r"text\.txt:3: a carriage return"):
+        read_text(path, lines_only=True)
+
 
 # any text on one line: every Unicode character but the line breaks "\n" and "\r"
 # (and lone surrogates, which UTF-8 cannot hold)
@@ -23,6 +142,8 @@ ONE_LINE = st.text(
     st.characters(blacklist_categories=("Cs",), blacklist_characters="\n\r"),
     max_size=40,
 )
+
+
 SETTINGS = settings(
     max_examples=40,
     deadline=None,

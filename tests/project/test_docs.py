@@ -53,3 +53,31 @@ def test_the_site_reads_from_the_file_system_and_docstrings_have_one_style():
         for path in sorted((ROOT / "src").rglob("*.py"))
         if other_styles.search(path.read_text(encoding="utf-8"))
     ] == []
+
+
+def test_every_file_the_docs_name_exists():
+    """A path in a page's code span (``tests/...``, ``benchmarks/...``,
+    ``src/...``; in the formula table, a module under ``src/rosetta/``)
+    names a file or folder there: a moved file leaves no stale pointer.
+    Placeholders (``NAME``, ``PACKAGE``) and what benchmarks write
+    (``benchmarks/results/``) are not files of the repository."""
+    full = re.compile(r"`((?:tests|benchmarks|src)/[\w./-]+)(?:::[\w.]+)?`")
+    module = re.compile(r"`([\w/]+\.py)(?:::[\w.]+)?`")
+    missing = []
+    formulas = ROOT / "docs" / "textbook" / "formulas.md"
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+            paths = full.findall(line)
+            if page == formulas:
+                paths += [
+                    ROOT / "src" / "rosetta" / m
+                    for m in module.findall(line)
+                    if not m.startswith(("tests/", "benchmarks/", "src/"))
+                ]
+            for path in paths:
+                name = str(path)
+                if re.search(r"\b[A-Z]{4,}\b", name) or "benchmarks/results/" in name:
+                    continue
+                if not (ROOT / path).exists():
+                    missing.append(f"{page.relative_to(ROOT)}:{number}: {name}")
+    assert missing == [], "\n".join(missing)

@@ -422,7 +422,7 @@ def test_a_run_whose_latest_checkpoint_is_mid_swap_resumes(toy_run, tmp_path, ca
     """Killed between the two renames of rewriting its latest checkpoint: the
     next ``--resume`` completes the swap under the run's lock, then resumes."""
     from rosetta.cli import main
-    from tests.boundaries.test_file_fuzz import command
+    from tests.support.read_back import command
 
     template = toy_run("transformer")
     run = tmp_path / "run"

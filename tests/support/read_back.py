@@ -1,6 +1,8 @@
-"""What the read-back fuzz tests share: their settings, the promise they
-assert (and the command line run to check it), generated damage to a list,
-and a FIFO that cannot hang a test."""
+"""What the tests of the files Rosetta reads back share
+(``tests/boundaries/run_files/``): their settings, the promise they assert
+(and the command line run to check it), generated damage to a record or a
+list, the command that reads a damaged run (translating with it, or
+resuming it), and a FIFO that cannot hang a test."""
 
 from __future__ import annotations
 
@@ -18,7 +20,6 @@ from hypothesis import strategies as st
 
 from rosetta.cli import main
 from rosetta.runs.checkpoint import read_index
-from tests.boundaries.test_file_fuzz import ODD_VALUES
 
 # derandomized, as every property test here (tests/conftest.py); few
 # examples, so that each file's damage runs in seconds
@@ -30,6 +31,69 @@ FUZZ = settings(
 DEEP = "[" * 100_000 + "]" * 100_000  # nested past any parser's stack
 RELEASE_AFTER = 60.0  # seconds: far beyond any command these tests run
 SOURCES = "alpha beta\ngamma delta eps\n"
+ODD_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=False),
+    st.text(max_size=4),
+    st.just([]),
+    st.just({}),
+    st.just([[[[[]]]]]),
+)
+
+
+def paths_in(data, prefix=()):
+    """Every key path into nested dicts."""
+    if isinstance(data, dict):
+        for key, value in data.items():
+            yield (*prefix, key)
+            yield from paths_in(value, (*prefix, key))
+
+
+@st.composite
+def damage(draw, data):
+    """A damaged copy of ``data`` (a dict read from JSON), or text."""
+    kind = draw(st.sampled_from(["remove", "retype", "cut", "other json", "deep"]))
+    if kind == "deep":  # nested past any parser's stack
+        depth = draw(st.sampled_from([1_000, 100_000]))
+        return "[" * depth + "]" * depth
+    if kind == "cut":
+        text = json.dumps(data)
+        return text[: draw(st.integers(0, max(0, len(text) - 1)))]
+    if kind == "other json":
+        return json.dumps(draw(ODD_VALUES))
+    paths = sorted(paths_in(data), key=str)
+    path = draw(st.sampled_from(paths))
+    copy = json.loads(json.dumps(data))
+    holder = copy
+    for key in path[:-1]:
+        holder = holder[key]
+    if kind == "remove":
+        del holder[path[-1]]
+    else:
+        holder[path[-1]] = draw(ODD_VALUES)
+    return copy
+
+
+def command(template: Path, run: Path, tmp_path: Path, which: str) -> list[str]:
+    """The command that reads the damaged file: ``translate``, or resuming
+    with the run's own configuration (taken from the undamaged ``template``)."""
+    if which == "translate":
+        source = tmp_path / "in.txt"
+        source.write_text("alpha beta\n")
+        return ["translate", "-m", str(run), "-i", str(source)]
+    latest = template / read_index(template)["latest"]
+    meta = json.loads((latest / "checkpoint.json").read_text())
+    config = tmp_path / "config.yaml"
+    config.write_text(json.dumps(meta["config"]))
+    return ["train", str(config), "-o", str(run), "--resume"]
+
+
+def translate(run: Path, tmp_path: Path) -> list[str]:
+    source = tmp_path / "in.txt"
+    source.write_text("alpha beta\n")
+    return ["translate", "-m", str(run), "-i", str(source)]
 
 
 def latest(run: Path) -> Path:

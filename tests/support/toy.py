@@ -67,6 +67,15 @@ def toy_config(
     return load_config(path, list(overrides)), path
 
 
+# a budget of updates, not epochs: a checkpoint every 10
+STEPS = ("train.max_epochs=null", "train.validate_every=10")
+
+
+def toy_config_for_steps(tmp_path, steps=30):
+    """The toy configuration trained for ``steps`` updates."""
+    return toy_config(tmp_path, *STEPS, f"train.max_steps={steps}")[0]
+
+
 def toy_config_file(folder: Path, model: str = TRANSFORMER) -> Path:
     """The toy corpus and its config in ``folder`` (not read back: a process
     that lists other families may read it); the config's path."""

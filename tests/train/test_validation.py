@@ -1,4 +1,5 @@
-"""What training reports is what its checkpoints give when loaded afresh."""
+"""What training reports is what its checkpoints give when loaded afresh;
+and its validation bar, in a log file, holds no cursor movements."""
 
 import json
 
@@ -64,3 +65,18 @@ def test_every_validation_equals_its_checkpoint_loaded_afresh(
         assert sacrebleu_score(hypotheses, references).value == record["bleu"]
     # the six validations did not all decode the same: the test can tell
     assert len({json.dumps(ids) for ids in decoded}) > 1
+
+
+def test_a_redirected_training_log_holds_no_cursor_movements(tmp_path, capsys):
+    """The validation bar sits beneath the training bar on a terminal only:
+    in a log file (standard error not a terminal) it would leave the escape
+    codes that move the cursor up."""
+    from rosetta.cli import main
+    from tests.support.toy import toy_config_file
+
+    config = toy_config_file(tmp_path)
+    overrides = ["train.max_epochs=null", "train.max_steps=4", "train.validate_every=2"]
+    command = ["train", str(config), "-o", str(tmp_path / "run")]
+    assert main([*command, *(f for o in overrides for f in ("--set", o))]) == 0
+    log = capsys.readouterr().err
+    assert "training" in log and "\x1b[A" not in log

@@ -160,5 +160,24 @@ class Budget:
 
     def close(self) -> None:
         self.tick()
+        self.close_bar()
+
+    def close_bar(self) -> None:
+        """The bar closed (a training that failed closes it too, so that
+        the next one in the process draws its bars on their own lines)."""
         if self.bar is not None:
             self.bar.close()
+
+
+def summary(state: Any) -> str:
+    """What a finished training says (``state``: its ``TrainerState``): how
+    far it went, and which checkpoint to use."""
+    best = (
+        f"best at step {state.best_step}"
+        if state.best_step is not None
+        else "no validation: the latest checkpoint is the one to use"
+    )
+    return (
+        f"done: {state.step} steps, {state.epoch} epochs, "
+        f"{state.elapsed_seconds / 60:.1f} min of training; {best}"
+    )

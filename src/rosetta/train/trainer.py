@@ -31,7 +31,7 @@ from rosetta.errors import RosettaError, Stopped
 from rosetta.runs import checkpoint as ckpt
 from rosetta.runs.rng import rng_state
 from rosetta.runtime.threads import Reassessment
-from rosetta.train.budget import Budget
+from rosetta.train.budget import Budget, summary
 from rosetta.train.distributed import SINGLE_PROCESS, Group
 from rosetta.train.interrupt import SignalStop, exit_status
 from rosetta.train.metrics import MetricsLog, Window
@@ -259,7 +259,12 @@ class Trainer:
         """Train to the end of the budget; a SIGINT or SIGTERM on the way
         saves the update reached and raises ``Stopped``."""
         with SignalStop() as signals:
-            return self._train(signals)
+            try:
+                return self._train(signals)
+            except BaseException:
+                if "budget" in self.__dict__:  # the next bars on their own lines
+                    self.budget.close_bar()
+                raise
 
     def _train(self, signals: SignalStop) -> TrainerState:
         state = self.state
@@ -337,14 +342,6 @@ class Trainer:
         ):
             self.validate_and_save()
         self.budget.close()
-        best = (
-            f"best at step {state.best_step}"
-            if state.best_step is not None
-            else "no validation: the latest checkpoint is the one to use"
-        )
-        self.log(
-            f"done: {state.step} steps, {state.epoch} epochs, "
-            f"{state.elapsed_seconds / 60:.1f} min of training; {best}"
-        )
+        self.log(summary(state))
         self.metrics.close()
         return state

@@ -1,6 +1,6 @@
-"""Generated damage to the flat arrays Rosetta maps again: a token store's
-ids and offsets (pairs, or a language model's text) and the NAT
-fertilities found from word alignments, with the records that vouch for
+"""Generated damage to the flat arrays of a run folder that Rosetta maps
+again: a token store's ids and offsets (pairs, or a language model's text)
+and the NAT fertilities found from word alignments, with the records that vouch for
 them rewritten to fit (as a careless tool would), and the alignments file
 itself. An array cut short, grown, emptied, its items swapped or set to any
 value, or replaced by a link or a FIFO.
@@ -28,10 +28,11 @@ from rosetta.families.nat import fertilities as module
 from rosetta.families.nat.task import prepare_nat
 from rosetta.runtime.fingerprint import KIND, fingerprint
 from rosetta.train.prepare import prepare_data, prepare_text
-from tests.boundaries.test_file_fuzz import command, damage
 from tests.support.read_back import (
     DEEP,
     FUZZ,
+    command,
+    damage,
     fifo_in_place,
     one_line,
     works_or_one_line,

@@ -1,17 +1,23 @@
-"""Generated damage to a checkpoint's tensor files with their checksums
-resealed over it (as a careless tool would: only the reading can tell), and
-to a CTranslate2 export's files, which CTranslate2 opens itself: a tensor of
-another shape or dtype, non-finite, missing or extra, the file cut short or
-its JSON header damaged; an export's record and vocabulary damaged as any
-record is; a file replaced by a link to an intact copy or by a FIFO.
+"""A checkpoint, and whatever is given as a model. Its tensor files are
+damaged with their checksums resealed over them (as a careless tool would:
+only the reading can tell): a tensor of another shape or dtype, non-finite,
+missing or extra, the file cut short or its JSON header damaged, the file
+replaced by a link to an intact copy. Without a reseal: a checkpoint of
+another format version, missing a file or cut short, the latest one
+corrupted. Given as the model: a folder that is not there, a run with no
+checkpoint yet, a pickle or a ``torch.save`` file (as the model, or where
+the weights belong).
 
-The promise: the command that reads the file works, with the result the
-intact file gives, or exits 2 in one line; never a traceback, never a hang.
+The promise: the command that reads the checkpoint works, with the result
+the intact one gives, or exits 2 in one line naming the file; never a
+traceback, never a hang, and nothing is ever unpickled.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import pickle
 import shutil
 from pathlib import Path
 
@@ -21,19 +27,31 @@ from hypothesis import given
 from hypothesis import strategies as st
 from safetensors.torch import load_file, save_file
 
-from rosetta.cli import main
+from rosetta.errors import RosettaError
+from rosetta.jobs.loading import load_translator
+from rosetta.jobs.training import run_training
+from rosetta.runs.checkpoint import FORMAT_VERSION, read_index
 from rosetta.runs.integrity import seal_meta, sha256_file
-from tests.boundaries.test_file_fuzz import command, damage
+from tests.runs.test_integrity import edit_meta
+from tests.runtime.test_outputs import run_refused
+from tests.support.bad_input import (
+    MARKER,
+    Case,
+    gets_a_clear_error,
+    model_case,
+    write,
+)
 from tests.support.read_back import (
     FUZZ,
     SOURCES,
+    command,
     copy_run,
-    fifo_in_place,
+    damage,
     latest,
-    list_damage,
     run_main,
+    translate,
 )
-from tests.support.toy import toy_lm_config
+from tests.support.toy import toy_config_for_steps, toy_lm_config
 
 
 def reseal(folder: Path) -> None:
@@ -213,72 +231,172 @@ def test_a_checkpoint_file_linked_to_an_intact_copy_is_refused(
         assert status == 2 and "model.safetensors: a symbolic link" in err
 
 
-@pytest.fixture(scope="module")
-def export(toy_run, tmp_path_factory):
-    """A CTranslate2 export of the toy model, and its translation of SOURCES."""
-    pytest.importorskip("ctranslate2", reason="CTranslate2 is an optional extra")
-    work = tmp_path_factory.mktemp("ct2")
-    (work / "in.txt").write_text(SOURCES)
-    out = work / "export"
-    assert (
-        main(
-            [
-                "export",
-                "ctranslate2",
-                "-m",
-                str(latest(toy_run("transformer"))),
-                "-o",
-                str(out),
-            ]
-        )
-        == 0
-    )
-    return out
+def rewrite_weights(checkpoint: Path, change) -> None:
+    """Weights changed and every checksum recomputed, as a careless tool would."""
+    path = checkpoint / "model.safetensors"
+    tensors = {name: change(tensor) for name, tensor in load_file(path).items()}
+    save_file(tensors, path)
+
+    def sums(meta):
+        meta["sha256"]["model.safetensors"] = sha256_file(path)
+        meta.update(seal_meta(meta))
+
+    edit_meta(checkpoint, sums)
 
 
-def translate_export(folder: Path, capsys) -> tuple[int, str, str]:
-    source = folder.parent / "in.txt"
-    argv = ["translate", "-m", folder, "--engine", "ctranslate2", "-i", source]
-    return run_main(capsys, argv)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", ["rosetta.json", "shared_vocabulary.json"])
-def test_a_damaged_export_is_one_line_or_harmless(
-    export, tmp_path_factory, capsys, name
+@pytest.mark.parametrize(
+    "change, expected",
+    [
+        (lambda t: torch.full_like(t, float("nan")), "holds NaN or infinite values"),
+        (lambda t: t.to(torch.int32), "is stored as torch.int32"),
+    ],
+    ids=["nan", "int32"],
+)
+def test_weights_are_checked_finite_and_of_their_dtype(
+    run, tmp_path, capsys, change, expected
 ):
-    intact = translate_export(export, capsys)[1]
-    data = json.loads((export / name).read_text())
-    strategy = damage(data) if isinstance(data, dict) else list_damage(data)
-
-    @FUZZ
-    @given(damaged=strategy)
-    def check(damaged):
-        folder = copy_run(export, tmp_path_factory.mktemp("ct2") / "export")
-        shutil.copy(export.parent / "in.txt", folder.parent / "in.txt")
-        text = damaged if isinstance(damaged, str) else json.dumps(damaged)
-        (folder / name).write_text(text)
-        status, out, _ = translate_export(folder, capsys)
-        assert status == 2 or out == intact
-
-    check()
+    for name in read_index(run)["checkpoints"]:
+        rewrite_weights(run / name, change)
+    run_refused(translate(run, tmp_path), capsys, expected)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("how", ["link", "fifo"])
-def test_an_export_file_replaced_is_refused_in_one_line(export, tmp_path, capsys, how):
-    """CTranslate2 opens the export's files itself: a link out of the folder
-    or a FIFO (which would block it for good) is refused before it loads."""
-    shutil.copy(export.parent / "in.txt", tmp_path / "in.txt")
-    for name in sorted(p.name for p in export.iterdir()):
-        folder = copy_run(export, tmp_path / "export")
-        if how == "link":
-            (folder / name).unlink()
-            (folder / name).symlink_to(export / name)
-            status, _, err = translate_export(folder, capsys)
-        else:
-            with fifo_in_place(folder / name) as released:
-                status, _, err = translate_export(folder, capsys)
-            assert not released, name
-        # named, or its folder (without its marker, not taken for an export)
-        assert status == 2 and (name in err or f"{folder}:" in err), (name, err)
+class Payload:
+    """Unpickling this creates a file: proof that code ran."""
+
+    def __init__(self, target: Path):
+        self.target = target
+
+    def __reduce__(self):
+        return (open, (str(self.target), "w"))
+
+
+def set_meta(checkpoint: Path, **changes) -> None:
+    meta_path = checkpoint / "checkpoint.json"
+    meta = json.loads(meta_path.read_text())
+    meta.update(changes)
+    meta_path.write_text(json.dumps(meta))
+
+
+def other_version(tmp: Path, checkpoint: Path) -> Path:
+    set_meta(checkpoint, format_version=99)
+    return checkpoint
+
+
+def missing_weights(tmp: Path, checkpoint: Path) -> Path:
+    (checkpoint / "model.safetensors").unlink()
+    return checkpoint
+
+
+def truncated_weights(tmp: Path, checkpoint: Path) -> Path:
+    path = checkpoint / "model.safetensors"
+    path.write_bytes(path.read_bytes()[:100])
+    return checkpoint
+
+
+def pickle_as_weights(tmp: Path, checkpoint: Path) -> Path:
+    """A malicious pickle where the weights belong, checksum made to match."""
+    payload = pickle.dumps({"weights": Payload(tmp / MARKER)})
+    (checkpoint / "model.safetensors").write_bytes(payload)
+    meta = json.loads((checkpoint / "checkpoint.json").read_text())
+    meta["sha256"]["model.safetensors"] = hashlib.sha256(payload).hexdigest()
+    (checkpoint / "checkpoint.json").write_text(json.dumps(seal_meta(meta)))
+    return checkpoint
+
+
+def pickle_file_as_model(tmp: Path, checkpoint: Path) -> Path:
+    return write(tmp, "model.pkl", pickle.dumps(Payload(tmp / MARKER)))
+
+
+def torch_file_as_model(tmp: Path, checkpoint: Path) -> Path:
+    """A real ``torch.save`` file whose unpickling would run code."""
+    import torch
+
+    torch.save({"state_dict": Payload(tmp / MARKER)}, tmp / "model.pt")
+    return tmp / "model.pt"
+
+
+def torch_file_as_weights(tmp: Path, checkpoint: Path) -> Path:
+    torch_file_as_model(tmp, checkpoint)
+    payload = (tmp / "model.pt").read_bytes()
+    (checkpoint / "model.safetensors").write_bytes(payload)
+    meta = json.loads((checkpoint / "checkpoint.json").read_text())
+    meta["sha256"]["model.safetensors"] = hashlib.sha256(payload).hexdigest()
+    (checkpoint / "checkpoint.json").write_text(json.dumps(seal_meta(meta)))
+    return checkpoint
+
+
+CASES = [
+    Case(
+        "missing model folder",
+        lambda tmp: ["translate", "-m", str(tmp / "no-model"), "-i", "-"],
+        "no-model: no such model file or folder",
+    ),
+    Case(
+        "model from another format version",
+        model_case(other_version),
+        f"checkpoint format 99, this Rosetta reads {FORMAT_VERSION}",
+    ),
+    Case(
+        "model with missing files",
+        model_case(missing_weights),
+        "model.safetensors: missing from the checkpoint",
+    ),
+    Case(
+        "truncated weights",
+        model_case(truncated_weights),
+        "checksum mismatch (truncated or corrupted)",
+    ),
+    Case(
+        "a pickle where the weights belong is never unpickled",
+        model_case(pickle_as_weights),
+        "model.safetensors: cannot load weights",
+    ),
+    Case(
+        "a pickle file given as the model is refused",
+        model_case(pickle_file_as_model),
+        "model.pkl: neither a checkpoint nor a run with checkpoints",
+    ),
+    Case(
+        "a torch.save .pt file given as the model is refused",
+        model_case(torch_file_as_model),
+        "model.pt: neither a checkpoint nor a run with checkpoints",
+    ),
+    Case(
+        "a torch.save file where the weights belong is never unpickled",
+        model_case(torch_file_as_weights),
+        "model.safetensors: cannot load weights",
+    ),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_bad_input_gets_a_clear_error(case, tmp_path, capsys, recwarn):
+    gets_a_clear_error(case, tmp_path, capsys, recwarn)
+
+
+def test_a_run_without_a_checkpoint_yet_says_so(tmp_path, capsys):
+    """A run prepared (or training, before its first validation) is not
+    called "neither a checkpoint nor a run": it is a run with none yet."""
+    from rosetta.cli import main
+    from tests.support.toy import toy_config_file
+
+    config = toy_config_file(tmp_path)
+    run = tmp_path / "run"
+    assert main(["prepare", str(config), "-o", str(run)]) == 0
+    (tmp_path / "in.txt").write_text("alpha\n")
+    capsys.readouterr()
+    command = ["translate", "-m", str(run), "-i", str(tmp_path / "in.txt")]
+    assert main(command) == 2
+    error = capsys.readouterr().err
+    assert "a run with no checkpoint yet" in error
+    assert "train.validate_every" in error
+
+
+def test_a_corrupted_latest_checkpoint_leaves_the_previous_one_loadable(tmp_path):
+    run_training(toy_config_for_steps(tmp_path, steps=20), tmp_path / "run")
+    index = json.loads((tmp_path / "run" / "checkpoints.json").read_text())
+    previous, last = (tmp_path / "run" / n for n in index["checkpoints"])
+    (last / "model.safetensors").write_bytes(b"\0" * 64)
+    with pytest.raises(RosettaError, match="checksum mismatch"):
+        load_translator(last)
+    load_translator(previous)

@@ -1,11 +1,13 @@
-"""Generated damage to the files Rosetta reads back beyond a run's records
-(``tests/boundaries/test_file_fuzz.py``; tensors and exports:
-``test_read_back_tensors``, flat arrays: ``test_read_back_arrays``): the
-partial record of ``rosetta distill``, the training log read by ``rosetta
-plot`` and by resuming, and the error file a training process leaves its
-launcher. Each is damaged (a key
-removed or retyped, cut short, other JSON, nested too deep), or replaced by
-a link to an intact copy or by a FIFO.
+"""The logs and progress records Rosetta reads back: the training log
+(``metrics.jsonl``, read by ``rosetta plot`` and by resuming), the partial
+record of ``rosetta distill``, and the error file a training process leaves
+its launcher. Each is damaged (a key removed or retyped, cut short, other
+JSON, nested too deep), or replaced by a link to an intact copy, by a FIFO
+or by a folder. (A run's own records:
+``tests/boundaries/run_files/test_records.py``; tensors:
+``tests/boundaries/run_files/test_checkpoints.py`` and
+``tests/boundaries/run_files/test_exports.py``; flat arrays:
+``tests/boundaries/run_files/test_arrays.py``.)
 
 The promise: the command that reads the file works, with the result the
 intact file gives, or exits 2 in one line; never a traceback, never a hang.
@@ -22,8 +24,16 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from rosetta.train.metrics import MetricsLog
-from tests.boundaries.test_file_fuzz import damage
-from tests.support.read_back import DEEP, FUZZ, SOURCES, fifo_in_place, run_main
+from tests.runtime.test_outputs import run_refused
+from tests.support.read_back import (
+    DEEP,
+    FUZZ,
+    SOURCES,
+    damage,
+    fifo_in_place,
+    run_main,
+)
+from tests.support.toy import toy_config
 
 
 @pytest.mark.slow
@@ -157,6 +167,15 @@ def test_a_runs_log_replaced_is_refused_by_plot(tmp_path, capsys, how):
     with fifo_in_place(run / "metrics.jsonl") as released:
         assert run_main(capsys, argv)[0] == 2
     assert not released
+
+
+def test_a_log_folder_taken_by_a_file_is_one_line(tmp_path, capsys):
+    _, config = toy_config(tmp_path)
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "metrics.jsonl").mkdir()
+    argv = ["train", str(config), "-o", str(run)]
+    run_refused(argv, capsys, "metrics.jsonl must be a file; move it")
 
 
 def test_a_launchers_error_file_nested_too_deep_is_no_refusal(tmp_path):

@@ -1,11 +1,16 @@
-"""Generated damage to every JSON file of a run that Rosetta reads back: a
+"""The records of a run that Rosetta reads back (JSON: the index
+``checkpoints.json``, ``tokenizers.json``, the token store's manifest, a
+checkpoint's ``checkpoint.json`` with its trainer and optimizer state).
+Each is edited as a careless tool would, or damaged by generated means: a
 key removed, a value of another type, the file cut short, another kind of
-JSON, nesting past any parser's stack; and each file replaced by a link (to
-an intact copy: a link is not followed) or a FIFO (which must not block).
-Checksums are recomputed where a file carries them, as a careless tool
-would, so only the schema can tell. The promise: the command that reads the
-file works (the damage did not matter) or refuses in one line naming the
-file, exit status 2; never a traceback.
+JSON, nesting past any parser's stack; checksums are recomputed where a
+file carries them, so only the schema can tell. And each file is replaced
+by a link (to an intact copy: a link is not followed) or a FIFO (which must
+not block).
+
+The promise: the command that reads the file works (the damage did not
+matter) or refuses in one line naming the file and what is wrong, exit
+status 2; never a traceback, never a silently wrong result.
 """
 
 from __future__ import annotations
@@ -13,15 +18,16 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from rosetta.cli import main
 from rosetta.runs.checkpoint import read_index
 from rosetta.runs.integrity import seal_meta
+from tests.runs.test_integrity import edit_meta, resealed
+from tests.runtime.test_outputs import run_refused
+from tests.support.read_back import command, damage, latest, translate
 
 # derandomized, as every property test here (tests/conftest.py)
 SETTINGS = settings(
@@ -29,49 +35,6 @@ SETTINGS = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
-ODD_VALUES = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(min_value=-(2**70), max_value=2**70),
-    st.floats(allow_nan=False),
-    st.text(max_size=4),
-    st.just([]),
-    st.just({}),
-    st.just([[[[[]]]]]),
-)
-
-
-def paths_in(data, prefix=()):
-    """Every key path into nested dicts."""
-    if isinstance(data, dict):
-        for key, value in data.items():
-            yield (*prefix, key)
-            yield from paths_in(value, (*prefix, key))
-
-
-@st.composite
-def damage(draw, data):
-    """A damaged copy of ``data`` (a dict read from JSON), or text."""
-    kind = draw(st.sampled_from(["remove", "retype", "cut", "other json", "deep"]))
-    if kind == "deep":  # nested past any parser's stack
-        depth = draw(st.sampled_from([1_000, 100_000]))
-        return "[" * depth + "]" * depth
-    if kind == "cut":
-        text = json.dumps(data)
-        return text[: draw(st.integers(0, max(0, len(text) - 1)))]
-    if kind == "other json":
-        return json.dumps(draw(ODD_VALUES))
-    paths = sorted(paths_in(data), key=str)
-    path = draw(st.sampled_from(paths))
-    copy = json.loads(json.dumps(data))
-    holder = copy
-    for key in path[:-1]:
-        holder = holder[key]
-    if kind == "remove":
-        del holder[path[-1]]
-    else:
-        holder[path[-1]] = draw(ODD_VALUES)
-    return copy
 
 
 # (file inside the run, whether checksums are recomputed, the command)
@@ -82,20 +45,6 @@ FILES = [
     ("LATEST/checkpoint.json", True, "translate"),
     ("LATEST/checkpoint.json", True, "resume"),
 ]
-
-
-def command(template: Path, run: Path, tmp_path: Path, which: str) -> list[str]:
-    """The command that reads the damaged file: ``translate``, or resuming
-    with the run's own configuration (taken from the undamaged ``template``)."""
-    if which == "translate":
-        source = tmp_path / "in.txt"
-        source.write_text("alpha beta\n")
-        return ["translate", "-m", str(run), "-i", str(source)]
-    latest = template / read_index(template)["latest"]
-    meta = json.loads((latest / "checkpoint.json").read_text())
-    config = tmp_path / "config.yaml"
-    config.write_text(json.dumps(meta["config"]))
-    return ["train", str(config), "-o", str(run), "--resume"]
 
 
 @pytest.mark.slow
@@ -201,3 +150,65 @@ def test_run_files_replaced_by_links_or_fifos_are_one_line(
     err = capsys.readouterr().err
     assert status == 2, (status, err)
     assert "Traceback" not in err and err.count("\n") <= 2, err
+
+
+GARBAGE = {"kind": "sentencepiece", "model": "bm90IGEgbW9kZWw="}  # "not a model"
+
+
+@pytest.mark.parametrize(
+    "change, expected",
+    [
+        (lambda _: [], "tokenizers.json: not a run's tokenizers file (must be an"),
+        (lambda state: state.pop("tokenizers") and state, "Field required"),
+        (
+            lambda state: state | {"tokenizers": {"joint": GARBAGE}},
+            "tokenizers that cannot be loaded",
+        ),
+    ],
+    ids=["list", "no tokenizers", "garbage model"],
+)
+def test_a_damaged_tokenizers_file_is_one_line(run, capsys, change, expected, tmp_path):
+    path = run / "tokenizers.json"
+    path.write_text(json.dumps(change(json.loads(path.read_text()))))
+    meta = json.loads((latest(run) / "checkpoint.json").read_text())
+    config = tmp_path / "run.yaml"
+    config.write_text(json.dumps(meta["config"]))  # the run's own configuration
+    run_refused(["train", str(config), "-o", str(run), "--resume"], capsys, expected)
+
+
+def test_an_index_with_a_mistyped_field_is_one_line(run, tmp_path, capsys):
+    index = json.loads((run / "checkpoints.json").read_text())
+    index["metric"] = 5
+    (run / "checkpoints.json").write_text(json.dumps(index))
+    run_refused(translate(run, tmp_path), capsys, "metric: must be a valid string")
+
+
+def groups(change):
+    return lambda meta: change(meta["optimizer_param_groups"])
+
+
+def trainer(change):
+    return lambda meta: change(meta["trainer"])
+
+
+@pytest.mark.parametrize(
+    "change, expected",
+    [
+        (trainer(lambda t: t.update(stepp=t.pop("step"))), "stepp: Unexpected"),
+        (trainer(lambda t: t.update(step="ten")), "step: must be a valid integer"),
+        (groups(lambda g: g[0].update(betas=[0.9])), "param_groups.0.betas"),
+        (groups(lambda g: g[0].update(lr="fast")), "param_groups.0.lr"),
+        (groups(lambda g: g[0].pop("eps")), "not this optimizer's settings"),
+        (groups(lambda g: g.append({})), "not 1 group(s) of settings"),
+    ],
+    ids=["renamed", "mistyped", "betas", "lr", "eps gone", "a group more"],
+)
+def test_a_training_state_edited_is_refused_at_resume(
+    run, tmp_path, capsys, change, expected
+):
+    edit_meta(latest(run), resealed(change))
+    meta = json.loads((latest(run) / "checkpoint.json").read_text())
+    config = tmp_path / "run.yaml"
+    config.write_text(json.dumps(meta["config"]))  # the run's own configuration
+    argv = ["train", str(config), "-o", str(run), "--resume"]
+    run_refused([*argv, "--set", "train.max_steps=61"], capsys, expected)
