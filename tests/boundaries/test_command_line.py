@@ -195,7 +195,7 @@ def test_exporting_a_model_ctranslate2_cannot_run_is_one_line(
 ):
     pytest.importorskip("ctranslate2")
     argv = ["export", "ctranslate2", "-m", str(toy_run(kind))]
-    expected = "(arch nat); ctranslate2 runs"
+    expected = "(arch nat); ctranslate2 takes"
     run_refused([*argv, "-o", str(tmp_path / "e")], capsys, expected)
     assert not Path(tmp_path / "e").exists()
 

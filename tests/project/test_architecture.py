@@ -257,8 +257,12 @@ def test_loading_a_model_to_translate_leaves_the_compiler_unimported():
     script = (
         "import sys\n"
         "from rosetta.families import FAMILIES, check_model_fits\n"
+        "from rosetta.families.transformer.config import TransformerConfig\n"
         "for family in FAMILIES:\n"
         "    check_model_fits(family.config(**family.example), 50, 60)\n"
+        "learned = dict(positions='learned', embedding_norm=True)\n"
+        "section = TransformerConfig(**learned, share_embeddings=False)\n"
+        "check_model_fits(section, 50, 60)\n"
         "print('torch._dynamo' in sys.modules)\n"
     )
     done = subprocess.run(

@@ -6,20 +6,16 @@ puts it in the list of families and runs the commands on it."""
 
 from __future__ import annotations
 
-from rosetta.families.family import Family
-from rosetta.inference.language_model import language_model
-from rosetta.train.language_model_task import lm_training
-from rosetta.train.prepare import prepare_text
+from rosetta.families.family import Family, Later
 from tests.toy_lm_family.config import ToyLMConfig
-from tests.toy_lm_family.model import build
 
 FAMILY = Family(
     summary="a toy recurrent language model written outside Rosetta",
     config=ToyLMConfig,
-    build=build,
-    prepare=prepare_text,
-    training=lm_training,
-    inference=language_model,
+    build=Later("tests.toy_lm_family.model", "build"),
+    prepare=Later("rosetta.train.prepare", "prepare_text"),
+    training=Later("rosetta.train.language_model_task", "lm_training"),
+    inference=Later("rosetta.inference.language_model", "language_model"),
     example={
         "arch": "toy-lm",
         "layers": 2,

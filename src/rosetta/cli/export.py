@@ -1,5 +1,5 @@
-"""``rosetta export ENGINE``: a trained model for another inference engine
-(each engine a family names, ``Family.exports``)."""
+"""``rosetta export FORMAT``: a trained model in the format of another
+toolkit (each export format a family names, ``Family.exports``)."""
 
 from __future__ import annotations
 
@@ -24,18 +24,18 @@ def cmd_export(args: argparse.Namespace) -> None:
 
 
 def add_parser(verbs: argparse._SubParsersAction) -> None:
-    export = verbs.add_parser("export", help="export a model to another engine")
-    engines = export.add_subparsers(dest="engine", required=True)
-    for engine in all_export_formats():
-        verb = engines.add_parser(engine.name, help=engine.summary)
+    export = verbs.add_parser("export", help="export a model for another toolkit")
+    formats = export.add_subparsers(dest="engine", required=True)
+    for export_format in all_export_formats():
+        verb = formats.add_parser(export_format.name, help=export_format.summary)
         verb.add_argument(
             "-m", "--model", required=True, help="run folder (its best) or checkpoint"
         )
         verb.add_argument("-o", "--output", required=True, help="folder to write")
-        if engine.quantizations:
+        if export_format.quantizations:
             verb.add_argument(
                 "--quantization",
-                choices=engine.quantizations,
+                choices=export_format.quantizations,
                 default=None,
                 help="weight type (default: float32)",
             )

@@ -14,7 +14,7 @@ from rosetta.errors import one_line
 from rosetta.runtime.limits import Count, Seed, Size, Temperature, number_flag
 
 if TYPE_CHECKING:
-    from rosetta import LanguageModel  # the public record, not the family's module
+    from rosetta import LanguageModel  # the public name
 
 
 def load(args: argparse.Namespace) -> LanguageModel:

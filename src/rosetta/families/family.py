@@ -1,8 +1,10 @@
 """What a model family is to the rest of Rosetta: one ``Family`` record.
 
 A family package (``rosetta.families.transformer``, ...) holds its ``model``
-section, its model, its builder, its training task and its inference object,
-and describes them in one ``FAMILY``; ``rosetta.families`` lists the
+section, its model and its builder, and its own training task and inference
+object where the shared ones do not fit (the encoder-decoders' and the
+language models' live in ``rosetta.train`` and ``rosetta.inference``); it
+describes them in one ``FAMILY``; ``rosetta.families`` lists the
 families. Everything else (the configuration's ``model`` union, training,
 loading a run, the command line, the server, the docs) reads that list, so
 nothing outside a family asks which family it has.

@@ -4,8 +4,11 @@ text in segments and carries a memory from each segment to the next.
 ``model(tokens, memory, memory_length) -> (features, memory)``: (n, L) ids
 and what the previous segment left (None at the start) give the features
 of every position, (n, L, d), and the memory for the next segment, one
-tensor per layer of at most ``memory_length`` positions, (n, M, d).
-``model.output_proj(features)`` gives the logits. Training
+tensor per layer of at most ``memory_length`` positions, (n, M, d)
+(training passes the section's ``memory_length``; scoring and generating
+their own). ``model.output_proj(features)`` gives the logits;
+``len(model.layers)`` and ``model.d_model`` size the memory a checkpoint
+holds. Training
 (``rosetta.train.language_model_task``), scoring
 (``rosetta.inference.text_scoring``) and generating
 (``rosetta.inference.language_model``) use nothing else, so a new

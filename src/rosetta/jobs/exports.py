@@ -27,69 +27,70 @@ from rosetta.runtime.outputs import claim_folder
 
 
 def export_format_named(name: str) -> ExportFormat:
-    for engine in all_export_formats():
-        if engine.name == name:
-            return engine
-    names = ", ".join(engine.name for engine in all_export_formats())
-    raise RosettaError(f"engine {name!r}: use rosetta or one of {names}")
+    for export in all_export_formats():
+        if export.name == name:
+            return export
+    names = ", ".join(export.name for export in all_export_formats())
+    raise RosettaError(f"{name!r}: not an export format; use one of {names}")
 
 
 def export_format_of(folder: Path) -> ExportFormat | None:
-    """The engine ``folder`` is an export for, if it is one."""
-    for engine in all_export_formats():
-        if (Path(folder) / engine.marker).is_file():
-            return engine
+    """The export format ``folder`` is an export in, if it is one."""
+    for export in all_export_formats():
+        if (Path(folder) / export.marker).is_file():
+            return export
     return None
 
 
-def check_format_runs(engine: ExportFormat, family: Family, folder: Path) -> None:
-    """A clear refusal where ``engine`` cannot run ``family``'s models."""
-    if engine in family.exports:
+def check_format_runs(export: ExportFormat, family: Family, folder: Path) -> None:
+    """A clear refusal where the format ``export`` cannot take ``family``'s
+    models."""
+    if export in family.exports:
         return
-    runs = [f"{f.summary} (arch {f.arch})" for f in FAMILIES if engine in f.exports]
+    runs = [f"{f.summary} (arch {f.arch})" for f in FAMILIES if export in f.exports]
     raise RosettaError(
-        f"{folder}: {family.summary} (arch {family.arch}); {engine.name} runs "
+        f"{folder}: {family.summary} (arch {family.arch}); {export.name} takes "
         f"{' and '.join(runs)} only"
     )
 
 
 def write_export(
-    engine: ExportFormat,
+    export: ExportFormat,
     checkpoint: Path,
     output: Path,
     quantization: str | None = None,
 ) -> None:
-    """The checkpoint folder ``checkpoint`` exported for ``engine`` into
+    """The checkpoint folder ``checkpoint`` exported for ``export`` into
     ``output``, all or nothing (no claim: ``export_model`` makes it for a
     user's output; an engine's copy inside a checkpoint needs none)."""
-    if quantization is not None and quantization not in engine.quantizations:
+    if quantization is not None and quantization not in export.quantizations:
         raise RosettaError(
             f"quantization {quantization!r}: use one of "
-            f"{', '.join(engine.quantizations)}"
+            f"{', '.join(export.quantizations)}"
         )
     restored = restore(checkpoint, torch.device("cpu"))
-    check_format_runs(engine, restored.family, checkpoint)
-    with atomic_folder(output, kind=engine.kind) as folder:
-        engine.write(restored, folder, quantization)
+    check_format_runs(export, restored.family, checkpoint)
+    with atomic_folder(output, kind=export.kind) as folder:
+        export.write(restored, folder, quantization)
 
 
 def export_model(
-    engine_name: str,
+    format_name: str,
     model_path: Path,
     output: Path,
     quantization: str | None = None,
     overwrite: bool = False,
 ) -> Path:
-    """Write the export for engine ``engine_name`` of ``model_path`` (a run
+    """Write the export in the format ``format_name`` of ``model_path`` (a run
     folder: its best checkpoint, or a checkpoint folder) to ``output``;
     returns the checkpoint exported. ``output`` may not exist, or (with
     ``overwrite``) must be an earlier export."""
-    engine = export_format_named(engine_name)
+    export = export_format_named(format_name)
     folder = ckpt.resolve_checkpoint(Path(model_path))
     claim_folder(
-        output, inputs=[model_path, folder], overwrite=overwrite, what=engine.kind
+        output, inputs=[model_path, folder], overwrite=overwrite, what=export.kind
     )
-    write_export(engine, folder, Path(output), quantization)
+    write_export(export, folder, Path(output), quantization)
     return folder
 
 
@@ -103,7 +104,7 @@ def load_engine(
     """The translator of ``engine_name`` for ``path``: an export, or a run or
     checkpoint folder, exported the first time into the checkpoint's folder
     named after the engine. ``threads`` 0 lets the engine choose."""
-    engine = export_format_named(engine_name)
+    engine = export_format_named(engine_name)  # a format with a load
     if engine.load is None:
         raise RosettaError(
             f"{engine.name}: Rosetta exports to it (rosetta export {engine.name}) "

@@ -3,8 +3,9 @@
 A run folder (its best checkpoint) or a checkpoint folder gives its family's
 inference object: a ``Translator`` (Transformer, recurrent), a
 ``NATTranslator`` (non-autoregressive; ``rescored_by(teacher, samples)`` for
-noisy parallel decoding) or a ``LanguageModel`` (Transformer-XL). With
-``engine="ctranslate2"`` (an engine a family names: ``Family.exports``) a
+noisy parallel decoding) or a ``LanguageModel`` (any language-model family,
+such as Transformer-XL). With ``engine="ctranslate2"`` (an export format a
+family names that is also an engine: ``Family.exports``) a
 Transformer runs in CTranslate2 instead (a run is exported on first use; an
 exported folder loads as it is).
 """
@@ -27,8 +28,6 @@ from rosetta.runtime.precisions import Precision
 
 if TYPE_CHECKING:
     from rosetta.inference.language_model import LanguageModel
-
-# the engines that translate (an export-only one has no ``load``)
 
 
 def load(

@@ -45,8 +45,8 @@ RUN_LOCK = ".rosetta-run.lock"  # held by the process training a run
 WRITTEN_FILE = ".rosetta-written.json"  # the files commands wrote in a folder
 # The files that make a folder something Rosetta keeps, and what it is then.
 # Their owners live above this layer (a run's index and tokenizers, a
-# checkpoint's record, the token store, each engine's export marker);
-# tests/test_outputs.py checks that the names here are theirs.
+# checkpoint's record, the token store, each export format's marker);
+# tests/runtime/test_outputs.py checks that the names here are theirs.
 KEPT = (
     (RUN_MARKER, "a training run"),
     (RUN_LOCK, "a training run"),

@@ -124,7 +124,8 @@ class LanguageModelTask:
         """The segment's summed label-smoothed loss, read with the memory
         the previous segment left (none at an epoch's first)."""
         memory = self.memory if self.memory_after == segment.index - 1 else None
-        features, self.memory = forward(segment.inputs.to(self.device), memory)
+        inputs = segment.inputs.to(self.device)
+        features, self.memory = forward(inputs, memory, self.lm.memory_length)
         self.memory_after = segment.index
         loss_sum, _, _ = projected_label_smoothed_cross_entropy(
             features,

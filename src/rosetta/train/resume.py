@@ -11,6 +11,7 @@ for, and is accepted with a notice.
 
 from __future__ import annotations
 
+from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -73,9 +74,11 @@ def check_resumed_config(meta: dict, current: Config, where: str) -> list[str]:
     returns the accepted changes. The saved configuration is read as the
     current one is, so a key added to Rosetta after the run was written
     counts as its default, not as a change."""
-    sections = type(current).MODEL_SECTIONS
-    saved = config_from_dict(meta["config"], sections, where, stored=True)
-    refused, accepted = config_changes(config_to_dict(saved), config_to_dict(current))
+    sections = type(current).MODEL_SECTIONS or (type(current.model),)
+    saved = meta["config"]
+    with suppress(RosettaError):  # one that no longer reads is compared as it is
+        saved = config_to_dict(config_from_dict(saved, sections, where, stored=True))
+    refused, accepted = config_changes(saved, config_to_dict(current))
     if refused:
         raise RosettaError(
             f"{where} was trained with another configuration ("
@@ -107,7 +110,8 @@ def resume_training(trainer: Trainer, upgrade: weights.Upgrade | None) -> None:
     """Put ``trainer`` where its run's latest checkpoint left off: weights
     (their names as ``upgrade``, the family's, gives them), optimizer,
     position in the data, random states, the task's tensors. A swap a kill
-    left midway was completed before (``run.finish_pending_swaps``)."""
+    left midway was completed before
+    (``rosetta.jobs.training.finish_pending_swaps``)."""
     index = ckpt.read_index(trainer.run_dir)
     if not index.get("latest"):  # stopped before its first checkpoint
         trainer.log(

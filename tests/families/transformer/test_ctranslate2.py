@@ -98,7 +98,7 @@ def test_an_int8_export_is_written_and_decodes(toy_run, tmp_path):
 @pytest.mark.parametrize(
     ("model", "message"),
     [
-        (RNN_ATTENTION, "(arch rnn); ctranslate2 runs the Transformer"),
+        (RNN_ATTENTION, "(arch rnn); ctranslate2 takes the Transformer"),
         (
             TRANSFORMER_RELATIVE,
             "model.positions is relative; CTranslate2 has no Transformer-XL "

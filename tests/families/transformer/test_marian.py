@@ -305,7 +305,7 @@ def test_what_marian_cannot_express_is_refused(tmp_path, capsys, change, reason)
 def test_other_families_are_refused(toy_run, tmp_path, capsys):
     run = toy_run("rnn-attention")
     assert main(["export", "hf", "-m", str(run), "-o", str(tmp_path / "hf")]) != 0
-    assert "hf runs the Transformer encoder-decoder" in capsys.readouterr().err
+    assert "hf takes the Transformer encoder-decoder" in capsys.readouterr().err
 
 
 @pytest.fixture(scope="module")

@@ -100,8 +100,9 @@ def build_transformer(
         vocab: int, absolute: bool, token: nn.Embedding | None = None
     ) -> TransformerEmbedding:
         own = table
-        if scheme.learned:  # a table per side, as small as the tokens' start
-            own = nn.Parameter(torch.randn(max_positions, d_model) * 0.02)
+        if scheme.learned:  # a table per side, initialised as mBART's
+            own = nn.Parameter(torch.empty(max_positions, d_model))
+            nn.init.normal_(own, std=0.02)
         return TransformerEmbedding(
             vocab,
             d_model,

@@ -14,7 +14,8 @@ from rosetta.nn.positional import SinusoidLayout
 
 
 class TransformerEmbedding(nn.Module):
-    """Token embedding scaled by sqrt(d), plus sinusoidal positions, then dropout.
+    """Token embedding (scaled by sqrt(d) by default) plus positions, then
+    dropout.
 
     With ``absolute=False`` no positions are added: relative attention scores
     the distances between positions instead, and a decoder without positions

@@ -106,8 +106,9 @@ def model_section(settings: MarianSettings, joint: bool, where: str) -> dict[str
         )
     if not settings.scale_embedding:
         raise RosettaError(
-            f"{where}: scale_embedding false; Rosetta scales the embeddings by "
-            "sqrt(d_model), as every OPUS-MT model does"
+            f"{where}: scale_embedding false; Rosetta imports MarianMT models "
+            "that scale their embeddings by sqrt(d_model), as every OPUS-MT "
+            "model does"
         )
     start = settings.decoder_start_token_id
     if start is not None and start != settings.pad_token_id:
