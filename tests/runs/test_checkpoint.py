@@ -38,6 +38,12 @@ def assert_same_weights(a, b):
     assert all(torch.equal(sa[k], sb[k]) for k in sa)
 
 
+def save(folder, model):
+    """A checkpoint of ``model`` alone, written as training writes one."""
+    with ckpt.new_checkpoint_folder(folder) as written:
+        ckpt.write_checkpoint_files(written, model, None, {})
+
+
 def test_weights_that_share_one_buffer_are_saved_and_load_back_exactly(tmp_path):
     model = rnn_model(tmp_path, seed=1)
     flat = flatten_into_one_buffer(model.encoder.rnn)
@@ -46,7 +52,7 @@ def test_weights_that_share_one_buffer_are_saved_and_load_back_exactly(tmp_path)
         p.untyped_storage().data_ptr() == flat.untyped_storage().data_ptr()
         for p in model.encoder.rnn.parameters()
     )
-    ckpt.save_checkpoint(tmp_path / "c", model, None, {})
+    save(tmp_path / "c", model)
     stored = load_file(str(tmp_path / "c" / ckpt.MODEL_FILE))
     assert {f"encoder.rnn.{n}" for n in names} <= stored.keys()
     fresh = rnn_model(tmp_path, seed=2)
@@ -72,7 +78,7 @@ def tied_transformer(seed):
 
 def test_tied_weights_are_stored_once_and_stay_tied(tmp_path):
     model = tied_transformer(1)
-    ckpt.save_checkpoint(tmp_path / "c", model, None, {})
+    save(tmp_path / "c", model)
     stored = load_file(str(tmp_path / "c" / ckpt.MODEL_FILE))
     tied = [
         "encoder.embedding.token.weight",
@@ -118,7 +124,7 @@ def test_the_output_projection_loads_from_its_earlier_name(tmp_path):
 
 def test_weights_of_another_model_are_a_clear_error(tmp_path):
     model = tied_transformer(1)
-    ckpt.save_checkpoint(tmp_path / "c", model, None, {})
+    save(tmp_path / "c", model)
     path = tmp_path / "c" / ckpt.MODEL_FILE
     stored = load_file(str(path))
     stored.pop("decoder.layers.0.ffn.linear1.weight")
@@ -130,7 +136,7 @@ def test_weights_of_another_model_are_a_clear_error(tmp_path):
     bigger = build_transformer(
         30, 30, d_model=32, heads=2, d_ff=32, share_embeddings=True
     )
-    ckpt.save_checkpoint(tmp_path / "d", bigger, None, {})
+    save(tmp_path / "d", bigger)
     with pytest.raises(RosettaError, match=r"is \(\d+, 32\) in the file") as e:
         weights.load_weights(tmp_path / "d", tied_transformer(2), CPU)
     assert "\n" not in str(e.value)  # one line, not torch's list

@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict, Unpack
 
 import torch
 
@@ -41,6 +41,20 @@ if TYPE_CHECKING:
 
 Sources = list[list[int]]  # token ids per sentence, none for a blank line
 Found = list[list["Translation"]]  # an n-best list per sentence
+
+
+class Batching(TypedDict, total=False):
+    """The keywords of ``TextTranslator.translate`` (``translate_nbest``'s
+    too): ``batch_size`` sentences a batch (default: the run's); ``workers``
+    > 1 decodes that many batches at once on the CPU, sharing torch's
+    threads among them, ``"auto"`` one per thread where that applies
+    (``auto_workers``); ``constraints``, one per sentence (``Constraint``,
+    or a dict of its fields ``include``, ``exclude``, ``prefix``; None for
+    none)."""
+
+    batch_size: int | None
+    workers: Workers
+    constraints: Iterable[Constraint | dict | None] | None
 
 
 @dataclass(frozen=True)
@@ -207,27 +221,15 @@ class TextTranslator(ABC):
         self,
         sentences: Iterable[str],
         options: SearchOptions | None = None,
-        *,
-        batch_size: int | None = None,
-        workers: Workers = 1,
-        constraints: Iterable[Constraint | dict | None] | None = None,
+        **batching: Unpack[Batching],
     ) -> list[str]:
         """Translate sentences; one output per input, in order (empty in, empty out).
 
         ``options`` says how to search (``SearchOptions``; default: greedy,
-        with the model's configured length limit). ``workers`` > 1 decodes that
-        many batches at once on the CPU, sharing torch's threads among them;
-        ``"auto"`` one per thread where that applies (``auto_workers``).
-        ``constraints``: one per sentence (``Constraint``, or a dict of its
-        fields ``include``, ``exclude``, ``prefix``; None for none).
+        with the model's configured length limit). ``batching``: the keywords
+        ``batch_size``, ``workers`` and ``constraints`` (``Batching``).
         """
-        results = self.translate_nbest(
-            sentences,
-            options,
-            batch_size=batch_size,
-            workers=workers,
-            constraints=constraints,
-        )
+        results = self.translate_nbest(sentences, options, **batching)
         return [found[0].text if found else "" for found in results]
 
     def translate_nbest(
@@ -241,8 +243,9 @@ class TextTranslator(ABC):
         alignment: bool = False,
     ) -> list[list[Translation]]:
         """Per input, its n-best list of ``Translation`` (empty for a blank
-        line); the arguments are those of ``translate``, and ``alignment``:
-        each translation's word alignment (``rosetta.inference.alignment``)."""
+        line); ``options`` as for ``translate``, the keywords as ``Batching``
+        says, and ``alignment``: each translation's word alignment
+        (``rosetta.inference.alignment``)."""
         sentences = list(sentences)
         sources = [self.encode(sentence) for sentence in sentences]
         return self.translate_ids(

@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -147,15 +149,12 @@ def model_tensors(model: nn.Module) -> dict[str, torch.Tensor]:
     return tensors
 
 
-def save_checkpoint(
-    folder: Path,
-    model: nn.Module | dict[str, torch.Tensor],
-    optimizer: torch.optim.Optimizer | None,
-    meta: dict[str, Any],
-    state: dict[str, torch.Tensor] | None = None,
-) -> None:
-    """Write a checkpoint folder of a run atomically (temp folder, fsync,
-    rename; ``write_checkpoint_files``).
+@contextmanager
+def new_checkpoint_folder(folder: Path) -> Iterator[Path]:
+    """An empty temporary folder to fill with a checkpoint of a run
+    (``write_checkpoint_files``), renamed into place as ``folder`` when the
+    block ends: the checkpoint is written atomically (temp folder, fsync,
+    rename).
 
     A failed write (disk full, no permission) removes its temporary folder and
     raises ``RosettaError``; earlier checkpoints are never touched.
@@ -167,7 +166,7 @@ def save_checkpoint(
     try:
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
-        write_checkpoint_files(tmp, model, optimizer, meta, state)
+        yield tmp
         replace_folder(tmp, folder)
     except OSError as error:
         shutil.rmtree(tmp, ignore_errors=True)

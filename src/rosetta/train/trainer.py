@@ -131,9 +131,8 @@ class Trainer:
             for rank, tensors in enumerate(carried)
             for key, tensor in tensors.items()
         }
-        ckpt.save_checkpoint(
-            self.run_dir / name, self.model, self.optimizer, meta, state
-        )
+        with ckpt.new_checkpoint_folder(self.run_dir / name) as folder:
+            ckpt.write_checkpoint_files(folder, self.model, self.optimizer, meta, state)
         ckpt.record_checkpoint(
             self.run_dir,
             name,
