@@ -6,8 +6,9 @@ the layers below and the list of families.
 - ``restore`` and ``loading``: a run or checkpoint back as a model, and
   ``rosetta.load`` (an inference object ready to use).
 - ``exports`` and ``importers``: exports for other toolkits (and the
-  engines that load them), and the models of
-  other toolkits brought in as runs.
+  engines that load them), and the models of other toolkits brought in as
+  runs.
+- ``processes``: training in several processes (``rosetta train --nproc``).
 - ``distill``, ``demo``, ``plots``: sequence-level distillation, ``make
   demo``, the figures of a run.
 

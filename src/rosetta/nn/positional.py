@@ -4,12 +4,12 @@ and cosines of geometrically spaced frequencies, added to the embeddings."""
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Literal, get_args
 
 import torch
 
 SinusoidLayout = Literal["interleaved", "halves", "fairseq"]
-LAYOUTS = ("interleaved", "halves", "fairseq")
+LAYOUTS = get_args(SinusoidLayout)
 
 
 def positional_encoding(

@@ -258,16 +258,15 @@ class Trainer:
         """Train to the end of the budget; a SIGINT or SIGTERM on the way
         saves the update reached and raises ``Stopped``."""
         with SignalStop() as signals:
+            self.budget = Budget(self.cfg, self.state, show=self.is_main)
             try:
                 return self._train(signals)
             except BaseException:
-                if "budget" in self.__dict__:  # the next bars on their own lines
-                    self.budget.close_bar()
+                self.budget.close_bar()  # the next training's bars on their own lines
                 raise
 
     def _train(self, signals: SignalStop) -> TrainerState:
         state = self.state
-        self.budget = Budget(self.cfg, state, show=self.is_main)
         if self.out_of_budget():
             self.log("the training budget is already spent; nothing to do")
             return state
