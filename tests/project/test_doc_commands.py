@@ -45,9 +45,14 @@ NOT_RUN = {
     "torchrun --nnodes": "needs several machines",
     "rosetta import hf Helsinki-NLP/": "downloads from the Hugging Face Hub; "
     "the page's offline part imports a model made here, which stands in",
+    "rosetta import hf facebook/": "downloads from the Hugging Face Hub; "
+    "the page's offline part imports a model made here, which stands in",
 }
 # what the page's tools make (the rest of benchmarks/ is never run here)
-RUN_ANYWAY = ("python benchmarks/marian_model.py",)
+RUN_ANYWAY = (
+    "python benchmarks/marian_model.py",
+    "python benchmarks/multilingual_model.py",
+)
 # files a page assumes its reader has: the reader's own corpus
 READERS_FILES = {"corpus.fr": "train.de.gz", "corpus.en": "train.en.gz"}
 DEMO = "runs/demo"  # what make demo trains (left out: a tiny one stands in)
@@ -55,6 +60,7 @@ DEMO = "runs/demo"  # what make demo trains (left out: a tiny one stands in)
 STAND_INS = {
     "runs/quality-multi30k-de-en-transformer": "runs/de-en",
     "runs/opus-mt-de-en": "runs/opus-mt-tiny",
+    "runs/nllb-200-distilled-600M": "runs/nllb-tiny",
 }
 # the placeholders of the guide's command templates
 PLACEHOLDERS = {"CONFIG": "configs/multi30k-de-en-transformer.yaml", "RUN": "runs/run"}

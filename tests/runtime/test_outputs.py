@@ -117,6 +117,7 @@ def test_overwrite_never_replaces_what_the_command_did_not_write(tmp_path):
         "tokenizers.json",
         "rosetta.json",
         "source.spm",
+        "sentencepiece.bpe.model",
     ],
 )
 def test_no_file_is_ever_written_inside_what_rosetta_keeps(tmp_path, marker):
@@ -421,6 +422,7 @@ def test_the_kept_markers_are_the_names_their_owners_write():
     marker must be there (an export is never written over as an output)."""
     from rosetta.data.store import MANIFEST_FILE, STORE_DIR
     from rosetta.families import all_export_formats
+    from rosetta.families.transformer.multilingual.settings import SPM_FILE
     from rosetta.runs.checkpoint import INDEX_FILE, META_FILE
     from rosetta.runtime.outputs import KEPT, RUN_LOCK
     from rosetta.train.prepare import TOKENIZER_FILE
@@ -428,4 +430,5 @@ def test_the_kept_markers_are_the_names_their_owners_write():
     kept = {name for name, _ in KEPT}
     owned = {INDEX_FILE, META_FILE, RUN_LOCK, TOKENIZER_FILE}
     owned |= {f"{STORE_DIR}/{MANIFEST_FILE}", *(e.marker for e in all_export_formats())}
+    owned.add(SPM_FILE)  # the hf format's other layout: NLLB-200, M2M100, mBART-50
     assert kept == owned

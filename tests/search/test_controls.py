@@ -17,6 +17,7 @@ from rosetta.search.beam import beam_search
 from rosetta.search.controls import Controls
 from rosetta.search.greedy import greedy_search
 from rosetta.search.options import SearchOptions
+from tests.support.next_token import next_token_log_probs
 
 VOCAB, LIMIT = 8, 4
 WORDS = (1, 4, 5, 6, 7)  # what an output may hold: <unk> and the words
@@ -80,7 +81,7 @@ def teacher_forced(model, src, tokens: list[int], ended: bool) -> float:
     tgt_in = torch.tensor([[BOS_ID, *target[:-1]]])
     mask = torch.ones_like(src, dtype=torch.bool)
     with torch.no_grad():
-        log_probs = model.output_proj(model(src, mask, tgt_in)).log_softmax(-1)
+        log_probs = next_token_log_probs(model.output_proj(model(src, mask, tgt_in)))
     return float(log_probs[0, torch.arange(len(target)), target].sum())
 
 

@@ -4,6 +4,7 @@ import torch
 from rosetta.families.transformer.build import build_transformer
 from rosetta.search import greedy_search, max_lengths
 from tests.support.fakes import BOS, CONFIG_LIMIT, EOS, TableModel
+from tests.support.next_token import next_token_log_probs
 
 LIMIT = CONFIG_LIMIT
 
@@ -87,11 +88,10 @@ def test_greedy_score_equals_teacher_forced_rescoring():
         tokens = hyp.tokens + ([EOS] if len(hyp.tokens) < 19 else [])
         tgt_in = torch.tensor([[BOS, *tokens[:-1]]])
         with torch.no_grad():
-            log_probs = torch.log_softmax(
+            log_probs = next_token_log_probs(
                 model.output_proj(
                     model(src[row : row + 1], mask[row : row + 1], tgt_in)
-                ),
-                -1,
+                )
             )
         rescored = log_probs[0, torch.arange(len(tokens)), tokens].sum().item()
         assert hyp.score == pytest.approx(rescored, abs=1e-4)

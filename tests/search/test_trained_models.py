@@ -16,6 +16,7 @@ from rosetta.search.batched import auto_workers
 from rosetta.search.greedy import most_likely
 from rosetta.search.options import SearchOptions
 from tests.support.fakes import CONFIG_LIMIT
+from tests.support.next_token import next_token_log_probs
 from tests.support.toy import (
     RNN_ATTENTION,
     TRANSFORMER,
@@ -76,7 +77,7 @@ def teacher_forced_score(model, src, mask, tokens, limit):
     tgt_in = torch.tensor([[BOS_ID, *target[:-1]]])
     with torch.no_grad():
         logits = model.output_proj(model(src, mask, tgt_in))
-        log_probs = torch.log_softmax(logits.double(), dim=-1)
+        log_probs = next_token_log_probs(logits.double())
     return float(log_probs[0, torch.arange(len(target)), torch.tensor(target)].sum())
 
 

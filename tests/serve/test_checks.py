@@ -13,7 +13,6 @@ import pytest
 from fastapi.testclient import TestClient
 
 from rosetta.cli import main
-from rosetta.errors import RosettaError
 from rosetta.jobs.loading import load_translator
 from rosetta.search.options import MAX_BANNED, MAX_PHRASE_CHARS, SearchOptions
 from rosetta.serve.app import create_app
@@ -37,14 +36,24 @@ def imported(folder: Path, languages: tuple[str, ...] = ()) -> Path:
     return folder / "run"
 
 
-def test_a_multilingual_model_is_not_served_without_a_target_language(tmp_path, capsys):
+def test_a_multilingual_model_is_told_its_target_language_per_request(tmp_path):
+    """Served without --target-lang, a request that names none is a 422
+    naming the codes; one that names one is translated into it."""
+    from fastapi.testclient import TestClient
+
     run = imported(tmp_path, languages=("fra", "spa"))
-    with pytest.raises(RosettaError, match=r"choose one with --target-lang \(fra, spa"):
-        create_app(load_translator(run, "cpu"))
-    assert main(["serve", "-m", str(run), "--port", "1"]) == 2
-    error = capsys.readouterr().err.strip().splitlines()
-    assert error[-1].startswith("rosetta serve: error: the model translates into")
-    assert "(fra, spa)" in error[-1]
+    translator = load_translator(run, "cpu")
+    with TestClient(create_app(translator)) as client:
+        response = client.post("/translate", json={"sentences": ["Ein Hund."]})
+        assert response.status_code == 422
+        assert "choose the target language with target_lang (fra, spa)" in response.text
+        asked = {"sentences": ["Ein Hund."], "target_lang": "spa"}
+        response = client.post("/translate", json=asked)
+        assert response.status_code == 200
+        text = response.json()["translations"][0]["hypotheses"][0]["text"]
+        assert text == translator.for_language("spa").translate(["Ein Hund."])[0]
+        languages = client.get("/info").json()["languages"]
+        assert (languages["target"], languages["source"]) == (["fra", "spa"], [])
 
 
 def test_a_ban_holds_in_every_spelling_of_a_sentencepiece_vocabulary(tmp_path, capsys):

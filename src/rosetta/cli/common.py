@@ -105,6 +105,8 @@ def load_translator(args: argparse.Namespace) -> TextTranslator:
     translator = loading.load_translator(
         model, device=args.device, precision=args.precision, engine=args.engine
     )
+    if getattr(args, "source_lang", None) is not None:
+        translator = translator.from_language(args.source_lang)
     if args.target_lang is not None:
         translator = translator.for_language(args.target_lang)
     npd, teacher = getattr(args, "npd", 0), getattr(args, "teacher", None)

@@ -205,10 +205,16 @@ def add_engine_flags(verb: argparse.ArgumentParser) -> None:
     )
     verb.add_argument("--device", default=None, help="cpu, cuda (default: auto)")
     verb.add_argument(
+        "--source-lang",
+        metavar="CODE",
+        help="the language of the input, for a model told it (NLLB-200 "
+        "deu_Latn, M2M100 de, mBART-50 de_DE)",
+    )
+    verb.add_argument(
         "--target-lang",
         metavar="CODE",
-        help="a multilingual model's target language (fra: each sentence "
-        "starts with >>fra<<)",
+        help="a multilingual model's target language (fra_Latn, fr, fr_XX; "
+        "a MarianMT model's fra: each sentence starts with >>fra<<)",
     )
     add_precision_flag(verb)
     add_threads_flag(verb)

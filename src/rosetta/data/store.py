@@ -67,6 +67,9 @@ class StoreRecipe:
     tokenizers: TokenizerPair
     tokenizers_sha256: str
     max_len: int
+    # the source's and target's language codes, where each side's texts start
+    # with a language token (``LanguageTagged``)
+    languages: list[str] | None = None
 
     @property
     def dtype(self) -> np.dtype:
@@ -80,6 +83,7 @@ class StoreRecipe:
             "max_len": self.max_len,
             "token_type": self.dtype.str,
             "splits": sorted(self.splits),
+            "languages": self.languages,
         }
 
 
@@ -91,6 +95,7 @@ class Manifest(Record):
     max_len: int
     token_type: str
     splits: list[str]
+    languages: list[str] | None = None
     corpora: dict[str, list[dict[str, Any]]]
     arrays: dict[str, ArrayRecord]
 

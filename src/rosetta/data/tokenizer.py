@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import sentencepiece as spm
 
 from rosetta.config.sections import TokenizerConfig
-from rosetta.data.piece_table import PieceTableTokenizer
+from rosetta.data.piece_table import LanguageTagged, PieceTableTokenizer
 from rosetta.data.vocab import BOS, EOS, PAD, SPECIALS, UNK, Vocabulary
 from rosetta.errors import RosettaError
 
@@ -234,6 +234,30 @@ class TokenizerPair:
     @property
     def joint(self) -> bool:
         return self.src is self.tgt
+
+    def tagged(
+        self, source: str, target: str
+    ) -> tuple[TokenizerPair, list[str]] | None:
+        """For a model that tags both sides (NLLB-200, M2M100, mBART-50):
+        the pair that starts each source with the token of ``source`` and
+        each target with that of ``target`` (``data.src_lang``,
+        ``data.tgt_lang``), and the two codes; None for other models."""
+        src, tgt = self.src, self.tgt
+        if not isinstance(src, PieceTableTokenizer) or not src.tags_both_sides:
+            return None
+        assert isinstance(tgt, PieceTableTokenizer)
+        for key, code in (("src_lang", source), ("tgt_lang", target)):
+            if code not in src.languages:
+                shown = ", ".join(list(src.languages)[:40])
+                raise RosettaError(
+                    f"data.{key} {code!r} is not a language of the model; name "
+                    f"the corpus's languages by its codes ({shown}, ...)"
+                )
+        pair = TokenizerPair(
+            LanguageTagged(src, src.language_id(source)),
+            LanguageTagged(tgt, tgt.language_id(target)),
+        )
+        return pair, [source, target]
 
     @classmethod
     def train(

@@ -8,10 +8,9 @@ CTranslate2 export of it. Both implement ``translate_ids``.
 
 from __future__ import annotations
 
-import copy
 import warnings
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, TypedDict, Unpack
@@ -27,6 +26,7 @@ from rosetta.inference.constraints import (
     as_constraints,
     spell_constraints,
 )
+from rosetta.inference.languages import LanguageChoice, without_language_token
 from rosetta.inference.translation import Translation
 from rosetta.runtime.resources import refuse_beyond_memory
 from rosetta.search.batched import Workers
@@ -70,7 +70,7 @@ class DecodeRequest:
     constraints: list[TokenConstraints] | None = None
 
 
-class TextTranslator(ABC):
+class TextTranslator(LanguageChoice, ABC):
     """Translates text with a trained model and its tokenizers.
 
     Attributes:
@@ -85,7 +85,6 @@ class TextTranslator(ABC):
     config: Config
     device: torch.device
     precision: str
-    target_language: str | None = None  # a multilingual model's (``for_language``)
 
     @property
     @abstractmethod
@@ -106,53 +105,20 @@ class TextTranslator(ABC):
             "(arch nat)"
         )
 
-    @property
-    def target_languages(self) -> list[str]:
-        """The codes of the languages a multilingual model translates into
-        (its ``>>xxx<<`` tokens); empty for a model of one target language."""
-        return list(getattr(self.tokenizers.src, "language_codes", []))
-
-    def for_language(self, code: str) -> TextTranslator:
-        """This translator, translating into ``code`` (a multilingual model:
-        each sentence starts with its ``>>code<<`` token)."""
-        codes = self.target_languages
-        if not codes:
-            raise RosettaError(
-                f"target language {code!r}: the model translates into one "
-                "language; leave out --target-lang"
-            )
-        if code not in codes:
-            raise RosettaError(f"target language {code!r}: use one of {self._codes}")
-        chosen = copy.copy(self)
-        chosen.target_language = code
-        return chosen
-
-    @property
-    def _codes(self) -> str:
-        codes = self.target_languages
-        return ", ".join(codes[:40]) + (", ..." if len(codes) > 40 else "")
-
-    def check_language_chosen(self) -> None:
-        """``RosettaError`` if the model translates into several languages
-        and none has been chosen (``for_language``)."""
-        if self.target_languages and self.target_language is None:
-            raise RosettaError(
-                "the model translates into several languages: choose one "
-                f"with --target-lang ({self._codes})"
-            )
-
-    def encode(self, sentence: str) -> list[int]:
+    def encode(self, sentence: str, source_language: str | None = None) -> list[int]:
         """Source token ids of ``sentence`` (without ``<eos>``), cut to what the
         model takes, with a warning; a blank line gives none. A multilingual
-        model's sentences start with the target language's token."""
-        if self.target_languages and sentence.strip():
-            self.check_language_chosen()
-            sentence = f">>{self.target_language}<< {sentence}"
+        model's sentences start with a language's token (``LanguageChoice``;
+        ``source_language``: this sentence's, if not the one chosen)."""
+        start: list[int] = []
+        if sentence.strip():
+            start = self.language_ids(source_language)
+            sentence = self.tagged_text(sentence)
         limits = {"decode.max_input_tokens": self.config.decode.max_input_tokens}
         if self.position_limit is not None:
             limits["model.max_positions"] = self.position_limit
         setting, limit = min(limits.items(), key=lambda item: item[1])
-        ids = self.tokenizers.src.encode(sentence) if sentence.strip() else []
+        ids = start + self.tokenizers.src.encode(sentence) if sentence.strip() else []
         if len(ids) + 1 > limit:  # + 1 for <eos>
             warnings.warn(
                 f"input of {len(ids)} tokens truncated to {limit - 1} ({setting})",
@@ -268,10 +234,13 @@ class TextTranslator(ABC):
         constraints: Iterable[Constraint | dict | None] | None = None,
         alignment: bool = False,
         texts: list[str] | None = None,
+        target_languages: Sequence[str | None] | None = None,
     ) -> list[list[Translation]]:
         """``translate_nbest`` of sentences already encoded (``encode``): one
         n-best list per id list, none for an empty one (a blank line);
-        ``texts``: the sentences, whose words alignments name."""
+        ``texts``: the sentences, whose words alignments name;
+        ``target_languages``: each sentence's, for a model that tags its
+        outputs (default: the one chosen)."""
         size = batch_size or self.config.decode.batch_size
         options = self.complete(options)
         asked_attention = options.need_attention
@@ -294,14 +263,18 @@ class TextTranslator(ABC):
             16 * rows * len(self.tokenizers.tgt),
             f"a search of {rows:,} hypotheses at once (beam {options.beam_size})",
         )
-        found = self.decode_ids(DecodeRequest(sources, options, size, workers, tokens))
+        forced = self.forced_starts(len(sources), tokens, target_languages)
+        found = self.decode_ids(DecodeRequest(sources, options, size, workers, forced))
+        if forced is not tokens:  # the target-language token, forced
+            for translation in (t for ts in found for t in ts):
+                without_language_token(translation)
         if alignment:
-            skip = 1 if self.target_language is not None else 0  # >>code<<
+            skip = 1 if self.target_languages else 0  # the language token
             add_alignments(found, sources, self.tokenizers, skip, texts)
             for translation in (t for ts in found for t in ts):
                 if not asked_attention:
                     translation.attention = None
-        for number, translations in enumerate(found if tokens else []):
+        for number, translations in enumerate(found if tokens is not None else []):
             written = wanted[number].written_prefix(self.tokenizers.tgt)
             for translation in translations:  # the tokens, and the text
                 translation.constraints_met = tokens[number].met_by(

@@ -15,6 +15,7 @@ from rosetta.data.tokenizer import TokenizerPair
 from rosetta.families import Family, check_model_fits, family_of
 from rosetta.interfaces.trained import Trained
 from rosetta.jobs.run_config import config_from_dict
+from rosetta.nn.meta import uninitialised
 from rosetta.runs import checkpoint as ckpt
 from rosetta.runs import weights
 
@@ -48,6 +49,7 @@ def restore(path: str | Path, device: torch.device, which: str = "best") -> Rest
     family = family_of(config.model)
     sizes = len(tokenizers.src), len(tokenizers.tgt)
     check_model_fits(config.model, *sizes, tokenizers)
-    model = family.build(config.model, *sizes, tokenizers)
+    with uninitialised():  # every weight is loaded next
+        model = family.build(config.model, *sizes, tokenizers)
     weights.load_weights(folder, model, device, family.upgrade_weights)
     return Restored(folder, config, tokenizers, model, device, family)

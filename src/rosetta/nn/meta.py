@@ -39,3 +39,41 @@ def on_meta() -> Iterator[None]:
     """Modules made inside are on the ``meta`` device, left uninitialised."""
     with torch.device("meta"), _SkipInPlaceOnMeta():
         yield
+
+
+# the initialisers of torch.nn.init that modules call when they are made
+INITIALISERS = (
+    "uniform_",
+    "normal_",
+    "trunc_normal_",
+    "constant_",
+    "ones_",
+    "zeros_",
+    "eye_",
+    "xavier_uniform_",
+    "xavier_normal_",
+    "kaiming_uniform_",
+    "kaiming_normal_",
+    "orthogonal_",
+)
+
+
+@contextmanager
+def uninitialised() -> Iterator[None]:
+    """Modules made inside keep their parameters as allocated: every
+    ``torch.nn.init`` initialiser does nothing. For a model whose every
+    weight is loaded next (``rosetta.runs.weights.load_weights`` refuses a
+    file that lacks one), drawing 600M random numbers first would only cost
+    time; tables computed from positions are computed as ever."""
+    saved = {name: getattr(torch.nn.init, name) for name in INITIALISERS}
+    try:
+        for name in INITIALISERS:
+            setattr(torch.nn.init, name, _unchanged)
+        yield
+    finally:
+        for name, initialiser in saved.items():
+            setattr(torch.nn.init, name, initialiser)
+
+
+def _unchanged(tensor: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
+    return tensor

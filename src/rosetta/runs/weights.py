@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors import SafetensorError
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file
 from torch import nn
 
@@ -28,10 +28,25 @@ def check_tensors(
                 f"holds {expected[name].dtype}; not a checkpoint Rosetta wrote"
             )
     floats = [(n, t) for n, t in stored.items() if t.is_floating_point()]
-    finite = [t.isfinite().all() for _, t in floats]
+    finite = [all_finite(t) for _, t in floats]
     if finite and not bool(torch.stack(finite).all()):  # one sync on a GPU
         bad = next(n for (n, _), ok in zip(floats, finite, strict=True) if not ok)
         raise RosettaError(f"{path}: {bad} holds NaN or infinite values")
+
+
+CHUNK = 1 << 22  # entries checked at once: a large table needs no copy's memory
+
+
+def all_finite(tensor: torch.Tensor) -> torch.Tensor:
+    """Whether every entry of ``tensor`` is finite (a 0-d bool tensor). A
+    finite sum says so in one pass (NaN and infinity carry into any sum);
+    otherwise, where a sum of finite entries could overflow, the entries are
+    checked a part at a time."""
+    if bool(tensor.sum().isfinite()):
+        return torch.tensor(True, device=tensor.device)
+    flat = tensor.reshape(-1)
+    parts = [part.isfinite().all() for part in flat.split(CHUNK)]
+    return torch.stack(parts).all() if parts else torch.tensor(True)
 
 
 Upgrade = Callable[[dict[str, torch.Tensor]], dict[str, torch.Tensor]]
@@ -48,46 +63,73 @@ def load_weights(
     an earlier Rosetta with today's names).
 
     A tied tensor is stored once, under any one of its names; every other
-    name must be in the file, and nothing else.
+    name must be in the file, and nothing else. The names and shapes are
+    checked from the file's header; the tensors are then read one at a time
+    (``pread``, no mapping) and copied into the model, so loading needs
+    memory for the model and its largest tensor, not for two models.
     """
     path = folder / MODEL_FILE
     try:
-        stored = load_file(str(path), device=str(device))
+        with safe_open(str(path), "pt", device=str(device), backend="pread") as file:
+            # each name as ``upgrade`` gives it -> its name in the file (the
+            # upgrades rename, so they map names as they map tensors)
+            names = {name: name for name in file.keys()}  # noqa: SIM118
+            if upgrade is not None:
+                names = upgrade(names)  # type: ignore[arg-type, assignment]
+            shapes = {
+                name: torch.Size(file.get_slice(saved).get_shape())
+                for name, saved in names.items()
+            }
+            _load_into(model, shapes, path, lambda name: file.get_tensor(names[name]))
     except (SafetensorError, OSError, RuntimeError) as error:
-        raise RosettaError(f"{path}: cannot load weights: {error}") from None
-    if upgrade is not None:
-        stored = upgrade(stored)
+        reason = in_words(error)
+        raise RosettaError(f"{path}: cannot load weights: {reason}") from None
+
+
+def _load_into(
+    model: nn.Module,
+    stored: dict[str, torch.Size],
+    path: Path,
+    read: Callable[[str], torch.Tensor],
+) -> None:
+    """``model``'s tensors from the stored ones (their shapes by name), each
+    read by ``read`` once, checked and copied into every name it is tied
+    to."""
     current = model.state_dict()
-    check_tensors(stored, current, path)
     names_of: dict[tuple, list[str]] = {}
     for name, tensor in current.items():
         names_of.setdefault(alias_key(tensor), []).append(name)
-    state, missing = {}, []
+    sources, missing = {}, []
     for names in names_of.values():
         found = [name for name in names if name in stored]
         if not found:
             missing.append(names[0])
         for name in names:
-            state[name] = stored[found[0]] if found else None
-    unexpected = sorted(set(stored) - set(state))
+            sources[name] = found[0] if found else None
+    unexpected = sorted(set(stored) - set(sources))
     if missing or unexpected:
         raise RosettaError(
             f"{path}: cannot load weights: these do not match the model "
             f"(missing: {', '.join(missing) or 'none'}; "
             f"unexpected: {', '.join(unexpected) or 'none'})"
         )
-    for name, tensor in state.items():
-        if tensor.shape != current[name].shape:  # torch would list every one
+    for name, source in sources.items():
+        if stored[source] != current[name].shape:  # torch would list every one
             raise RosettaError(
-                f"{path}: cannot load weights: {name} is {tuple(tensor.shape)} in "
+                f"{path}: cannot load weights: {name} is {tuple(stored[source])} in "
                 f"the file, {tuple(current[name].shape)} in the model its "
                 "configuration builds"
             )
-    try:
-        model.load_state_dict(state, strict=True)
-    except RuntimeError as error:  # one line: torch's message has several
-        reason = in_words(error)
-        raise RosettaError(f"{path}: cannot load weights: {reason}") from None
+    targets: dict[str, list[str]] = {}
+    for name, source in sources.items():
+        targets.setdefault(source, []).append(name)  # type: ignore[arg-type]
+    with torch.no_grad():
+        for source, names in targets.items():
+            tensor = read(source)
+            check_tensors({source: tensor}, {source: current[names[0]]}, path)
+            for name in names:
+                current[name].copy_(tensor)
+            del tensor
 
 
 def load_optimizer(

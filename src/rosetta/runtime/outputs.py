@@ -55,6 +55,7 @@ KEPT = (
     ("store/manifest.json", "a training run"),
     ("rosetta.json", "a CTranslate2 export"),
     ("source.spm", "a MarianMT export"),
+    ("sentencepiece.bpe.model", "an NLLB-200, M2M100 or mBART-50 export"),
 )
 
 

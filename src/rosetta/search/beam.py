@@ -43,8 +43,9 @@ from __future__ import annotations
 import torch
 
 from rosetta.interfaces.encoder_decoder import DecoderState, EncoderDecoder
-from rosetta.search.constraints import BatchConstraints, allocate, feed_prefix
+from rosetta.search.constraints import BatchConstraints, allocate
 from rosetta.search.controls import NO_CONTROLS, Controls, next_token_log_probs
+from rosetta.search.fed_prefix import feed_prefix
 from rosetta.search.finished import FinishedCandidates, expand_like
 from rosetta.search.greedy import Hypothesis, max_lengths
 from rosetta.search.options import LengthPenalty, Stopping, check_penalty

@@ -4,7 +4,9 @@ include, phrases it must exclude, and a prefix it must start with
 
 - ``prefix``: at step ``t < len(prefix)`` every token but ``prefix[t]`` is
   ruled out, so the output starts with it (its tokens scored by the model);
-  a prefix that ended with a space is followed by a new word.
+  a prefix that ended with a space is followed by a new word. Its first
+  ``free`` tokens are forced the way ``transformers`` forces a
+  multilingual model's target-language token: scored 0, not by the model.
 - ``exclude``: banned phrases as the controls ban them (every spelling,
   ``rosetta.search.bans``), for this sentence's hypotheses only.
 - ``include``: a phrase stays a word: right after it, the tokens that would
@@ -37,9 +39,7 @@ from dataclasses import dataclass
 
 import torch
 
-from rosetta.interfaces.encoder_decoder import DecoderState, EncoderDecoder
 from rosetta.search.bans import Spellings
-from rosetta.search.controls import Controls
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,7 @@ class TokenConstraints:
     # the vocabulary's tokens that continue a word (no space before them)
     continuations: frozenset[int] = frozenset()
     prefix_ends_word: bool = False  # the prefix ended with a space
+    free: int = 0  # the prefix's first tokens that score 0 (a language token)
 
     @property
     def needed(self) -> int:
@@ -129,6 +130,9 @@ class BatchConstraints:
         self.prefix = self.prefix.view(len(sentences), longest)
         self.prefix_length = torch.tensor(
             [len(c.prefix) for c in sentences], dtype=torch.long, device=device
+        )
+        self.free = torch.tensor(
+            [c.free for c in sentences], dtype=torch.long, device=device
         )
         # each sentence's phrases in slots (n, S, W): a row works on its own
         slots = max((len(c.include) for c in sentences), default=0)
@@ -249,6 +253,7 @@ class BatchConstraints:
         if forcing.numel():
             forced = self.prefix[sentence[forcing], t]
             kept = log_probs[forcing, forced]
+            kept = kept.masked_fill(t < self.free[sentence[forcing]], 0.0)
             log_probs[forcing] = float("-inf")
             log_probs[forcing, forced] = kept
         for owner, phrase in self.excluded:
@@ -305,43 +310,3 @@ def allocate(
     )
     key = rounds * (top + 1) + (top - sorted_banks)  # round, then most met
     return order.gather(1, key.argsort(dim=1, stable=True)[:, :width])
-
-
-@dataclass
-class FedPrefix:
-    """A batch's common prefix, fed in one pass: its ``length`` ``m``, its
-    ``tokens`` (n, m), their ``scores`` (n,) (Σ log P), the log-probabilities
-    of the token after them (n, V), and the state after them."""
-
-    length: int
-    tokens: torch.Tensor
-    scores: torch.Tensor
-    after: torch.Tensor
-    state: DecoderState
-
-
-def feed_prefix(
-    model: EncoderDecoder,
-    state: DecoderState,
-    constraints: BatchConstraints | None,
-    controls: Controls,
-    limits: torch.Tensor,
-    bos_id: int,
-) -> FedPrefix | None:
-    """The tokens that every sentence's prefix starts with, fed after
-    ``<bos>`` in one pass; None where there are none, or where the controls
-    or excluded phrases could rule out a prefix token (forcing it step by
-    step then says so: the hypothesis stops, incomplete)."""
-    if constraints is None or constraints.excluded:
-        return None
-    if controls.banned or controls.no_repeat_ngram:
-        return None
-    m = int(constraints.prefix_length.min()) if len(constraints.sentences) else 0
-    m = min(m, int(limits.min()) - 1)  # room left for a token after them
-    if m < 1:
-        return None
-    tokens = constraints.prefix[:, :m]
-    bos = tokens.new_full((len(tokens), 1), bos_id)
-    log_probs, state = model.steps(torch.cat([bos, tokens], dim=1), state)
-    scores = log_probs[:, :m].gather(2, tokens.unsqueeze(2)).double().sum((1, 2))
-    return FedPrefix(m, tokens, scores, log_probs[:, m], state)

@@ -5,10 +5,12 @@ search all take them from ``next_token_log_probs``, so a control written
 here holds in each of them alike.
 
 Always: ``<pad>`` and ``<bos>`` are never a next token (no training target
-holds either). They are ruled out after the softmax over every token (the
-model's probabilities are left as they are, so a search's scores are the
-model's), which is how ``transformers`` bans the ``<pad>`` that MarianMT
-models start their decoder from (``bad_words_ids``).
+holds either). The probabilities are those of every token but ``<bos>``
+(``without_start``): an imported model's ``<bos>`` row repeats the row its
+decoder starts from (MarianMT's ``<pad>``, fairseq's ``</s>``), which would
+otherwise count twice in the softmax; the model's own tokens are normalised
+as the model was. ``<pad>`` is then ruled out after the softmax, which is
+how ``transformers`` bans it (``bad_words_ids``).
 
 On request (``Controls``): a minimum length (``<eos>`` ruled out before it),
 no n-gram twice in one output, and banned phrases (the last token of any
@@ -118,6 +120,13 @@ def as_spellings(
 NO_CONTROLS = Controls()
 
 
+def without_start(log_probs: torch.Tensor) -> torch.Tensor:
+    """``log_probs`` (..., V) normalised over every token but ``<bos>``:
+    ``log p_i - log(1 - p_bos)``, in place."""
+    start = log_probs[..., BOS_ID : BOS_ID + 1].exp().clamp(max=1.0 - 1e-6)
+    return log_probs.sub_(torch.log1p(-start))
+
+
 def next_token_log_probs(
     model: EncoderDecoder,
     prev_tokens: torch.Tensor,
@@ -133,5 +142,6 @@ def next_token_log_probs(
         log_probs, state = model.step(prev_tokens, state, need_attention=True)
     else:
         log_probs, state = model.step(prev_tokens, state)
+    without_start(log_probs)
     controls.rule_out(log_probs, prefixes)
     return log_probs, state

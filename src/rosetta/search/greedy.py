@@ -15,8 +15,9 @@ from dataclasses import dataclass
 import torch
 
 from rosetta.interfaces.encoder_decoder import EncoderDecoder
-from rosetta.search.constraints import BatchConstraints, feed_prefix
+from rosetta.search.constraints import BatchConstraints
 from rosetta.search.controls import NO_CONTROLS, Controls, next_token_log_probs
+from rosetta.search.fed_prefix import feed_prefix
 from rosetta.search.topk import argmax_rows
 
 

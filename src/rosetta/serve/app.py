@@ -30,11 +30,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from rosetta import __version__
 from rosetta.config.reading import config_to_dict
 from rosetta.errors import RosettaError
-from rosetta.inference.constraints import Constraint, spell_constraints
 from rosetta.inference.language_check import LanguageCheck
 from rosetta.inference.text_translator import TextTranslator
 from rosetta.search.batched import threads_per_worker
-from rosetta.search.options import SearchOptions
 from rosetta.serve.batcher import DynamicBatcher, QueueFull
 from rosetta.serve.schemas import (
     Health,
@@ -44,6 +42,12 @@ from rosetta.serve.schemas import (
     request_error,
 )
 from rosetta.serve.settings import ServerSettings
+from rosetta.serve.translating import (
+    GroupItem,
+    for_languages,
+    request_constraints,
+    translate_group,
+)
 
 log = logging.getLogger("rosetta.serve")
 DISCONNECT_POLL_S = 0.05  # how often a waiting request checks its client
@@ -150,61 +154,6 @@ async def _unless_gone(http: Request, work: Awaitable[Any]) -> Any:
             raise ClientGone
 
 
-def _translate_group(
-    translator: TextTranslator,
-    sentences: list[tuple[list[int], Constraint | None, str]],
-    asked: tuple[SearchOptions, bool],
-) -> list[list[dict[str, Any]]]:
-    """The worker thread's job: decode a group of encoded sentences, each
-    with its constraints (None: its request had none), with ``asked``'s
-    options and word alignments or not, and make its JSON."""
-    options, alignment = asked
-    sources = [ids for ids, _, _ in sentences]
-    wanted = [constraint for _, constraint, _ in sentences]
-    constraints = None
-    if any(constraint is not None for constraint in wanted):
-        constraints = [constraint or Constraint() for constraint in wanted]
-    results = translator.translate_ids(
-        sources,
-        options,
-        constraints=constraints,
-        alignment=alignment,
-        texts=[text for _, _, text in sentences],
-    )
-    for found, constraint in zip(results, wanted, strict=True):
-        for translation in found if constraint is None else ():
-            translation.constraints_met = None  # its request asked for none
-    return [[t.to_dict() for t in found] for found in results]
-
-
-def _constraints(
-    translator: TextTranslator,
-    request: TranslateRequest,
-    sources: list[list[int]],
-    options: SearchOptions,
-) -> list[Constraint | None]:
-    """The request's constraints, one per sentence, checked here so that a
-    bad one is this request's 422 (``ValueError``, ``RosettaError``), never
-    an error of the batch it would share."""
-    if request.constraints is None:
-        return [None] * len(sources)
-    if len(request.constraints) != len(sources):
-        raise ValueError(
-            f"{len(request.constraints)} constraints for {len(sources)} "
-            "sentences: give one per sentence (null or {} for none)"
-        )
-    wanted = [c.constraint() if c else Constraint() for c in request.constraints]
-    translator.check_constraints(wanted, options)
-    spell_constraints(
-        wanted,
-        sources,
-        translator.tokenizers.tgt,
-        translator.speller,
-        translator.position_limit,
-    )
-    return list(wanted)
-
-
 def create_app(
     translator: TextTranslator,
     settings: ServerSettings | None = None,
@@ -212,13 +161,12 @@ def create_app(
 ) -> FastAPI:
     """A FastAPI application serving ``translator``."""
     settings = settings or ServerSettings()
-    translator.check_language_chosen()  # else every request would fail
     check = LanguageCheck(settings.language_check)
     check.expect(translator.config.data.src_lang)
     if settings.workers > 1 and translator.device.type != "cpu":
         raise ValueError("parallel workers are for the CPU; a GPU runs one batch")
     batcher = DynamicBatcher(
-        lambda sources, options: _translate_group(translator, sources, options),
+        lambda items, options: translate_group(translator, items, options),
         enabled=settings.batching,
         max_tokens=settings.max_batch_tokens,
         max_wait_ms=settings.max_wait_ms,
@@ -260,19 +208,29 @@ def create_app(
         if refused is not None:
             return refused
         try:
-            options = translator.complete(request.search_options())
-            sources = [translator.encode(sentence) for sentence in request.sentences]
-            translator.check_meetable(sources, options)  # this request's alone
+            chosen = for_languages(translator, request)
+        except RosettaError as error:
+            return _unprocessable("languages", str(error))
+        try:
+            options = chosen.complete(request.search_options())
+            sources = [chosen.encode(sentence) for sentence in request.sentences]
+            chosen.check_meetable(sources, options)  # this request's alone
         except (ValueError, RosettaError) as error:
             return _unprocessable("options", str(error))
         try:
-            wanted = _constraints(translator, request, sources, options)
+            wanted = request_constraints(chosen, request, sources, options)
         except (ValueError, RosettaError) as error:
             return _unprocessable("constraints", str(error))
         cost = sum(len(ids) + 1 for ids in sources) * options.beam_size
         asked = (options, request.alignment)  # what a shared model call runs
         key = None if options.sample and options.seed is not None else asked
-        items = list(zip(sources, wanted, request.sentences, strict=True))
+        target = chosen.chosen_target if chosen.tags_both_sides else None
+        items = [
+            GroupItem(ids, constraint, text, target)
+            for ids, constraint, text in zip(
+                sources, wanted, request.sentences, strict=True
+            )
+        ]
         try:
             results = await _unless_gone(http, batcher.submit(items, asked, key, cost))
         except ClientGone:
@@ -313,6 +271,12 @@ def create_app(
             "one_pass": translator.one_pass,
             "src_lang": config.data.src_lang,
             "tgt_lang": config.data.tgt_lang,
+            "languages": {
+                "source": translator.source_languages,
+                "target": translator.target_languages,
+                "source_default": translator.chosen_source,
+                "target_default": translator.chosen_target,
+            },
             "parameters": translator.parameter_count,
             "vocabulary": {
                 "src": len(translator.tokenizers.src),

@@ -55,6 +55,17 @@ class TranslateRequest(BaseModel):
     )
 
     sentences: list[str] = Field(..., min_length=1, description="one per line")
+    source_lang: str | None = Field(
+        None,
+        max_length=64,
+        description="a multilingual model's language code for the sentences "
+        "(NLLB-200 deu_Latn, M2M100 de, mBART-50 de_DE); default: the server's",
+    )
+    target_lang: str | None = Field(
+        None,
+        max_length=64,
+        description="the language code to translate into; default: the server's",
+    )
     beam_size: Count = Field(
         DEFAULT.beam_size,
         validation_alias=AliasChoices("beam_size", "beam"),
@@ -132,7 +143,15 @@ class TranslateRequest(BaseModel):
     def search_options(self) -> SearchOptions:
         """The search this request asks for; ``ValueError`` if inconsistent."""
         options = self.model_dump(
-            exclude={"sentences", "attention", "ban", "constraints", "alignment"}
+            exclude={
+                "sentences",
+                "attention",
+                "ban",
+                "constraints",
+                "alignment",
+                "source_lang",
+                "target_lang",
+            }
         )
         return SearchOptions(
             **options, ban=tuple(self.ban), need_attention=self.attention
@@ -197,6 +216,10 @@ class Info(BaseModel):
     one_pass: bool  # every target token at once: no beam, no n-best
     src_lang: str
     tgt_lang: str
+    languages: dict[str, Any] = Field(
+        description="a multilingual model's codes: source, target (empty "
+        "lists otherwise) and the defaults, source_default, target_default"
+    )
     parameters: int
     vocabulary: dict[str, int]
     device: str

@@ -188,7 +188,10 @@ def prepare_data(
     if data.valid is not None:
         splits["valid"] = data.valid
     tokenizers_sha256 = sha256_of(run_dir / TOKENIZER_FILE)
-    recipe = StoreRecipe(splits, tokenizers, tokenizers_sha256, data.max_len)
+    # a multilingual model's corpus: each side starts with its language's token
+    tagged = tokenizers.tagged(data.src_lang, data.tgt_lang)
+    encoding, languages = tagged or (tokenizers, None)
+    recipe = StoreRecipe(splits, encoding, tokenizers_sha256, data.max_len, languages)
     threads = options.workers or default_workers()
     encode = pairs_encoder(recipe, threads, log)
     sides = {"src": len(tokenizers.src), "tgt": len(tokenizers.tgt)}

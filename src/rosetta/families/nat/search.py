@@ -28,6 +28,7 @@ from rosetta.data.vocab import BOS_ID, EOS_ID, PAD_ID
 from rosetta.families.nat.ctc import run_starts
 from rosetta.families.nat.model import NonAutoregressiveTransformer
 from rosetta.interfaces.encoder_decoder import EncoderDecoder
+from rosetta.search.controls import without_start
 
 
 @dataclass
@@ -203,6 +204,7 @@ def teacher_log_probabilities(
     state = teacher.init_state(teacher.encode(src, src_mask), src_mask)
     state = state.reorder(torch.tensor(source_of, device=device))
     features, _ = teacher.decoder(tgt_in, state, tgt_in != PAD_ID)
-    log_probs = teacher.output_proj(features).float().log_softmax(-1)
+    # as every search scores: <bos> is left out of the softmax
+    log_probs = without_start(teacher.output_proj(features).float().log_softmax(-1))
     picked = log_probs.gather(-1, tgt_out[..., None])[..., 0]
     return (picked * (tgt_out != PAD_ID)).sum(1)

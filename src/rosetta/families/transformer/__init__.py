@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 from rosetta.families.family import Family, Later
 from rosetta.families.transformer.config import TINY_ATTENTION, TransformerConfig
 from rosetta.families.transformer.ctranslate2 import EXPORT as CTRANSLATE2
-from rosetta.families.transformer.marian import EXPORT as MARIAN_EXPORT
-from rosetta.families.transformer.marian import IMPORTER as MARIAN
+from rosetta.families.transformer.hf import EXPORT as HF_EXPORT
+from rosetta.families.transformer.hf import IMPORTER as HF_IMPORT
 
 if TYPE_CHECKING:
     from rosetta.inference.translator import Translator
@@ -45,8 +45,8 @@ FAMILY = Family(
     prepare=Later("rosetta.train.prepare", "prepare_data"),
     training=Later("rosetta.train.translation_task", "translation_training"),
     inference=translator,
-    exports=(CTRANSLATE2, MARIAN_EXPORT),
-    importers=(MARIAN,),
+    exports=(CTRANSLATE2, HF_EXPORT),
+    importers=(HF_IMPORT,),
     upgrade_weights=Later(
         "rosetta.interfaces.encoder_decoder", "output_projection_moved"
     ),

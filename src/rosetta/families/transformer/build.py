@@ -6,6 +6,7 @@ import torch
 from torch import nn
 
 from rosetta.data.tokenizer import TokenizerPair
+from rosetta.data.vocab import EOS_ID
 from rosetta.families.transformer.config import TransformerConfig
 from rosetta.families.transformer.layers import (
     TransformerDecoderLayer,
@@ -54,6 +55,7 @@ def build_transformer(
     first_position: int = DEFAULT["first_position"],
     scale_embeddings: bool = DEFAULT["scale_embeddings"],
     embedding_norm: bool = DEFAULT["embedding_norm"],
+    start_token: str = DEFAULT["start_token"],
     digits: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> EncoderDecoder:
     """Assemble a Transformer; the sizes are those of ``TransformerConfig``.
@@ -74,7 +76,8 @@ def build_transformer(
     counted from ``first_position``; ``learned`` positions: a trained table
     per side; ``output_bias``: a bias added to the logits (MarianMT's);
     ``scale_embeddings``: token vectors times sqrt(d_model);
-    ``embedding_norm``: a LayerNorm per side on the embedding (mBART's)."""
+    ``embedding_norm``: a LayerNorm per side on the embedding (mBART's);
+    ``start_token``: ``eos``, the decoder's ``<bos>`` reads ``<eos>``'s row."""
     if share_embeddings and src_vocab != tgt_vocab:
         raise ValueError("shared embeddings need one vocabulary for source and target")
     if positions not in POSITIONS:
@@ -115,6 +118,7 @@ def build_transformer(
             start=first_position,
             scaled=scale_embeddings,
             norm=embedding_norm,
+            start_row=EOS_ID if start_token == "eos" else None,
         )
 
     def biases(layers: int, both_ends: bool = False) -> LinearBiases | None:

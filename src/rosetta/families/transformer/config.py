@@ -139,6 +139,11 @@ class TransformerConfig(AttentionSection):
     output_bias: bool = Field(
         False, description="a learned bias added to the logits (MarianMT's)"
     )
+    start_token: Literal["bos", "eos"] = Field(
+        "bos",
+        description="the embedding the decoder starts from: <bos>'s own, or "
+        "<eos>'s (fairseq's models, NLLB, M2M100, mBART: </s> starts and ends)",
+    )
 
     @model_validator(mode="after")
     def _fairseq_sinusoids_need_two_frequencies(self) -> TransformerConfig:

@@ -7,6 +7,7 @@ import math
 import torch
 from torch import nn
 
+from rosetta.data.vocab import BOS_ID
 from rosetta.families.transformer.kv_cache import KeyValue, KeyValueCache
 from rosetta.nn import LayerSizes, positional_encoding
 from rosetta.nn.dropout import Dropout
@@ -27,7 +28,9 @@ class TransformerEmbedding(nn.Module):
     frequencies, ``start`` the number of the first position
     (``rosetta.nn.positional``). ``scaled=False`` adds the token vectors as
     they are; ``norm`` normalises the sum (a LayerNorm before dropout, as
-    mBART's embeddings)."""
+    mBART's embeddings); ``start_row``: the id whose row ``<bos>`` reads
+    (fairseq's models start their decoder from ``</s>``; the encoder, which
+    never sees ``<bos>``, may share the module)."""
 
     def __init__(
         self,
@@ -43,6 +46,7 @@ class TransformerEmbedding(nn.Module):
         start: int = 0,
         scaled: bool = True,
         norm: bool = False,
+        start_row: int | None = None,
     ):
         super().__init__()
         self.absolute = absolute
@@ -58,6 +62,7 @@ class TransformerEmbedding(nn.Module):
             self.positions = table
         self.norm = nn.LayerNorm(d_model) if norm else None
         self.dropout = Dropout(dropout)
+        self.start_row = start_row
 
     def forward(
         self,
@@ -73,6 +78,8 @@ class TransformerEmbedding(nn.Module):
                 f"sequence of {offset + length} tokens exceeds max_positions "
                 f"({self.positions.size(0)})"
             )
+        if self.start_row is not None:
+            tokens = tokens.masked_fill(tokens == BOS_ID, self.start_row)
         x = self.token(tokens) * self.scale
         if self.absolute:
             if positions is None:

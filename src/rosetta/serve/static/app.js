@@ -36,11 +36,36 @@ async function loadInfo() {
       }
       $("prefix-box").hidden = true;
     }
+    showLanguages(info.languages);
     // the search controls are Rosetta's own: a NAT model and CTranslate2 refuse them
     $("controls").hidden = oneShot || engine !== "rosetta";
   } catch (error) {
     $("model-info").textContent = "model information unavailable";
   }
+}
+
+// A multilingual model's languages, offered as two lists (the source's only
+// where the model is told it), the server's defaults chosen.
+function showLanguages(languages) {
+  if (!languages || !languages.target.length) return;
+  const fill = (select, codes, chosen) => {
+    for (const code of codes) select.add(new Option(code, code, false, code === chosen));
+  };
+  fill($("target-lang"), languages.target, languages.target_default);
+  if (languages.source.length) {
+    fill($("source-lang"), languages.source, languages.source_default);
+  } else {
+    $("source-lang-label").hidden = true;
+  }
+  $("languages").hidden = false;
+}
+
+// The languages chosen, named as the request's fields (none for other models).
+function languageChoice() {
+  if ($("languages").hidden) return {};
+  const choice = { target_lang: $("target-lang").value };
+  if (!$("source-lang-label").hidden) choice.source_lang = $("source-lang").value;
+  return choice;
 }
 
 function showError(message) {
@@ -69,7 +94,7 @@ async function postTranslate(request) {
   const response = await fetch("/translate", {
     method: "POST",
     headers: { "Content-Type": "application/json" },
-    body: JSON.stringify(request),
+    body: JSON.stringify({ ...request, ...languageChoice() }),
   });
   return { response, body: await response.json().catch(() => null) };
 }

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from rosetta.data.vocab import BOS, EOS, UNK
+from rosetta.data.vocab import BOS, BOS_ID, EOS, UNK
 from rosetta.errors import RosettaError
 from rosetta.families.transformer.ctranslate2.files import ENGINE_FILE
 from rosetta.families.transformer.model import TransformerDecoder, TransformerEncoder
@@ -26,6 +26,8 @@ from rosetta.families.transformer.positions import SCHEMES
 from rosetta.runs import checkpoint as ckpt
 from rosetta.runtime.atomic import write_json_atomic
 from rosetta.runtime.records import Record, read_checked
+
+NEVER_STARTS = -1e4  # the logit bias of <bos>
 
 
 def import_ctranslate2() -> Any:
@@ -71,6 +73,13 @@ def write_export(restored: Any, output: Path, quantization: str | None) -> None:
             f"{folder}: model.embedding_norm or model.scale_embeddings: false; "
             "this export writes a Transformer whose embeddings are scaled by "
             "sqrt(d_model) and not normalised"
+        )
+    if model.start_token != "bos":
+        raise RosettaError(
+            f"{folder}: model.start_token {model.start_token} (a decoder that "
+            "starts from </s>, as NLLB's, M2M100's and mBART's do); this export "
+            "writes a decoder that starts from <bos>: export them with "
+            "rosetta export hf"
         )
     spec = _transformer_spec(restored)
     meta = ckpt.read_meta(folder)
@@ -132,8 +141,12 @@ def _transformer_spec(restored: Any) -> Any:
     spec.encoder.embeddings[0].weight = weights["encoder.embedding.token.weight"]
     spec.decoder.embeddings.weight = weights["decoder.embedding.token.weight"]
     spec.decoder.projection.weight = weights["output_proj.weight"]
-    if "output_proj.bias" in weights:
-        spec.decoder.projection.bias = weights["output_proj.bias"]
+    # <bos> left out of the softmax, as Rosetta's search leaves it out
+    # (rosetta.search.controls.without_start): exp(-10^4) is 0 in float32
+    rows = len(weights["output_proj.weight"])
+    bias = np.array(weights.get("output_proj.bias", np.zeros(rows, np.float32)))
+    bias[BOS_ID] = NEVER_STARTS
+    spec.decoder.projection.bias = bias
     if norm_first:  # the stacks' final layer norms
         norm(spec.encoder.layer_norm, "encoder.final_norm")
         norm(spec.decoder.layer_norm, "decoder.final_norm")

@@ -85,10 +85,10 @@ def layer_shape(name: str, d_model: int, d_ff: int) -> tuple[int, ...]:
     return (rows, d_ff if layer == "fc2" else d_model)
 
 
-def model_section(settings: MarianSettings, joint: bool, where: str) -> dict[str, Any]:
-    """The Rosetta ``model`` section of a MarianMT ``config.json`` (checked
-    for types and ranges); what Rosetta's Transformer cannot express is one
-    line naming the key."""
+def shared_section(settings: Any, where: str) -> dict[str, Any]:
+    """The Rosetta ``model`` keys of a transformers ``config.json`` that every
+    layout has (the sizes, dropout, positions, activation), checked; what
+    Rosetta's Transformer cannot express is one line naming the key."""
 
     def same(a: str, b: str) -> int:
         if getattr(settings, a) != getattr(settings, b):
@@ -103,18 +103,6 @@ def model_section(settings: MarianSettings, joint: bool, where: str) -> dict[str
         raise RosettaError(
             f"{where}: activation_function {activation!r}; Rosetta has "
             f"{', '.join(ACTIVATIONS)}"
-        )
-    if not settings.scale_embedding:
-        raise RosettaError(
-            f"{where}: scale_embedding false; Rosetta imports MarianMT models "
-            "that scale their embeddings by sqrt(d_model), as every OPUS-MT "
-            "model does"
-        )
-    start = settings.decoder_start_token_id
-    if start is not None and start != settings.pad_token_id:
-        raise RosettaError(
-            f"{where}: decoder_start_token_id is not pad_token_id; Rosetta "
-            "imports MarianMT models whose decoder starts from <pad>"
         )
     heads = same("encoder_attention_heads", "decoder_attention_heads")
     if settings.d_model % heads:
@@ -131,14 +119,50 @@ def model_section(settings: MarianSettings, joint: bool, where: str) -> dict[str
         "d_ff": same("encoder_ffn_dim", "decoder_ffn_dim"),
         "dropout": settings.dropout,
         "attention_dropout": settings.attention_dropout,
-        "norm": "post",
         "max_positions": settings.max_position_embeddings,
+        "activation": ACTIVATIONS[activation],
+    }
+
+
+def model_section(settings: MarianSettings, joint: bool, where: str) -> dict[str, Any]:
+    """The Rosetta ``model`` section of a MarianMT ``config.json`` (checked
+    for types and ranges)."""
+    if not settings.scale_embedding:
+        raise RosettaError(
+            f"{where}: scale_embedding false; Rosetta imports MarianMT models "
+            "that scale their embeddings by sqrt(d_model), as every OPUS-MT "
+            "model does"
+        )
+    start = settings.decoder_start_token_id
+    if start is not None and start != settings.pad_token_id:
+        raise RosettaError(
+            f"{where}: decoder_start_token_id is not pad_token_id; Rosetta "
+            "imports MarianMT models whose decoder starts from <pad>"
+        )
+    return shared_section(settings, where) | {
+        "norm": "post",
         "share_embeddings": joint,
         "tie_output": settings.tie_word_embeddings,
         "positions": "sinusoidal",
         "sinusoids": "halves",
-        "activation": ACTIVATIONS[activation],
         "output_bias": True,
+    }
+
+
+def hf_sizes(model: Any) -> dict[str, int]:
+    """The sizes of a transformers ``config.json`` for a Rosetta ``model``
+    section."""
+    return {
+        "d_model": model.d_model,
+        "encoder_layers": model.encoder_layers,
+        "decoder_layers": model.decoder_layers,
+        "encoder_attention_heads": model.heads,
+        "decoder_attention_heads": model.heads,
+        "encoder_ffn_dim": model.d_ff,
+        "decoder_ffn_dim": model.d_ff,
+        "dropout": model.dropout,
+        "attention_dropout": model.attention_dropout,
+        "max_position_embeddings": model.max_positions,
     }
 
 
@@ -150,18 +174,9 @@ def marian_config(model: Any, vocab_size: int, target_vocab_size: int) -> dict:
         "model_type": "marian",
         "vocab_size": vocab_size,
         "decoder_vocab_size": target_vocab_size,
-        "d_model": model.d_model,
-        "encoder_layers": model.encoder_layers,
-        "decoder_layers": model.decoder_layers,
-        "encoder_attention_heads": model.heads,
-        "decoder_attention_heads": model.heads,
-        "encoder_ffn_dim": model.d_ff,
-        "decoder_ffn_dim": model.d_ff,
+        **hf_sizes(model),
         "activation_function": model.activation,
-        "dropout": model.dropout,
-        "attention_dropout": model.attention_dropout,
         "activation_dropout": model.dropout,
-        "max_position_embeddings": model.max_positions,
         "scale_embedding": True,
         "share_encoder_decoder_embeddings": model.share_embeddings,
         "tie_word_embeddings": model.tie_output,
@@ -184,10 +199,17 @@ class IdTable:
 
 
 def imported_ids(
-    vocab: dict[str, int], rows: int, eos: int, pad: int, where: str
+    vocab: dict[str, int],
+    rows: int,
+    eos: int,
+    pad: int,
+    where: str,
+    start: int | None = None,
 ) -> IdTable:
     """The Rosetta ids of a MarianMT vocabulary (``vocab.json``) of ``rows``
-    embedding rows, whose ``</s>`` and ``<pad>`` are ``eos`` and ``pad``."""
+    embedding rows, whose ``</s>`` and ``<pad>`` are ``eos`` and ``pad``;
+    ``<bos>`` takes the row the decoder starts from, ``start`` (default
+    ``pad``, MarianMT's; fairseq's models start from ``</s>``)."""
     if sorted(vocab.values()) != list(range(rows)):
         raise RosettaError(
             f"{where}: {len(vocab)} pieces with ids that are not 0..{rows - 1}, "
@@ -215,7 +237,8 @@ def imported_ids(
             f"{where}: the piece {clash[0]!r} is one of Rosetta's special symbols"
         )
     by_id = dict.fromkeys(range(4), 0)
-    by_id |= {PAD_ID: pad, UNK_ID: unk, BOS_ID: pad, EOS_ID: eos}
+    by_id |= {PAD_ID: pad, UNK_ID: unk, BOS_ID: pad if start is None else start}
+    by_id[EOS_ID] = eos
     return IdTable(
         [*SPECIALS, *(piece for _, piece in ordinary)],
         [*(by_id[i] for i in range(4)), *(i for i, _ in ordinary)],

@@ -35,6 +35,7 @@ from rosetta.families.transformer.marian.settings import (
     SAFETENSORS_FILE,
     SOURCE_SPM,
     TARGET_SPM,
+    TARGET_VOCAB_FILE,
     TOKENIZER_CONFIG,
     VOCAB_FILE,
 )
@@ -69,11 +70,8 @@ def refusal(model: Any) -> str | None:
             "pre-norm layers: MarianMT normalises after each sub-layer and has "
             "no final LayerNorm"
         )
-    if not model.share_embeddings:
-        return (
-            "separate source and target embeddings: this export writes MarianMT's "
-            "shared table (train with model.share_embeddings: true)"
-        )
+    if model.start_token != "bos":
+        return "a decoder that starts from </s>: MarianMT's starts from <pad>"
     return None
 
 
@@ -114,15 +112,19 @@ def write_marian(restored: Any, folder: Path, quantization: str | None) -> None:
                 f"{restored.folder}: {type(side).__name__}; MarianMT's tokenizer "
                 "reads SentencePiece models (tokenizer.kind: sentencepiece)"
             )
-    tokens = tokenizers.src.id_pieces(range(len(tokenizers.src)))
-    vocab, rows = exported_ids(tokens)
+    vocab, rows = exported_ids(tokenizers.src.id_pieces(range(len(tokenizers.src))))
+    target: tuple[dict[str, int], list[int]] | None = None
+    if not model.share_embeddings:  # a table per side, of one size
+        pieces = tokenizers.tgt.id_pieces(range(len(tokenizers.tgt)))
+        (vocab, rows), target = same_size((vocab, rows), exported_ids(pieces))
     tensors = {
         name: t.detach().float().cpu()
         for name, t in ckpt.model_tensors(restored.model).items()
     }
     if model.sinusoids == "interleaved":
         tensors = permuted_width(tensors, halves_order(model.d_model))
-    save_file(marian_tensors(tensors, model, rows), str(folder / SAFETENSORS_FILE))
+    written = marian_tensors(tensors, model, rows, target and target[1])
+    save_file(written, str(folder / SAFETENSORS_FILE))
     size = len(vocab)
     config = marian_config(model, size, size)
     write(folder / CONFIG_FILE, config)
@@ -150,38 +152,85 @@ def write_marian(restored: Any, folder: Path, quantization: str | None) -> None:
             "tokenizer_class": "MarianTokenizer",
             "source_lang": data.src_lang,
             "target_lang": data.tgt_lang,
-            "separate_vocabs": False,
+            "separate_vocabs": target is not None,
             "model_max_length": model.max_positions,
         },
     )
     write(folder / VOCAB_FILE, vocab)
+    if target is not None:
+        write(folder / TARGET_VOCAB_FILE, target[0])
     (folder / SOURCE_SPM).write_bytes(tokenizers.src.model_bytes)
     (folder / TARGET_SPM).write_bytes(tokenizers.tgt.model_bytes)
 
 
 def marian_tensors(
-    tensors: dict[str, torch.Tensor], model: Any, rows: list[int]
+    tensors: dict[str, torch.Tensor],
+    model: Any,
+    rows: list[int],
+    target_rows: list[int] | None = None,
 ) -> dict[str, torch.Tensor]:
-    """MarianMT's names and id order for Rosetta's tensors (shared table)."""
+    """MarianMT's names and id order for Rosetta's tensors: one shared table,
+    or (``target_rows``) a table per side."""
     sizes = {
         "encoder_layers": model.encoder_layers,
         "decoder_layers": model.decoder_layers,
     }
     out = {theirs: tensors[ours] for theirs, ours in layer_names(sizes).items()}
-    shared = take_rows(tensors["encoder.embedding.token.weight"], rows)
-    out["model.shared.weight"] = shared
+    source = filled(tensors["encoder.embedding.token.weight"], rows)
+    output_rows = rows if target_rows is None else target_rows
+    if target_rows is None:
+        out["model.shared.weight"] = source
+    else:  # transformers ties the output layer to the decoder's table
+        out["model.encoder.embed_tokens.weight"] = source
+        target = filled(tensors["decoder.embedding.token.weight"], target_rows)
+        out["model.decoder.embed_tokens.weight"] = target
     bias = tensors.get("output_proj.bias")
-    out["final_logits_bias"] = torch.zeros(1, len(rows))
-    if bias is not None:
-        out["final_logits_bias"] = take_rows(bias, rows).unsqueeze(0)
+    if bias is None:
+        bias = torch.zeros(max(output_rows) + 1)
+    out["final_logits_bias"] = filled(bias, output_rows, NEVER).unsqueeze(0)
     if not model.tie_output:
-        out["lm_head.weight"] = take_rows(tensors["output_proj.weight"], rows)
-        # transformers 5 reads tie_word_embeddings false as "tie nothing":
-        # the encoder's and decoder's tables are then read from their own
-        # names (missing, they would be drawn at random), so each is written
-        for side in ("encoder", "decoder"):
-            out[f"model.{side}.embed_tokens.weight"] = shared.clone()
+        out["lm_head.weight"] = filled(tensors["output_proj.weight"], output_rows)
+        if target_rows is None:
+            # transformers 5 reads tie_word_embeddings false as "tie nothing":
+            # the encoder's and decoder's tables are then read from their own
+            # names (missing, they would be drawn at random), so each is written
+            for side in ("encoder", "decoder"):
+                out[f"model.{side}.embed_tokens.weight"] = source.clone()
     return out
+
+
+NEVER = -1e4  # the logit bias of a filler row: exp(-10^4) is 0 in float32
+FILLER = -1  # a row that holds no token: zeros (and NEVER in the logits bias)
+
+
+def filled(tensor: torch.Tensor, rows: list[int], fill: float = 0.0) -> torch.Tensor:
+    """``take_rows`` where a row of ``FILLER`` is ``fill``."""
+    taken = take_rows(tensor, [max(row, 0) for row in rows])
+    taken[torch.tensor(rows) == FILLER] = fill
+    return taken
+
+
+def same_size(
+    source: tuple[dict[str, int], list[int]], target: tuple[dict[str, int], list[int]]
+) -> tuple[tuple[dict[str, int], list[int]], tuple[dict[str, int], list[int]]]:
+    """Both sides' vocabularies (``exported_ids``) of one size, the smaller
+    filled up before its ``<pad>`` with rows that hold no token: MarianMT has
+    one ``<pad>`` id for both."""
+    size = max(len(source[0]), len(target[0]))
+
+    def grown(
+        vocab: dict[str, int], rows: list[int]
+    ) -> tuple[dict[str, int], list[int]]:
+        pad_row = rows[-1]
+        vocab = {piece: i for piece, i in vocab.items() if piece != "<pad>"}
+        rows = rows[:-1]
+        for i in range(len(vocab), size - 1):
+            vocab[f"<unused{i}>"] = i
+            rows.append(FILLER)
+        vocab["<pad>"] = size - 1
+        return vocab, [*rows, pad_row]
+
+    return grown(*source), grown(*target)
 
 
 def write(path: Path, value: Any) -> None:

@@ -39,6 +39,7 @@ from rosetta.families.transformer.marian.settings import (
     check_ids,
     read_object,
 )
+from rosetta.runs.weights import all_finite
 from rosetta.runtime.records import parse_record
 
 # the dtypes MarianMT's weights come in; an integer or a flag is no weight
@@ -81,7 +82,7 @@ def read_tensors(folder: Path) -> tuple[Path, dict[str, torch.Tensor]]:
     safetensors = folder / SAFETENSORS_FILE
     if safetensors.is_file():
         try:
-            tensors = load_file(str(safetensors))
+            tensors = load_file(str(safetensors), backend="pread")  # no mapping
         except (SafetensorError, OSError, RuntimeError) as error:
             reason = in_words(error)
             raise RosettaError(
@@ -127,7 +128,7 @@ def checked_weights(
                 "float32, float16, bfloat16 or float64 tensors"
             )
     for name, tensor in tensors.items():
-        if not bool(tensor.isfinite().all()):
+        if not bool(all_finite(tensor)):
             raise RosettaError(f"{path}: {name} holds NaN or infinite values")
     return tensors
 
@@ -143,8 +144,7 @@ def read_marian_folder(folder: Path) -> MarianFolder:
     kind = config.get("model_type")
     if kind != "marian":
         raise RosettaError(
-            f"{path}: model_type {kind!r}; rosetta import hf "
-            "reads MarianMT models (model_type marian) only"
+            f"{path}: model_type {kind!r}, not a MarianMT model (marian)"
         )
     settings = parse_record(config, MarianSettings, str(path), "a MarianMT config")
     check_ids(settings, path)

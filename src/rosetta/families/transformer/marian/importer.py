@@ -1,22 +1,21 @@
-"""``rosetta import hf MODEL -o RUN``: a MarianMT model (a local folder or a
-Hugging Face Hub name, such as Helsinki-NLP/opus-mt-de-en) as an ordinary
+"""``rosetta import hf MODEL -o RUN`` of a MarianMT model (a local folder or
+a Hugging Face Hub name, such as Helsinki-NLP/opus-mt-de-en) as an ordinary
 Rosetta run: its configuration, its tokenizers and one checksummed
 checkpoint, which every command reads like a run trained here."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
-import yaml
 
-from rosetta.config.reading import config_from_dict, config_to_dict
+from rosetta.config.reading import config_from_dict
 from rosetta.data.piece_table import PieceTableTokenizer
 from rosetta.data.tokenizer import TokenizerPair
 from rosetta.errors import RosettaError, in_words
 from rosetta.families.transformer.config import TransformerConfig
+from rosetta.families.transformer.imported_run import write_imported_run
 from rosetta.families.transformer.marian.convert import (
     IdTable,
     imported_ids,
@@ -25,7 +24,6 @@ from rosetta.families.transformer.marian.convert import (
 )
 from rosetta.families.transformer.marian.hf_folder import (
     MarianFolder,
-    fetch_from_hub,
     read_marian_folder,
 )
 from rosetta.families.transformer.marian.settings import (
@@ -42,51 +40,21 @@ from rosetta.families.transformer.marian.tensors import (
     output_tensors,
     token_tables,
 )
-from rosetta.runs import checkpoint as ckpt
 from rosetta.runs.schemas import ImportedRecord
-from rosetta.runtime.atomic import write_json_atomic
 from rosetta.runtime.resources import refuse_beyond_memory
-from rosetta.train.prepare import write_tokenizer_file
-
-CHECKPOINT = "checkpoint-0000000"
-RUN_CONFIG = "config.yaml"  # the run's configuration, for users to start from
 
 
-def marian_source(source: str) -> Path:
-    """A local folder as it is; anything else, a Hub repository name."""
-    local = Path(source)
-    if local.is_dir():
-        return local
-    if local.exists() or source.count("/") != 1 or source.startswith((".", "/")):
-        raise RosettaError(
-            f"{source}: neither a MarianMT folder nor a Hub name (owner/model)"
-        )
-    return fetch_from_hub(source)
-
-
-def import_marian(source: str, folder: Path, log: Callable[[str], None]) -> None:
-    """Fill the empty ``folder`` with the run of the MarianMT model
-    ``source``."""
-    path = marian_source(source)
-    log(f"import: reading {path}")
+def import_marian(path: Path, source: str, folder: Path) -> None:
+    """Fill the empty ``folder`` with the run of the MarianMT model in
+    ``path`` (from ``source``)."""
     parts = read_marian_folder(path)
     config, tokenizers, tensors = converted(parts)
-    meta = {
-        "config": config_to_dict(config),
-        "tokenizers": tokenizers.to_dict(),
-        "imported": ImportedRecord(
-            source=source,
-            format="MarianMT (Hugging Face transformers)",
-            generation=generation_settings(parts),
-        ).model_dump(by_alias=True),
-    }
-    (folder / CHECKPOINT).mkdir()
-    ckpt.write_checkpoint_files(folder / CHECKPOINT, tensors, None, meta)
-    write_tokenizer_file(folder, config.tokenizer, meta["tokenizers"])
-    index = {"checkpoints": [CHECKPOINT], "latest": CHECKPOINT, "best": None}
-    write_json_atomic(folder / ckpt.INDEX_FILE, index)
-    (folder / RUN_CONFIG).write_text(run_config_text(meta["config"], source))
-    log(f"import: vocabulary {len(tokenizers.src):,}")
+    imported = ImportedRecord(
+        source=source,
+        format="MarianMT (Hugging Face transformers)",
+        generation=generation_settings(parts),
+    )
+    write_imported_run(folder, config, tokenizers, tensors, imported)
 
 
 def converted(
@@ -182,16 +150,3 @@ def generation_settings(parts: MarianFolder) -> dict[str, Any]:
         found = {key: getattr(source, key) for key in keys}
         settings |= {key: value for key, value in found.items() if value is not None}
     return settings
-
-
-def run_config_text(config: dict[str, Any], source: str) -> str:
-    """``config.yaml``: the run's configuration as a start for fine-tuning."""
-    header = (
-        f"# The configuration of {source}, imported by rosetta import hf.\n"
-        "# A fine-tuning configuration needs only data and train sections\n"
-        "# (the model section is the starting run's):\n"
-        "#   rosetta train FINETUNE.yaml --init RUN_FOLDER -o NEW_RUN\n"
-    )
-    kept = {key: config[key] for key in ("data", "tokenizer", "model")}
-    kept["data"] = {k: v for k, v in kept["data"].items() if v is not None}
-    return header + yaml.safe_dump(kept, sort_keys=False)

@@ -27,8 +27,11 @@ PICKLE_FILE = "pytorch_model.bin"
 SOURCE_SPM, TARGET_SPM = "source.spm", "target.spm"
 VOCAB_FILE, TARGET_VOCAB_FILE = "vocab.json", "target_vocab.json"
 TOKENIZER_CONFIG = "tokenizer_config.json"
-# what a download fetches: everything above, nothing else (no other formats)
+# what a download fetches: everything above and the tokenizer files of the
+# NLLB-200, M2M100 and mBART-50 models, nothing else (no other formats)
 HUB_FILES = [
+    "sentencepiece.bpe.model",
+    "tokenizer.json",
     CONFIG_FILE,
     GENERATION_FILE,
     SAFETENSORS_FILE,

@@ -1,0 +1,231 @@
+"""``rosetta import hf`` of an NLLB-200, M2M100 or mBART-50 model (a local
+folder or a Hub name such as facebook/nllb-200-distilled-600M) as an
+ordinary Rosetta run.
+
+What differs from MarianMT is each an ordinary option of Rosetta's
+Transformer: pre-norm layers with a final LayerNorm per stack, fairseq's
+sinusoids counted from ``<pad>`` + 1 (M2M100, NLLB) or a learned position
+table whose first two rows are never read (mBART), a LayerNorm on the
+embeddings and unscaled embeddings (mBART). The ids: Rosetta's ``<pad>``,
+``<unk>`` and ``<eos>`` take the rows of theirs, ``<bos>`` the row of
+``</s>`` (their decoder starts from it), every other id follows in their
+order; the language codes become the tokenizer's ``languages``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from rosetta.config.reading import config_from_dict
+from rosetta.data.piece_table import PieceTableTokenizer
+from rosetta.data.tokenizer import TokenizerPair
+from rosetta.errors import RosettaError, in_words
+from rosetta.families.transformer.config import TransformerConfig
+from rosetta.families.transformer.imported_run import write_imported_run
+from rosetta.families.transformer.marian.convert import (
+    imported_ids,
+    shared_section,
+    take_rows,
+)
+from rosetta.families.transformer.marian.hf_folder import read_tensors
+from rosetta.families.transformer.marian.settings import (
+    CONFIG_FILE,
+    GENERATION_FILE,
+    VOCAB_FILE,
+    GenerationSettings,
+    check_ids,
+    read_object,
+)
+from rosetta.families.transformer.marian.tensors import (
+    Weights,
+    check_sizes,
+    layer_tensors,
+    output_tensors,
+    token_tables,
+)
+from rosetta.families.transformer.multilingual.settings import (
+    MODEL_TYPES,
+    SPM_FILE,
+    MultilingualSettings,
+    check_generation,
+    check_layout,
+)
+from rosetta.families.transformer.multilingual.vocabulary import read_token_table
+from rosetta.nn.positional import positional_encoding
+from rosetta.runs.schemas import ImportedRecord
+from rosetta.runtime.records import parse_record
+from rosetta.runtime.resources import refuse_beyond_memory
+
+
+def import_multilingual(
+    path: Path, config: dict[str, Any], source: str, folder: Path, log
+) -> None:
+    """Fill the empty ``folder`` with the run of the model in ``path``, whose
+    ``config.json`` is ``config``."""
+    where = path / CONFIG_FILE
+    settings = parse_record(
+        config, MultilingualSettings, str(where), f"a {config['model_type']} config"
+    )
+    check_ids(settings, where)
+    check_layout(settings, where)
+    generation = parse_record(
+        read_object(path / GENERATION_FILE, required=False),
+        GenerationSettings,
+        str(path / GENERATION_FILE),
+        "the generation settings",
+    )
+    check_generation(generation, settings, path / GENERATION_FILE)
+    spm_path = path / SPM_FILE
+    if not spm_path.is_file():
+        raise RosettaError(f"{spm_path}: missing; the tokenizer is read from it")
+    spm_model = spm_path.read_bytes()
+    # M2M100 keeps its table in vocab.json; NLLB (also m2m_100) and mBART
+    # number SentencePiece's pieces
+    m2m100 = (path / VOCAB_FILE).is_file() and not settings.mbart
+    table = read_token_table(path, spm_model, m2m100, settings.vocab_size)
+    refuse_beyond_memory(
+        8 * settings.max_position_embeddings * settings.d_model,
+        f"{where}: max_position_embeddings {settings.max_position_embeddings}",
+    )
+    weights_path, tensors = read_tensors(path)  # the large part, read last
+    weights = Weights(tensors, weights_path, where)
+    del tensors
+    check_sizes(weights, settings)
+    ids = imported_ids(
+        {piece: i for i, piece in enumerate(table.pieces)},
+        settings.vocab_size,
+        settings.eos_token_id,
+        settings.pad_token_id,
+        str(path / SPM_FILE),
+        start=settings.eos_token_id,
+    )
+    shared, _ = token_tables(weights, settings)
+    stored = {"encoder.embedding.token.weight": take_rows(shared, ids.rows)}
+    bias, _ = output_tensors(weights, settings)
+    if settings.mbart:
+        stored["output_proj.bias"] = take_rows(bias, ids.rows)
+    elif bool(bias.any()):
+        raise RosettaError(
+            f"{weights_path}: final_logits_bias is not zero; M2M100 has none"
+        )
+    stored |= layer_tensors(weights, settings)
+    stored |= stack_tensors(weights, settings)
+    weights.check_left_over()
+    stored = {name: t.float().contiguous() for name, t in stored.items()}
+    tokens = dict(
+        zip(
+            table.languages,
+            (table.pieces[i] for i in table.languages.values()),
+            strict=True,
+        )
+    )
+    tokenizer = piece_table(spm_model, ids.tokens, tokens, spm_path)
+    # no languages by default: a model of 200 must be told which (a corpus
+    # named by two codes, as fine-tuning's, makes them the run's defaults)
+    data = {"src_lang": "src", "tgt_lang": "tgt"}
+    model = model_section(settings, str(where))
+    try:
+        rosetta_config = config_from_dict(
+            {"data": data, "model": model, "tokenizer": {"joint": True}},
+            (TransformerConfig,),
+            f"{path}: the configuration made from it",
+        )
+    except RosettaError as error:
+        raise RosettaError(in_words(error)) from None
+    kept = {"num_beams", "max_length", "length_penalty"}
+    search = {
+        key: value
+        for source_settings in (settings, generation)
+        for key, value in source_settings.model_dump().items()
+        if key in kept and value is not None
+    }
+    imported = ImportedRecord(
+        source=source,
+        format=f"{MODEL_TYPES[settings.model_type]} (Hugging Face transformers, "
+        f"{settings.model_type})",
+        generation=search,
+    )
+    write_imported_run(
+        folder, rosetta_config, TokenizerPair(tokenizer, tokenizer), stored, imported
+    )
+    log(f"import: vocabulary {len(tokenizer):,}, {len(table.languages)} languages")
+
+
+def piece_table(
+    model: bytes, tokens: list[str], languages: dict[str, str], path: Path
+) -> PieceTableTokenizer:
+    try:
+        return PieceTableTokenizer(model, tokens, languages=languages)
+    except (RuntimeError, OSError) as error:
+        reason = in_words(error)
+        raise RosettaError(f"{path}: not a SentencePiece model ({reason})") from None
+
+
+def stack_tensors(
+    weights: Weights, settings: MultilingualSettings
+) -> dict[str, torch.Tensor]:
+    """Each stack's final LayerNorm and, for mBART, its embeddings'
+    LayerNorm and learned positions (less the two rows before the first
+    position); a stored sinusoid table must be the one Rosetta computes."""
+    found = {}
+    width, rows = settings.d_model, settings.max_position_embeddings
+    first = settings.pad_token_id + 1
+    for side in ("encoder", "decoder"):
+        for kind in ("weight", "bias"):
+            found[f"{side}.final_norm.{kind}"] = norm_entry(
+                weights, f"model.{side}.layer_norm.{kind}", width
+            )
+            if settings.mbart:
+                found[f"{side}.embedding.norm.{kind}"] = norm_entry(
+                    weights, f"model.{side}.layernorm_embedding.{kind}", width
+                )
+        name = f"model.{side}.embed_positions.weight"
+        if settings.mbart:
+            table = weights.take(name)
+            if table.shape != (rows + first, width):
+                raise RosettaError(
+                    f"{weights.path}: {name} is {tuple(table.shape)}, not "
+                    f"({rows + first}, {width}) (max_position_embeddings + 2, d_model)"
+                )
+            found[f"{side}.embedding.positions"] = table[first:]
+            continue
+        stored = weights.tensors.pop(f"model.{side}.embed_positions.weights", None)
+        if stored is not None:
+            expected = positional_encoding(rows + first, width, "fairseq")
+            if stored.shape != expected.shape or not torch.allclose(
+                stored.float(), expected, atol=1e-4, rtol=0
+            ):
+                raise RosettaError(
+                    f"{weights.path}: model.{side}.embed_positions.weights is not "
+                    "M2M100's sinusoid table; Rosetta computes its positions so"
+                )
+    return found
+
+
+def norm_entry(weights: Weights, name: str, width: int) -> torch.Tensor:
+    tensor = weights.take(name)
+    if tensor.shape != (width,):
+        raise RosettaError(
+            f"{weights.path}: {name} is {tuple(tensor.shape)}, not ({width},)"
+        )
+    return tensor
+
+
+def model_section(settings: MultilingualSettings, where: str) -> dict[str, Any]:
+    """The Rosetta ``model`` section of ``config.json``."""
+    mbart = settings.mbart
+    return shared_section(settings, where) | {
+        "norm": "pre",
+        "share_embeddings": True,
+        "tie_output": True,
+        "positions": "learned" if mbart else "sinusoidal",
+        "sinusoids": "fairseq",
+        "first_position": settings.pad_token_id + 1,
+        "scale_embeddings": settings.scale_embedding,
+        "embedding_norm": mbart,
+        "output_bias": mbart,
+        "start_token": "eos",
+    }

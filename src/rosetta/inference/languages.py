@@ -1,0 +1,182 @@
+"""What a translator knows of a multilingual model's languages, and how it
+tells the model which to use.
+
+Two kinds of model translate between several languages:
+
+- a MarianMT model with target-language tokens (``>>fra<<``): each source
+  sentence starts with the target language's token, as text;
+- a model that tags both sides (NLLB-200, M2M100, mBART-50; the
+  tokenizer's ``languages``): the source starts with its own language's
+  token (``deu_Latn``) and the output's first token is forced to the
+  target language's (``fra_Latn``), scored 0 as ``transformers``' forced
+  first token is; the output's text leaves it out.
+
+The languages are chosen once (``for_language``, ``from_language``) or, for
+the second kind, per sentence (the server's per-request languages). Where
+the run's configuration names two of the model's codes (``data.src_lang``,
+``data.tgt_lang``: a model fine-tuned on one pair), they are the defaults.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Self
+
+from rosetta.errors import RosettaError
+from rosetta.inference.translation import Translation
+from rosetta.search.constraints import TokenConstraints
+
+if TYPE_CHECKING:
+    from rosetta.config.schema import Config
+    from rosetta.data.tokenizer import TokenizerPair
+
+
+class LanguageChoice:
+    """The languages part of ``TextTranslator``."""
+
+    tokenizers: TokenizerPair
+    config: Config
+    target_language: str | None = None  # chosen (``for_language``)
+    source_language: str | None = None  # chosen (``from_language``)
+
+    @property
+    def tags_both_sides(self) -> bool:
+        """Whether the model tags its source and its output with their
+        languages (NLLB-200, M2M100, mBART-50)."""
+        return bool(getattr(self.tokenizers.src, "tags_both_sides", False))
+
+    @property
+    def target_languages(self) -> list[str]:
+        """The codes of the languages the model translates into; empty for a
+        model of one target language."""
+        return list(getattr(self.tokenizers.src, "language_codes", []))
+
+    @property
+    def source_languages(self) -> list[str]:
+        """The codes of the languages the model is told it reads (a model
+        that tags both sides); empty for every other model."""
+        return self.target_languages if self.tags_both_sides else []
+
+    def for_language(self, code: str) -> Self:
+        """This translator, translating into ``code``."""
+        self.check_code(code, "target")
+        chosen = copy.copy(self)
+        chosen.target_language = code
+        return chosen
+
+    def from_language(self, code: str) -> Self:
+        """This translator, reading sentences of the language ``code``."""
+        self.check_code(code, "source")
+        chosen = copy.copy(self)
+        chosen.source_language = code
+        return chosen
+
+    def check_code(self, code: str, side: str) -> None:
+        """``RosettaError`` unless ``code`` is one of the model's ``side``
+        ("source", "target") languages, naming the valid ones."""
+        codes = self.source_languages if side == "source" else self.target_languages
+        if not isinstance(code, str):
+            raise RosettaError(f"{side} language {code!r}: a language code, as text")
+        if not codes:
+            told = {
+                "target": "the model translates into one language",
+                "source": "the model is not told the language it reads",
+            }
+            raise RosettaError(
+                f"{side} language {code!r}: {told[side]}; leave out --{side}-lang"
+            )
+        if code not in codes:
+            shown = ", ".join(codes[:40]) + (", ..." if len(codes) > 40 else "")
+            raise RosettaError(f"{side} language {code!r}: use one of {shown}")
+
+    def _chosen(self, side: str) -> str | None:
+        chosen = self.source_language if side == "source" else self.target_language
+        if chosen is not None or not self.tags_both_sides:
+            return chosen
+        key = "src_lang" if side == "source" else "tgt_lang"
+        configured = getattr(self.config.data, key, None)
+        return configured if configured in self.target_languages else None
+
+    @property
+    def chosen_target(self) -> str | None:
+        """The target language chosen, or configured, if any."""
+        return self._chosen("target")
+
+    @property
+    def chosen_source(self) -> str | None:
+        """The source language chosen, or configured, if any."""
+        return self._chosen("source")
+
+    def check_language_chosen(self) -> None:
+        """``RosettaError`` if the model needs languages and one is neither
+        chosen nor configured."""
+        sides = ["source", "target"] if self.tags_both_sides else ["target"]
+        for side in sides if self.target_languages else []:
+            if self._chosen(side) is None:
+                codes = self.target_languages
+                shown = ", ".join(codes[:40]) + (", ..." if len(codes) > 40 else "")
+                raise RosettaError(
+                    f"the model translates between several languages: choose "
+                    f"the {side} language with --{side}-lang ({shown})"
+                )
+
+    def language_ids(self, source: str | None = None) -> list[int]:
+        """The ids a source sentence starts with: its language's token
+        (``source``, default the chosen one), for a model that tags both
+        sides; none for other models."""
+        if not self.tags_both_sides:
+            return []
+        code = source if source is not None else self._chosen("source")
+        if code is None:
+            self.check_language_chosen()
+        self.check_code(code, "source")  # type: ignore[arg-type]
+        return [self.tokenizers.src.language_id(code)]  # type: ignore[attr-defined]
+
+    def tagged_text(self, sentence: str) -> str:
+        """``sentence`` with a MarianMT model's ``>>code<<`` in front."""
+        if self.target_languages and not self.tags_both_sides:
+            self.check_language_chosen()
+            return f">>{self.target_language}<< {sentence}"
+        return sentence
+
+    def forced_starts(
+        self,
+        count: int,
+        constraints: list[TokenConstraints] | None,
+        targets: Sequence[str | None] | None,
+    ) -> list[TokenConstraints] | None:
+        """``constraints`` of ``count`` sentences with each output's first
+        token forced to its target language (``targets``, default the chosen
+        one), scored 0; as they are for a model that does not tag outputs."""
+        if not self.tags_both_sides:
+            return constraints
+        if targets is not None and len(targets) != count:
+            raise ValueError(f"{len(targets)} target languages for {count} sentences")
+        codes = list(targets or [None] * count)
+        base = constraints or [TokenConstraints()] * count
+        forced = []
+        for code, constraint in zip(codes, base, strict=True):
+            code = code if code is not None else self._chosen("target")
+            if code is None:
+                self.check_language_chosen()
+            self.check_code(code, "target")  # type: ignore[arg-type]
+            token = self.tokenizers.tgt.language_id(code)  # type: ignore[attr-defined]
+            forced.append(
+                replace(
+                    constraint,
+                    prefix=(token, *constraint.prefix),
+                    free=constraint.free + 1,
+                )
+            )
+        return forced
+
+
+def without_language_token(translation: Translation) -> None:
+    """``translation`` less its first token (the forced target language),
+    in place: its text already leaves it out."""
+    translation.token_ids = translation.token_ids[1:]
+    translation.tokens = translation.tokens[1:]
+    if translation.attention is not None:
+        translation.attention = translation.attention[1:]

@@ -1,0 +1,355 @@
+"""NLLB-200, M2M100 and mBART-50 models imported as Rosetta runs
+(``rosetta import hf``), against Hugging Face transformers on the same
+models, made offline with every language code of the real ones
+(``benchmarks/multilingual_model.py``)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+from benchmarks.marian_model import same_search, sentences
+from benchmarks.multilingual_model import (
+    KINDS,
+    LANGUAGES,
+    PAD,
+    hf_search,
+    load_reference,
+    make_multilingual,
+    target_token,
+)
+
+from rosetta.cli import main
+from rosetta.data.batching import Example, collate
+from rosetta.errors import RosettaError
+from rosetta.families import all_importers
+from rosetta.jobs.importers import import_run
+from rosetta.jobs.loading import load_translator
+
+transformers = pytest.importorskip("transformers")
+HF = next(importer for importer in all_importers() if importer.name == "hf")
+LIMIT = 24  # output tokens (the language token counted), on both sides
+
+
+def quiet(*_):
+    pass
+
+
+@pytest.fixture(scope="module", params=KINDS)
+def kind(request) -> str:
+    return request.param
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory) -> dict[str, tuple[Path, Path]]:
+    """Each kind's model folder and its imported run, made once."""
+    made = {}
+    for name in KINDS:
+        root = tmp_path_factory.mktemp(name)
+        folder = make_multilingual(name, root / "model")
+        import_run(HF, str(folder), root / "run", log=quiet)
+        made[name] = (folder, root / "run")
+    return made
+
+
+@pytest.fixture(scope="module")
+def references(folders) -> dict:
+    return {name: load_reference(folder) for name, (folder, _) in folders.items()}
+
+
+def translator(run: Path, kind: str, target: int = 1):
+    codes = LANGUAGES[kind]
+    return (
+        load_translator(run, "cpu").from_language(codes[0]).for_language(codes[target])
+    )
+
+
+@pytest.mark.reference
+def test_imported_logits_equal_transformers(kind, folders, references):
+    """A padded batch, teacher-forced from the forced language token on."""
+    _, run = folders[kind]
+    model, tokenizer = references[kind]
+    source, target = LANGUAGES[kind][:2]
+    texts = sentences("de", 8, "val")
+    tokenizer.src_lang = source
+    batch = tokenizer(texts, return_tensors="pt", padding=True)
+    assert not bool(batch["attention_mask"].all())
+    ours = translator(run, kind)
+    examples = collate([Example(ours.encode(t), []) for t in texts])
+    real = batch["attention_mask"].bool()
+    assert examples.src_mask.tolist() == real.tolist()
+    # the Rosetta id of each of their ids: the same piece (</s>: <eos>)
+    vocab = ours.tokenizers.src.vocab.index
+    pieces = tokenizer.convert_ids_to_tokens(range(model.config.vocab_size))
+    pieces = [piece or f"<unused{i}>" for i, piece in enumerate(pieces)]
+    column = torch.tensor([vocab.get(p, vocab["<eos>"]) for p in pieces])
+    column[PAD] = 0
+    # rows no tokenizer id names (NLLB's last two; M2M100's madeupwords,
+    # which transformers calls <unk>) are left out of the comparison
+    unused = [
+        i
+        for i, p in enumerate(pieces)
+        if (p not in vocab or pieces.index(p) != i) and i not in (PAD, 2)
+    ]
+    assert examples.src[real].tolist() == column[batch["input_ids"]][real].tolist()
+    generator = torch.Generator().manual_seed(0)
+    decoder_in = torch.randint(4, 300, (8, 7), generator=generator)
+    decoder_in[:, 0] = 2  # their start token, </s>
+    decoder_in[:, 1] = tokenizer.convert_tokens_to_ids(target_token(tokenizer, target))
+    rosetta_in = column[decoder_in]
+    rosetta_in[:, 0] = 2  # Rosetta's <bos>, the row of </s>
+    with torch.no_grad():
+        theirs = model(**batch, decoder_input_ids=decoder_in).logits
+        features = ours.model(examples.src, examples.src_mask, rosetta_in)
+        mine = ours.model.output_proj(features)
+    kept = [i for i in range(len(pieces)) if i not in unused and i != PAD]
+    difference = mine[..., column[kept]] - theirs[..., kept]
+    assert difference.abs().max().item() <= 1e-4
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("beams", [1, 5])
+def test_imported_search_equals_generate(kind, folders, references, beams):
+    """Greedy and beam search (``same_search``) with the target language
+    forced first: the same tokens as ``generate()`` on 100 sentences."""
+    _, run = folders[kind]
+    source, target = LANGUAGES[kind][:2]
+    texts = sentences("de", 100, "val")
+    found = translator(run, kind).translate_nbest(texts, same_search(beams, LIMIT))
+    theirs = hf_search(*references[kind], texts, source, target, beams, LIMIT)
+    assert [f[0].tokens for f in found] == theirs
+    assert len({" ".join(t) for t in theirs}) > 20  # the translations differ
+    assert any(len(t) < LIMIT - 2 for t in theirs)  # some end early
+
+
+def test_the_target_language_is_forced_and_left_out_of_the_text(kind, folders):
+    _, run = folders[kind]
+    codes = LANGUAGES[kind]
+    texts = sentences("de", 10, "val")
+    into = {
+        code: translator(run, kind, i).translate(texts)
+        for i, code in enumerate(codes[1:], 1)
+    }
+    assert into[codes[1]] != into[codes[2]]
+    tokens = translator(run, kind).tokenizers.tgt.languages.values()
+    assert len(tokens) > 50
+    for outputs in into.values():
+        assert not any(token in text for text in outputs for token in tokens)
+
+
+def test_languages_are_chosen_with_one_line_errors(folders, tmp_path, capsys):
+    _, run = folders["nllb"]
+    source = tmp_path / "in.de"
+    source.write_text("Ein Hund.\n")
+    for flags, message in [
+        (
+            ["--source-lang", "deu_Latn", "--target-lang", "xx"],
+            "target language 'xx': use one of ace_Arab",
+        ),
+        (
+            ["--source-lang", "de", "--target-lang", "eng_Latn"],
+            "source language 'de': use one of",
+        ),
+        (
+            ["--target-lang", "eng_Latn"],
+            "choose the source language with --source-lang",
+        ),
+    ]:
+        output = tmp_path / "out.txt"
+        code = main(
+            ["translate", "-m", str(run), "-i", str(source), "-o", str(output), *flags]
+        )
+        error = capsys.readouterr().err.strip().splitlines()
+        assert code != 0 and message in error[-1], error
+        assert not output.exists()
+    flags = ["--source-lang", "deu_Latn", "--target-lang", "fra_Latn"]
+    assert main(["translate", "-m", str(run), "-i", str(source), *flags]) == 0
+    assert capsys.readouterr().out.strip()
+
+
+def broken(folder: Path, tmp_path: Path, how: str) -> Path:
+    copy = shutil.copytree(folder, tmp_path / how)
+    config = json.loads((copy / "config.json").read_text())
+    if how == "model_type":
+        config["model_type"] = "t5"
+    elif how == "small_embedding":
+        config["vocab_size"] = 100  # the tokenizer has more ids than rows
+    elif how == "post_norm":
+        config["normalize_before"] = False
+    (copy / "config.json").write_text(json.dumps(config))
+    if how == "no_spm":
+        (copy / "sentencepiece.bpe.model").unlink()
+    return copy
+
+
+@pytest.mark.parametrize(
+    ("how", "message"),
+    [
+        ("model_type", "model_type 't5'; rosetta import hf reads marian"),
+        ("small_embedding", "the embedding has 100 rows (vocab_size)"),
+        ("post_norm", "normalize_before false"),
+        ("no_spm", "sentencepiece.bpe.model: missing"),
+    ],
+)
+def test_a_broken_model_is_one_line_and_leaves_nothing(
+    folders, tmp_path, capsys, how, message
+):
+    folder = broken(folders["nllb"][0], tmp_path, how)
+    output = tmp_path / "run"
+    assert main(["import", "hf", str(folder), "-o", str(output)]) != 0
+    error = capsys.readouterr().err.strip()
+    assert message in error, error
+    assert len(error.splitlines()) == 1
+    assert not output.exists()
+
+
+def test_a_tokenizer_that_does_not_match_the_embedding(folders, tmp_path, capsys):
+    folder = shutil.copytree(folders["m2m100"][0], tmp_path / "m2m")
+    vocab = json.loads((folder / "vocab.json").read_text())
+    vocab |= {f"extra{i}": len(vocab) + i for i in range(200)}
+    (folder / "vocab.json").write_text(json.dumps(vocab))
+    assert main(["import", "hf", str(folder), "-o", str(tmp_path / "run")]) != 0
+    error = capsys.readouterr().err.strip()
+    assert "the tokenizer does not match the model" in error
+    assert len(error.splitlines()) == 1 and not (tmp_path / "run").exists()
+
+
+def test_an_unknown_language_in_the_api_is_refused(folders):
+    _, run = folders["mbart50"]
+    with pytest.raises(RosettaError, match="target language 'fr': use one of ar_AR"):
+        load_translator(run, "cpu").for_language("fr")
+    marian_like = load_translator(run, "cpu")
+    with pytest.raises(RosettaError, match="choose the source language"):
+        marian_like.translate(["Ein Hund."])
+
+
+def finetune_config(folder: Path, imported: Path, source: str, target: str) -> Path:
+    """The imported run's config.yaml with a German-English corpus named
+    by the model's codes and a short schedule."""
+    import yaml
+
+    for language in ("de", "en"):
+        text = "\n".join(sentences(language, 200, "val")) + "\n"
+        (folder / f"domain.{language}").write_text(text)
+    config = yaml.safe_load((imported / "config.yaml").read_text())
+    config["data"] |= {
+        "train": {"src": "domain.de", "tgt": "domain.en"},
+        "src_lang": source,
+        "tgt_lang": target,
+    }
+    config["train"] = {
+        "max_steps": 20,
+        "max_epochs": None,
+        "batch_tokens": 1500,
+        "warmup_steps": 2,
+        "lr": 1e-3,
+        "validate_every": 20,
+        "keep_last": 1,
+    }
+    path = folder / "finetune.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def test_fine_tuning_on_one_pair_tags_its_corpus_and_keeps_the_others(
+    folders, tmp_path, capsys
+):
+    from rosetta.data.encoded_pairs import EncodedPairs, token_type
+    from rosetta.data.store import STORE_DIR
+
+    _, imported = folders["nllb"]
+    config = finetune_config(tmp_path, imported, "deu_Latn", "eng_Latn")
+    run = tmp_path / "tuned"
+    assert main(["train", str(config), "-o", str(run), "--init", str(imported)]) == 0
+    start = load_translator(imported, "cpu")
+    tokenizer = start.tokenizers.src
+    pairs = EncodedPairs.open(run / STORE_DIR, "train", token_type(len(tokenizer)))
+    first = pairs[0]
+    de, en = tokenizer.language_id("deu_Latn"), tokenizer.language_id("eng_Latn")
+    assert (first.src[0], first.tgt[0]) == (de, en)  # as transformers trains
+    assert first.src[1:] == tokenizer.encode(sentences("de", 1, "val")[0])
+    tuned = load_translator(run, "cpu")  # its languages: the corpus's
+    texts = sentences("de", 20, "val")[100:120] or sentences("de", 20)
+    assert tuned.translate(texts) == tuned.from_language("deu_Latn").for_language(
+        "eng_Latn"
+    ).translate(texts)
+    into_french = tuned.for_language("fra_Latn").translate(texts)
+    assert all(into_french) and into_french != tuned.translate(texts)
+    bad = finetune_config(tmp_path, imported, "de", "en")
+    output = tmp_path / "bad"
+    assert main(["train", str(bad), "-o", str(output), "--init", str(imported)]) != 0
+    error = capsys.readouterr().err.strip()
+    assert "data.src_lang 'de' is not a language of the model" in error
+
+
+def test_import_export_import_changes_nothing(kind, folders, tmp_path):
+    from safetensors.torch import load_file
+
+    from rosetta.runs import checkpoint as ckpt
+
+    folder, run = folders[kind]
+    export = tmp_path / "export"
+    assert main(["export", "hf", "-m", str(run), "-o", str(export)]) == 0
+    again = tmp_path / "again"
+    import_run(HF, str(export), again, log=quiet)
+
+    def stored(folder: Path) -> dict[str, torch.Tensor]:
+        return load_file(str(ckpt.resolve_checkpoint(folder) / ckpt.MODEL_FILE))
+
+    first, second = stored(run), stored(again)
+    assert first.keys() == second.keys()
+    assert all(torch.equal(first[name], second[name]) for name in first)
+    tokenizers = [load_translator(r, "cpu").tokenizers.src for r in (run, again)]
+    assert tokenizers[0].to_dict() == tokenizers[1].to_dict()
+    source = LANGUAGES[kind][0]
+    theirs, exported = load_reference(folder)[1], load_reference(export)[1]
+    theirs.src_lang = exported.src_lang = source
+    for text in sentences("de", 50, "val"):  # transformers reads the tokenizer
+        assert exported(text).input_ids == theirs(text).input_ids
+
+
+@pytest.mark.reference
+def test_an_export_of_a_fine_tuned_run_generates_what_rosetta_translates(
+    folders, tmp_path
+):
+    """transformers reads the export (its tokenizer included) and, with
+    the export's generation settings, writes Rosetta's translations; the
+    decoder starts from </s> in both (the run's start_token: eos)."""
+    _, imported = folders["nllb"]
+    config = finetune_config(tmp_path, imported, "deu_Latn", "eng_Latn")
+    run = tmp_path / "tuned"
+    assert main(["train", str(config), "-o", str(run), "--init", str(imported)]) == 0
+    export = tmp_path / "export"
+    assert main(["export", "hf", "-m", str(run), "-o", str(export)]) == 0
+    model, tokenizer = load_reference(export)
+    texts = sentences("de", 30, "val")
+    theirs = hf_search(model, tokenizer, texts, "deu_Latn", "fra_Latn", 1, LIMIT)
+    ours = translator(run, "nllb", target=2).translate_nbest(
+        texts, same_search(1, LIMIT)
+    )
+    assert [found[0].tokens for found in ours] == theirs
+    reference_tokenizer = load_reference(folders["nllb"][0])[1]
+    for text in texts:
+        assert tokenizer(text).input_ids == reference_tokenizer(text).input_ids
+
+
+def test_the_language_token_scores_zero_fed_at_once_or_forced_step_by_step(folders):
+    """A ban makes the search force the language token one step at a time
+    instead of feeding it with the start: the same scores either way, and
+    the score is the output tokens' alone (the forced token counts 0)."""
+    from dataclasses import replace
+
+    _, run = folders["nllb"]
+    ours = translator(run, "nllb")
+    texts = sentences("de", 12, "val")
+    for beams in (1, 4):
+        options = same_search(beams, LIMIT)
+        fed = ours.translate_nbest(texts, options)
+        banned = replace(options, ban=("Zzyzx",))  # a phrase no output holds
+        stepwise = ours.translate_nbest(texts, banned)
+        for a, b in zip(fed, stepwise, strict=True):
+            assert a[0].token_ids == b[0].token_ids
+            assert a[0].score == pytest.approx(b[0].score, abs=1e-4)
