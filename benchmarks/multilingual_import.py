@@ -11,11 +11,15 @@ German into French in batches of ``--batch-size``, the same batches (sorted
 by length) on both sides, greedy or beam 5 (length penalty 1, k live
 prefixes, stop once k have ended), the target language forced first. A
 random model has no sense of when to stop, so ``</s>`` is made unlikely and
-every translation is ``--tokens`` long on both sides (the same work). Runs
-are interleaved and repeated; the table gives the median sentences/s
-(spread min-max), Rosetta's ratio to ``generate()`` (goal: >= 1.2 at batch
-32) and the share of identical outputs. ``--busy N``: every timing again
-beside N CPU-bound processes.
+every translation is ``--tokens`` long on both sides (``--lengths fixed``:
+the same work), or as long as its source in pieces (``--lengths source``:
+lengths that vary as translations' do; ``generate()`` computes the rows
+that have ended until its batch's last one ends, Rosetta drops them). Runs
+are interleaved and repeated; Rosetta decodes as ``rosetta translate`` does
+by default (``--workers auto``) and with one worker. The table gives the
+median sentences/s (spread min-max), Rosetta's ratio to ``generate()``
+(goal: >= 1.2 at batch 32) and the share of identical outputs. ``--busy
+N``: every timing again beside N CPU-bound processes.
 
     python benchmarks/multilingual_import.py
     python benchmarks/multilingual_import.py --beams 1 5 --busy 2
@@ -63,22 +67,24 @@ def measure(args: argparse.Namespace, work: Path) -> dict:
         order[s : s + args.batch_size] for s in range(0, len(order), args.batch_size)
     ]
     rows = []
-    for load, beams in itertools.product(
-        [0, *([args.busy] if args.busy else [])], args.beams
+    for load, lengths, beams in itertools.product(
+        [0, *([args.busy] if args.busy else [])], args.lengths, args.beams
     ):
-        options = same_search(beams, args.tokens)
-        times: dict[str, list[float]] = {"rosetta": [], "generate": []}
+        per_source = 1.0 if lengths == "source" else 0.0
+        options = same_search(beams, args.tokens, per_source)
+        times: dict[str, list[float]] = {"auto": [], "one": [], "generate": []}
         outputs: dict[str, list] = {}
         context = competing_load(load) if load else nullcontext()
         with context, warnings.catch_warnings():
             warnings.simplefilter("ignore")
             for _ in range(args.repeats):
-                start = time.perf_counter()
-                found = translator.translate_ids(
-                    sources, options, batch_size=args.batch_size
-                )
-                times["rosetta"].append(time.perf_counter() - start)
-                outputs["rosetta"] = [f[0].tokens for f in found]
+                for name, workers in (("auto", "auto"), ("one", 1)):
+                    start = time.perf_counter()
+                    found = translator.translate_ids(
+                        sources, options, batch_size=args.batch_size, workers=workers
+                    )
+                    times[name].append(time.perf_counter() - start)
+                    outputs[name] = [f[0].tokens for f in found]
                 start = time.perf_counter()
                 theirs: dict[int, list[str]] = {}
                 for batch in batches:
@@ -90,28 +96,33 @@ def measure(args: argparse.Namespace, work: Path) -> dict:
                         "fra_Latn",
                         beams,
                         args.tokens,
+                        per_source,
                     )
                     theirs |= dict(zip(batch, out, strict=True))
                 times["generate"].append(time.perf_counter() - start)
                 outputs["generate"] = [theirs[i] for i in range(len(texts))]
         same = statistics.mean(
-            a == b for a, b in zip(outputs["rosetta"], outputs["generate"], strict=True)
+            a == b for a, b in zip(outputs["auto"], outputs["generate"], strict=True)
         )
         speed = {k: [len(texts) / t for t in v] for k, v in times.items()}
         row = {
             "busy": load,
+            "lengths": lengths,
             "beam": beams,
             "sentences_per_s": {k: statistics.median(v) for k, v in speed.items()},
             "spread": {k: str(spread(v)) for k, v in speed.items()},
             "vs_generate": statistics.median(times["generate"])
-            / statistics.median(times["rosetta"]),
+            / statistics.median(times["auto"]),
+            "vs_generate_one_worker": statistics.median(times["generate"])
+            / statistics.median(times["one"]),
             "identical": same,
         }
         rows.append(row)
         r = row["spread"]
         print(
-            f"| {load} | {beams} | {r['rosetta']} | {r['generate']} | "
-            f"{row['vs_generate']:.2f}x | {same:.0%} |",
+            f"| {load} | {lengths} | {beams} | {r['auto']} | {r['one']} | "
+            f"{r['generate']} | {row['vs_generate']:.2f}x | "
+            f"{row['vs_generate_one_worker']:.2f}x | {same:.0%} |",
             flush=True,
         )
     return {"import": imports, "rows": rows, "settings": vars(args)}
@@ -123,6 +134,14 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--tokens", type=int, default=20, help="output length")
     parser.add_argument("--beams", type=int, nargs="+", default=[1])
+    parser.add_argument(
+        "--lengths",
+        nargs="+",
+        choices=("fixed", "source"),
+        default=["fixed", "source"],
+        help="fixed: every translation --tokens long; source: as long as its "
+        "source (in pieces, </s> and the language token counted)",
+    )
     parser.add_argument("--imports", type=int, default=2, help="import runs")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--busy", type=int, default=0, help="competing processes")
@@ -132,8 +151,11 @@ def main() -> None:
     )
     args = parser.parse_args()
     print(f"torch threads: {torch.get_num_threads()}")
-    print("| busy | beam | Rosetta sent/s | generate sent/s | ratio | identical |")
-    print("|---|---|---|---|---|---|")
+    print(
+        "| busy | lengths | beam | Rosetta sent/s (auto) | Rosetta (1 worker) "
+        "| generate | ratio | ratio (1 worker) | identical |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
     if args.work is not None:
         Path(args.work).mkdir(parents=True, exist_ok=True)
         write_json(args.json, measure(args, Path(args.work)))

@@ -25,9 +25,9 @@ import sentencepiece as spm
 import torch
 
 try:  # imported by the tests, or by a benchmark run as a script
-    from benchmarks.marian_model import sentences
+    from benchmarks.marian_model import EndAt, sentences
 except ImportError:
-    from marian_model import sentences  # type: ignore[no-redef]
+    from marian_model import EndAt, sentences  # type: ignore[no-redef]
 
 KINDS = ("nllb", "m2m100", "mbart50")
 LANGUAGES = {  # German and English, and a third target, in each model's codes
@@ -205,6 +205,7 @@ def hf_search(
     target: str,
     beams: int,
     tokens: int,
+    per_source: float = 0.0,
 ) -> list[list[str]]:
     """``generate()``'s translations of ``texts`` from ``source`` into
     ``target`` (one batch), as the pieces after the language token and
@@ -212,9 +213,18 @@ def hf_search(
     picked (as Rosetta's search rules it out), length_penalty 1.0, stopping
     once ``beams`` hypotheses have ended, at most ``tokens`` new tokens (the
     language token counted) and no ``</s>`` forced at that limit (Rosetta's
-    ``same_search``)."""
+    ``same_search``); ``per_source``: each sentence's own limit, as
+    ``same_search``'s (``marian_model.EndAt``)."""
+    from transformers.generation import LogitsProcessorList
+
     tokenizer.src_lang = source
     batch = tokenizer(texts, return_tensors="pt", padding=True)
+    processors = LogitsProcessorList()
+    if per_source:
+        lengths = batch["attention_mask"].sum(1).double()
+        limits = torch.floor(per_source * lengths).long().clamp(min=1)
+        processors.append(EndAt(limits.repeat_interleave(beams), model.config))
+        tokens = int(limits.max()) + 1
     forced = tokenizer.convert_tokens_to_ids(target_token(tokenizer, target))
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -228,11 +238,14 @@ def hf_search(
             early_stopping=True,
             bad_words_ids=[[PAD]],
             forced_eos_token_id=None,
+            logits_processor=processors,
         )
     outputs = []
     for row in found[:, 2:].tolist():  # after the start token and the language
         ended = row.index(2) if 2 in row else len(row)
-        outputs.append(tokenizer.convert_ids_to_tokens(row[:ended]))
+        pieces = tokenizer.convert_ids_to_tokens(row[:ended])
+        # a row past the tokenizer's ids, named as Rosetta's import names it
+        outputs.append([p or f"<unused{i}>" for p, i in zip(pieces, row, strict=False)])
     return outputs
 
 

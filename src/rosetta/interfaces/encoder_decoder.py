@@ -116,13 +116,14 @@ class EncoderDecoder(nn.Module):
         return torch.log_softmax(logits.float(), dim=-1), state
 
     def steps(
-        self, tokens: torch.Tensor, state: DecoderState
+        self, tokens: torch.Tensor, state: DecoderState, first: int = 0
     ) -> tuple[torch.Tensor, DecoderState]:
-        """``step`` over (n, T) tokens in one pass: (n, T, V), at each
-        position the log-probabilities of the token after it (a forced
-        prefix, fed at once)."""
+        """``step`` over (n, T) tokens in one pass: (n, T - first, V), at
+        each position from ``first`` on the log-probabilities of the token
+        after it (a forced prefix, fed at once; the positions before
+        ``first`` need no scores)."""
         features, state = self.decoder(tokens, state)
-        logits = self.output_proj(features)
+        logits = self.output_proj(features[:, first:])
         return torch.log_softmax(logits.float(), dim=-1), state
 
 

@@ -49,9 +49,13 @@ def feed_prefix(
         return None
     tokens = constraints.prefix[:, :m]
     bos = tokens.new_full((len(tokens), 1), bos_id)
-    log_probs, state = model.steps(torch.cat([bos, tokens], dim=1), state)
+    # the tokens every sentence scores 0 need no log-probabilities: a
+    # 256k-word model's projection saved for its forced language token
+    skip = min(int(constraints.free.min()), m)
+    log_probs, state = model.steps(torch.cat([bos, tokens], dim=1), state, skip)
     without_start(log_probs)
-    picked = log_probs[:, :m].gather(2, tokens.unsqueeze(2)).squeeze(2)
-    scored = torch.arange(m, device=picked.device) >= constraints.free.unsqueeze(1)
+    picked = log_probs[:, : m - skip].gather(2, tokens[:, skip:, None]).squeeze(2)
+    position = torch.arange(skip, m, device=picked.device)
+    scored = position >= constraints.free.unsqueeze(1)
     scores = picked.where(scored, 0.0).double().sum(1)
-    return FedPrefix(m, tokens, scores, log_probs[:, m], state)
+    return FedPrefix(m, tokens, scores, log_probs[:, m - skip], state)
