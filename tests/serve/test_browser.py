@@ -254,3 +254,48 @@ def test_page_sends_the_search_controls_filled_in(server):
         page.click("#submit")
         page.wait_for_selector("#results:not([hidden])")
         assert page.inner_text("#translation").strip() == best
+
+
+def test_page_offers_a_multilingual_models_languages(tmp_path):
+    """An NLLB-200 model (tiny, made offline) served with no default
+    language: the page lists its codes with "choose…" first, and the
+    languages chosen go with the request, translated as the API does."""
+    playwright = require_browser()
+    pytest.importorskip("transformers")
+    from benchmarks.multilingual_model import make_multilingual
+
+    from rosetta.families import all_importers
+    from rosetta.jobs.importers import import_run
+
+    hf = next(importer for importer in all_importers() if importer.name == "hf")
+    made = make_multilingual("nllb", tmp_path / "model")
+    import_run(hf, str(made), tmp_path / "run", log=lambda *_: None)
+    process, address = start_server(tmp_path / "run")
+    sentence = "Ein Hund läuft durch den Schnee."
+    try:
+        with page_at(playwright, address) as page:
+            assert page.is_visible("#languages")
+            options = page.eval_on_selector_all(
+                "#target-lang option", "nodes => nodes.map(n => n.value)"
+            )
+            assert options[0] == "" and "fra_Latn" in options and len(options) == 203
+            page.fill("#source", sentence)
+            page.select_option("#source-lang", "deu_Latn")
+            page.select_option("#target-lang", "fra_Latn")
+            page.fill("#beam", "1")
+            page.click("#submit")
+            page.wait_for_selector("#results:not([hidden])")
+            shown = page.inner_text("#translation")
+        asked = {
+            "sentences": [sentence],
+            "source_lang": "deu_Latn",
+            "target_lang": "fra_Latn",
+            "beam": 1,
+        }
+        answer = httpx.post(f"{address}/translate", json=asked, timeout=30)
+        assert answer.status_code == 200
+        expected = answer.json()["translations"][0]["hypotheses"][0]["text"]
+        assert shown.strip() == expected.strip()
+    finally:
+        process.terminate()
+        process.wait(timeout=30)

@@ -62,7 +62,7 @@ def cmd_translate(args: argparse.Namespace) -> None:
         lines, tags = without_markup(lines, origins)
     translator = load_translator(args)
     detected: list[str | None] = [None] * len(lines)
-    if check.expect(translator.config.data.src_lang):
+    if check.expect(translator.chosen_source or translator.config.data.src_lang):
         detected = check.detected(lines)
         said = check.warning(detected)
         if said:

@@ -127,6 +127,8 @@ class LanguageChoice:
         (``source``, default the chosen one), for a model that tags both
         sides; none for other models."""
         if not self.tags_both_sides:
+            if source is not None:
+                self.check_code(source, "source")  # refused, saying why
             return []
         code = source if source is not None else self._chosen("source")
         if code is None:
@@ -150,10 +152,19 @@ class LanguageChoice:
         """``constraints`` of ``count`` sentences with each output's first
         token forced to its target language (``targets``, default the chosen
         one), scored 0; as they are for a model that does not tag outputs."""
+        if isinstance(targets, str):
+            raise RosettaError("target_languages: one code per sentence, not a string")
         if not self.tags_both_sides:
+            if targets is not None and any(code is not None for code in targets):
+                raise RosettaError(
+                    "target_languages: the model is told no target language per "
+                    "sentence (for_language chooses a MarianMT model's)"
+                )
             return constraints
         if targets is not None and len(targets) != count:
-            raise ValueError(f"{len(targets)} target languages for {count} sentences")
+            raise RosettaError(
+                f"target_languages: {len(targets)} codes for {count} sentences"
+            )
         codes = list(targets or [None] * count)
         base = constraints or [TokenConstraints()] * count
         forced = []

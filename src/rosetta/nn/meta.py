@@ -12,6 +12,7 @@ write), and makes ``arange`` on the CPU: a table computed from positions
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -58,21 +59,27 @@ INITIALISERS = (
 )
 
 
+_PATCHED = threading.RLock()  # one thread at a time, entries nested in it
+
+
 @contextmanager
 def uninitialised() -> Iterator[None]:
     """Modules made inside keep their parameters as allocated: every
     ``torch.nn.init`` initialiser does nothing. For a model whose every
     weight is loaded next (``rosetta.runs.weights.load_weights`` refuses a
     file that lacks one), drawing 600M random numbers first would only cost
-    time; tables computed from positions are computed as ever."""
-    saved = {name: getattr(torch.nn.init, name) for name in INITIALISERS}
-    try:
-        for name in INITIALISERS:
-            setattr(torch.nn.init, name, _unchanged)
-        yield
-    finally:
-        for name, initialiser in saved.items():
-            setattr(torch.nn.init, name, initialiser)
+    time; tables computed from positions are computed as ever. The
+    initialisers are the process's: while one thread is inside, another
+    waits to enter, and the outermost entry puts them back."""
+    with _PATCHED:
+        saved = {name: getattr(torch.nn.init, name) for name in INITIALISERS}
+        try:
+            for name in INITIALISERS:
+                setattr(torch.nn.init, name, _unchanged)
+            yield
+        finally:
+            for name, initialiser in saved.items():
+                setattr(torch.nn.init, name, initialiser)
 
 
 def _unchanged(tensor: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:

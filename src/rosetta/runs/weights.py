@@ -20,7 +20,7 @@ def check_tensors(
     stored: dict[str, torch.Tensor], expected: dict[str, torch.Tensor], path: Path
 ) -> None:
     """Every stored tensor has the dtype of the model's tensor it loads into
-    (``load_state_dict`` would convert an int32 silently) and is finite."""
+    (copying would convert an int32 silently) and is finite."""
     for name, tensor in stored.items():
         if name in expected and tensor.dtype != expected[name].dtype:
             raise RosettaError(
@@ -29,7 +29,7 @@ def check_tensors(
             )
     floats = [(n, t) for n, t in stored.items() if t.is_floating_point()]
     finite = [all_finite(t) for _, t in floats]
-    if finite and not bool(torch.stack(finite).all()):  # one sync on a GPU
+    if finite and not bool(torch.stack(finite).all()):
         bad = next(n for (n, _), ok in zip(floats, finite, strict=True) if not ok)
         raise RosettaError(f"{path}: {bad} holds NaN or infinite values")
 
@@ -114,7 +114,7 @@ def _load_into(
             f"unexpected: {', '.join(unexpected) or 'none'})"
         )
     for name, source in sources.items():
-        if stored[source] != current[name].shape:  # torch would list every one
+        if stored[source] != current[name].shape:  # the first, in one line
             raise RosettaError(
                 f"{path}: cannot load weights: {name} is {tuple(stored[source])} in "
                 f"the file, {tuple(current[name].shape)} in the model its "

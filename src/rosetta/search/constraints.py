@@ -128,6 +128,7 @@ class BatchConstraints:
         prefix = [[*c.prefix, *[-1] * (longest - len(c.prefix))] for c in sentences]
         self.prefix = torch.tensor(prefix, dtype=torch.long, device=device)
         self.prefix = self.prefix.view(len(sentences), longest)
+        self.longest_prefix = longest
         self.prefix_length = torch.tensor(
             [len(c.prefix) for c in sentences], dtype=torch.long, device=device
         )
@@ -249,7 +250,9 @@ class BatchConstraints:
         prefix, completing an excluded phrase, ``<eos>`` with an include
         phrase unmet (``matched``, where includes are searched for)."""
         t = prefixes.size(1)
-        forcing = (t < self.prefix_length[sentence]).nonzero().squeeze(1)
+        forcing = sentence.new_zeros(0)
+        if t < self.longest_prefix:  # past every prefix, no step looks (no sync)
+            forcing = (t < self.prefix_length[sentence]).nonzero().squeeze(1)
         if forcing.numel():
             forced = self.prefix[sentence[forcing], t]
             kept = log_probs[forcing, forced]

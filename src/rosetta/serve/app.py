@@ -162,7 +162,7 @@ def create_app(
     """A FastAPI application serving ``translator``."""
     settings = settings or ServerSettings()
     check = LanguageCheck(settings.language_check)
-    check.expect(translator.config.data.src_lang)
+    check.expect(translator.chosen_source or translator.config.data.src_lang)
     if settings.workers > 1 and translator.device.type != "cpu":
         raise ValueError("parallel workers are for the CPU; a GPU runs one batch")
     batcher = DynamicBatcher(
@@ -244,6 +244,8 @@ def create_app(
         except (RosettaError, ValueError) as error:  # options the engine refuses
             return _unprocessable("options", str(error))
         detected = check.detected(request.sentences)
+        if chosen.chosen_source != translator.chosen_source:  # not the one checked
+            detected = [None] * len(detected)
         translations = [
             {"source": source, "detected_language": found, "hypotheses": hypotheses}
             for source, found, hypotheses in zip(

@@ -29,14 +29,16 @@ def for_languages(
     (default: those chosen when the server started, or the run's);
     ``RosettaError`` for a code the model has not, or one left out that the
     model needs, naming the valid ones."""
+    if request.ban or request.constraints:
+        translator.speller  # noqa: B018  made once, then every copy shares it
     chosen = translator
-    if request.source_lang is not None:
-        chosen = chosen.from_language(request.source_lang)
-    if request.target_lang is not None:
-        chosen = chosen.for_language(request.target_lang)
     try:
+        if request.source_lang is not None:
+            chosen = chosen.from_language(request.source_lang)
+        if request.target_lang is not None:
+            chosen = chosen.for_language(request.target_lang)
         chosen.check_language_chosen()
-    except RosettaError as error:
+    except RosettaError as error:  # named as the request names them
         said = str(error).replace("--source-lang", "source_lang")
         raise RosettaError(said.replace("--target-lang", "target_lang")) from None
     return chosen

@@ -180,6 +180,14 @@ def broken(folder: Path, tmp_path: Path, how: str) -> Path:
     elif how == "post_norm":
         config["normalize_before"] = False
     (copy / "config.json").write_text(json.dumps(config))
+    if how in ("cc25", "legacy"):  # the source's code after </s>
+        path = copy / "tokenizer_config.json"
+        named = json.loads(path.read_text())
+        if how == "cc25":
+            named["tokenizer_class"] = "MBartTokenizer"
+        else:
+            named["legacy_behaviour"] = True
+        path.write_text(json.dumps(named))
     if how == "no_spm":
         (copy / "sentencepiece.bpe.model").unlink()
     return copy
@@ -192,6 +200,8 @@ def broken(folder: Path, tmp_path: Path, how: str) -> Path:
         ("small_embedding", "the embedding has 100 rows (vocab_size)"),
         ("post_norm", "normalize_before false"),
         ("no_spm", "sentencepiece.bpe.model: missing"),
+        ("cc25", "puts the source's language code after </s>"),
+        ("legacy", "puts the source's language code after </s>"),
     ],
 )
 def test_a_broken_model_is_one_line_and_leaves_nothing(
@@ -221,9 +231,15 @@ def test_an_unknown_language_in_the_api_is_refused(folders):
     _, run = folders["mbart50"]
     with pytest.raises(RosettaError, match="target language 'fr': use one of ar_AR"):
         load_translator(run, "cpu").for_language("fr")
-    marian_like = load_translator(run, "cpu")
+    unchosen = load_translator(run, "cpu")
     with pytest.raises(RosettaError, match="choose the source language"):
-        marian_like.translate(["Ein Hund."])
+        unchosen.translate(["Ein Hund."])
+    chosen = unchosen.from_language("de_DE").for_language("fr_XX")
+    sources = [chosen.encode("Ein Hund.")]
+    with pytest.raises(RosettaError, match="one code per sentence, not a string"):
+        chosen.translate_ids(sources, target_languages="fr_XX")
+    with pytest.raises(RosettaError, match="2 codes for 1 sentences"):
+        chosen.translate_ids(sources, target_languages=["fr_XX", "de_DE"])
 
 
 def finetune_config(folder: Path, imported: Path, source: str, target: str) -> Path:
@@ -272,7 +288,7 @@ def test_fine_tuning_on_one_pair_tags_its_corpus_and_keeps_the_others(
     assert (first.src[0], first.tgt[0]) == (de, en)  # as transformers trains
     assert first.src[1:] == tokenizer.encode(sentences("de", 1, "val")[0])
     tuned = load_translator(run, "cpu")  # its languages: the corpus's
-    texts = sentences("de", 20, "val")[100:120] or sentences("de", 20)
+    texts = sentences("de", 20, "val")
     assert tuned.translate(texts) == tuned.from_language("deu_Latn").for_language(
         "eng_Latn"
     ).translate(texts)
@@ -336,15 +352,33 @@ def test_an_export_of_a_fine_tuned_run_generates_what_rosetta_translates(
         assert tokenizer(text).input_ids == reference_tokenizer(text).input_ids
 
 
+@pytest.mark.reference
 def test_the_language_token_scores_zero_fed_at_once_or_forced_step_by_step(folders):
     """A ban makes the search force the language token one step at a time
     instead of feeding it with the start: the same scores either way, and
-    the score is the output tokens' alone (the forced token counts 0)."""
+    each the output tokens' alone, teacher-forced after <bos> and the
+    language token (the forced token counts 0)."""
     from dataclasses import replace
+
+    from rosetta.data.vocab import BOS_ID, EOS_ID
+    from tests.support.next_token import next_token_log_probs
 
     _, run = folders["nllb"]
     ours = translator(run, "nllb")
     texts = sentences("de", 12, "val")
+    language = ours.tokenizers.tgt.language_id("eng_Latn")
+    outputs = ours.translate_nbest(texts, same_search(1, LIMIT))
+    # a translation that ended with </s> well before the limit
+    number = next(i for i, [t] in enumerate(outputs) if len(t.token_ids) < LIMIT - 3)
+    found = outputs[number][0]
+    target = [*found.token_ids, EOS_ID]
+    src = torch.tensor([[*ours.encode(texts[number]), EOS_ID]])
+    tgt_in = torch.tensor([[BOS_ID, language, *target[:-1]]])
+    with torch.no_grad():
+        logits = ours.model.output_proj(ours.model(src, src > 0, tgt_in))
+    log_probs = next_token_log_probs(logits.double())[0, 1:]
+    expected = float(log_probs[torch.arange(len(target)), target].sum())
+    assert found.score == pytest.approx(expected, abs=1e-3)
     for beams in (1, 4):
         options = same_search(beams, LIMIT)
         fed = ours.translate_nbest(texts, options)

@@ -49,6 +49,8 @@ async function loadInfo() {
 function showLanguages(languages) {
   if (!languages || !languages.target.length) return;
   const fill = (select, codes, chosen) => {
+    // no default: the reader chooses (a request without one is refused)
+    if (!chosen) select.add(new Option("choose…", "", false, true));
     for (const code of codes) select.add(new Option(code, code, false, code === chosen));
   };
   fill($("target-lang"), languages.target, languages.target_default);
@@ -63,8 +65,11 @@ function showLanguages(languages) {
 // The languages chosen, named as the request's fields (none for other models).
 function languageChoice() {
   if ($("languages").hidden) return {};
-  const choice = { target_lang: $("target-lang").value };
-  if (!$("source-lang-label").hidden) choice.source_lang = $("source-lang").value;
+  const choice = {};
+  if ($("target-lang").value) choice.target_lang = $("target-lang").value;
+  if (!$("source-lang-label").hidden && $("source-lang").value) {
+    choice.source_lang = $("source-lang").value;
+  }
   return choice;
 }
 

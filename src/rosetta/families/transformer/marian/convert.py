@@ -206,10 +206,12 @@ def imported_ids(
     where: str,
     start: int | None = None,
 ) -> IdTable:
-    """The Rosetta ids of a MarianMT vocabulary (``vocab.json``) of ``rows``
-    embedding rows, whose ``</s>`` and ``<pad>`` are ``eos`` and ``pad``;
-    ``<bos>`` takes the row the decoder starts from, ``start`` (default
-    ``pad``, MarianMT's; fairseq's models start from ``</s>``)."""
+    """The Rosetta ids of a vocabulary (piece -> id: MarianMT's
+    ``vocab.json``, or the table of an NLLB-200, M2M100 or mBART-50
+    tokenizer) of ``rows`` embedding rows, whose ``</s>`` and ``<pad>`` are
+    ``eos`` and ``pad``; ``<bos>`` takes the row the decoder starts from,
+    ``start`` (default ``pad``, MarianMT's; fairseq's models start from
+    ``</s>``)."""
     if sorted(vocab.values()) != list(range(rows)):
         raise RosettaError(
             f"{where}: {len(vocab)} pieces with ids that are not 0..{rows - 1}, "

@@ -1,5 +1,6 @@
 """A Hugging Face MarianMT folder read safely: its configuration, its
-generation settings, its tokenizer files and its weights.
+generation settings, its tokenizer files and its weights (``read_tensors``
+and ``fetch_from_hub`` serve NLLB-200, M2M100 and mBART-50 folders too).
 
 Weights come from ``model.safetensors`` (read directly) or, where a
 repository has only ``pytorch_model.bin`` (a pickle), through
@@ -185,8 +186,8 @@ def read_marian_folder(folder: Path) -> MarianFolder:
 
 
 def fetch_from_hub(name: str) -> Path:
-    """A Hub repository's MarianMT files, downloaded into (or found in) the
-    Hugging Face cache: the folder that holds them."""
+    """A Hub repository's model files (``HUB_FILES``), downloaded into (or
+    found in) the Hugging Face cache: the folder that holds them."""
     try:
         from huggingface_hub import snapshot_download
     except ImportError:

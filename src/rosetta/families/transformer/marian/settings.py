@@ -32,6 +32,7 @@ TOKENIZER_CONFIG = "tokenizer_config.json"
 HUB_FILES = [
     "sentencepiece.bpe.model",
     "tokenizer.json",
+    "special_tokens_map.json",
     CONFIG_FILE,
     GENERATION_FILE,
     SAFETENSORS_FILE,

@@ -191,7 +191,10 @@ def write_tokenizer(
             if codes_ == list(tokenizer.languages)
         ]
         if not listed:
-            raise RosettaError("its M2M100 language codes are not M2M100's list")
+            raise RosettaError(
+                f"{folder}: the run's M2M100 language codes are not one of "
+                "M2M100's lists (m2m100, wmt21)"
+            )
         first = table.index(tokens[0])
         vocab = {piece: i for i, piece in enumerate(table[:first])}
         write(folder / "vocab.json", vocab)

@@ -34,6 +34,7 @@ from rosetta.families.transformer.marian.hf_folder import read_tensors
 from rosetta.families.transformer.marian.settings import (
     CONFIG_FILE,
     GENERATION_FILE,
+    TOKENIZER_CONFIG,
     VOCAB_FILE,
     GenerationSettings,
     check_ids,
@@ -82,9 +83,7 @@ def import_multilingual(
     if not spm_path.is_file():
         raise RosettaError(f"{spm_path}: missing; the tokenizer is read from it")
     spm_model = spm_path.read_bytes()
-    # M2M100 keeps its table in vocab.json; NLLB (also m2m_100) and mBART
-    # number SentencePiece's pieces
-    m2m100 = (path / VOCAB_FILE).is_file() and not settings.mbart
+    m2m100 = uses_vocab_file(path, settings)
     table = read_token_table(path, spm_model, m2m100, settings.vocab_size)
     refuse_beyond_memory(
         8 * settings.max_position_embeddings * settings.d_model,
@@ -99,7 +98,7 @@ def import_multilingual(
         settings.vocab_size,
         settings.eos_token_id,
         settings.pad_token_id,
-        str(path / SPM_FILE),
+        str(path / (VOCAB_FILE if m2m100 else SPM_FILE)),
         start=settings.eos_token_id,
     )
     shared, _ = token_tables(weights, settings)
@@ -152,6 +151,43 @@ def import_multilingual(
         folder, rosetta_config, TokenizerPair(tokenizer, tokenizer), stored, imported
     )
     log(f"import: vocabulary {len(tokenizer):,}, {len(table.languages)} languages")
+
+
+# the tokenizers whose sources start with their language's code, and whether
+# each keeps its table in vocab.json (M2M100) or numbers SentencePiece's pieces
+TOKENIZERS = {
+    "M2M100Tokenizer": True,
+    "NllbTokenizer": False,
+    "NllbTokenizerFast": False,
+    "MBart50Tokenizer": False,
+    "MBart50TokenizerFast": False,
+}
+
+
+def uses_vocab_file(path: Path, settings: MultilingualSettings) -> bool:
+    """Whether the tokenizer's table is ``vocab.json`` (M2M100's) rather
+    than SentencePiece's pieces (NLLB's, mBART-50's), by the class
+    ``tokenizer_config.json`` names (else by ``vocab.json``); a tokenizer
+    that puts the source's code after ``</s>`` is refused."""
+    where = path / TOKENIZER_CONFIG
+    named = read_object(where, required=False)
+    kind = named.get("tokenizer_class")
+    if named.get("legacy_behaviour") is True or kind in (
+        "MBartTokenizer",
+        "MBartTokenizerFast",
+    ):
+        raise RosettaError(
+            f"{where}: a tokenizer that puts the source's language code after "
+            "</s> (mBART-cc25's, or NLLB's legacy_behaviour); Rosetta imports "
+            "models whose sources start with it (NLLB-200, M2M100, mBART-50)"
+        )
+    if kind is None:
+        return (path / VOCAB_FILE).is_file() and not settings.mbart
+    if kind not in TOKENIZERS:
+        raise RosettaError(
+            f"{where}: tokenizer_class {kind!r}; Rosetta reads {', '.join(TOKENIZERS)}"
+        )
+    return TOKENIZERS[kind]
 
 
 def piece_table(

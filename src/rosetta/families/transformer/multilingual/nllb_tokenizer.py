@@ -19,13 +19,20 @@ def write_nllb_tokenizer(
     """``tokenizer.json`` and ``tokenizer_config.json`` in ``folder``, whose
     ids are ``table``'s."""
     try:
+        import transformers
         from sentencepiece import sentencepiece_model_pb2
         from transformers import NllbTokenizer
     except ImportError:
         raise RosettaError(
-            "an NLLB-200 export writes its tokenizer with transformers: "
-            "pip install transformers"
+            f"{folder}: an NLLB-200 export writes its tokenizer with "
+            "transformers 5 or later: pip install 'transformers>=5'"
         ) from None
+    if int(transformers.__version__.split(".")[0]) < 5:
+        raise RosettaError(
+            f"{folder}: an NLLB-200 export writes its tokenizer with transformers "
+            f"5 or later, not {transformers.__version__}: "
+            "pip install 'transformers>=5'"
+        )
     with tempfile.TemporaryDirectory() as scratch:
         (Path(scratch) / "sentencepiece.bpe.model").write_bytes(tokenizer.model_bytes)
         converted = json.loads(
@@ -50,5 +57,8 @@ def write_nllb_tokenizer(
         if written.convert_tokens_to_ids(token) != table.index(token)
     ]
     if wrong:
-        raise RosettaError(f"the NLLB tokenizer gives {wrong[0]!r} another id")
+        raise RosettaError(
+            f"{folder}: the NLLB tokenizer transformers made gives {wrong[0]!r} "
+            "another id than the model's"
+        )
     written.save_pretrained(str(folder))

@@ -96,7 +96,7 @@ def m2m100_tokens(folder: Path, after: int) -> dict[int, str]:
     """M2M100's language tokens by id: its list's, after the pieces."""
     path = folder / TOKENIZER_CONFIG
     name = read_object(path, required=False).get("language_codes", "m2m100")
-    if name not in M2M100_CODES:
+    if not isinstance(name, str) or name not in M2M100_CODES:
         raise RosettaError(
             f"{path}: language_codes {name!r}; M2M100 has {' or '.join(M2M100_CODES)}"
         )
