@@ -321,3 +321,33 @@ def test_a_signal_saves_the_update_and_resume_ends_identical(setup, name):
     assert read_index(run)["latest"] == f"checkpoint-{step:07d}"
     log = resume_to_the_end(config, run, expected, f"{name}:{step}")
     assert f"(step {step}, " in log
+
+
+def test_ctrl_c_during_an_import_of_pytorch_is_raised_once_it_ends():
+    """Raised inside PyTorch's import, KeyboardInterrupt can end the process
+    with SIGABRT (its C++ calls Python code that cannot raise it): Ctrl-C
+    then is noted at once and raised when the import has ended."""
+    import importlib.machinery
+    import types
+
+    from rosetta.cli import interrupts_noted
+
+    name = "torch._an_import_under_way"
+    fake = types.ModuleType(name)
+    fake.__spec__ = importlib.machinery.ModuleSpec(name, None)
+    fake.__spec__._initializing = True
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    sys.modules[name] = fake
+    noted: list[bool] = []
+    try:
+        with interrupts_noted(noted):
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.3)  # nothing raised while the import is under way
+            assert noted == [True]
+            fake.__spec__._initializing = False
+            with pytest.raises(KeyboardInterrupt):
+                time.sleep(10)
+    finally:
+        del sys.modules[name]
+        signal.signal(signal.SIGINT, previous)
+    assert noted == [True, True]

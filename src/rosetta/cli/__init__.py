@@ -208,6 +208,9 @@ def interrupts_noted(noted: list[bool]) -> Iterator[None]:
 
     def interrupt(number: int, frame: FrameType | None) -> None:
         noted.append(True)
+        if torch_importing():  # raised in PyTorch's C++ import, it aborts
+            threading.Thread(target=interrupt_after_import, daemon=True).start()
+            return
         raise KeyboardInterrupt
 
     previous_hook = sys.unraisablehook
@@ -225,6 +228,24 @@ def interrupts_noted(noted: list[bool]) -> Iterator[None]:
     finally:
         signal.signal(signal.SIGINT, signal.default_int_handler)
         sys.unraisablehook = previous_hook
+
+
+def torch_importing() -> bool:
+    """Whether a PyTorch module is being imported: a ``KeyboardInterrupt``
+    raised in the Python code its C++ calls then ends the process with
+    SIGABRT instead of an exception."""
+    return any(
+        getattr(getattr(module, "__spec__", None), "_initializing", False)
+        for name, module in list(sys.modules.items())
+        if name == "torch" or name.startswith("torch.")
+    )
+
+
+def interrupt_after_import() -> None:
+    """Ctrl-C again, once the import under way has ended."""
+    while torch_importing():
+        time.sleep(0.01)
+    os.kill(os.getpid(), signal.SIGINT)
 
 
 def run_command(argv: list[str] | None, noted: list[bool]) -> int:

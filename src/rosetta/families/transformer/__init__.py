@@ -11,22 +11,47 @@ Three layers, read in this order:
 2. ``fast``: the decoding fast path, a transform of a trained model
    (``pack_for_inference``) tested equal to the layers.
 3. ``ctranslate2``: the other engine, an export and its translator.
-4. ``marian``: MarianMT models (OPUS-MT) imported as runs.
+4. ``marian`` and ``multilingual``: Hugging Face transformers models in
+   and out (``rosetta import hf``, ``rosetta export hf``: ``hf_import``,
+   ``hf_export``), MarianMT's (OPUS-MT) and NLLB-200's, M2M100's and
+   mBART-50's.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rosetta.families.family import Family, Later
+from rosetta.families.family import ExportFormat, Family, Importer, Later
 from rosetta.families.transformer.config import TINY_ATTENTION, TransformerConfig
 from rosetta.families.transformer.ctranslate2 import EXPORT as CTRANSLATE2
-from rosetta.families.transformer.hf import EXPORT as HF_EXPORT
-from rosetta.families.transformer.hf import IMPORTER as HF_IMPORT
 
 if TYPE_CHECKING:
     from rosetta.inference.translator import Translator
     from rosetta.interfaces.trained import Trained
+
+
+HF_IMPORT = Importer(
+    name="hf",
+    summary="a Hugging Face transformers model: MarianMT (the OPUS-MT models), "
+    "NLLB-200, M2M100 or mBART-50",
+    source="a model folder, or a Hub name such as Helsinki-NLP/opus-mt-de-en or "
+    "facebook/nllb-200-distilled-600M (downloaded with pip install 'rosetta[hub]')",
+    write=Later("rosetta.families.transformer.hf_import", "import_hf"),
+)
+
+HF_EXPORT = ExportFormat(
+    name="hf",
+    summary="a folder for Hugging Face transformers (AutoModelForSeq2SeqLM): "
+    "MarianMT's layout (a post-norm Transformer with sinusoidal positions, "
+    "shared embeddings and SentencePiece tokenizers), or that of the NLLB-200, "
+    "M2M100 or mBART-50 model a run was imported from",
+    # a MarianMT export's source.spm (marian.settings.SOURCE_SPM; the others
+    # hold sentencepiece.bpe.model): named here, so listing loads no module
+    marker="source.spm",
+    kind="a transformers export",
+    quantizations=(),
+    write=Later("rosetta.families.transformer.hf_export", "write_hf"),
+)
 
 
 def translator(trained: Trained, precision: str, packed: bool = True) -> Translator:
