@@ -33,6 +33,7 @@ class Sizes:
     """How much each stage does: a GPU's sizes, or the dry run's tiny ones."""
 
     shapes: tuple[str, ...]  # SHAPE:BATCH_TOKENS of the training speed
+    compiled: tuple[str, ...]  # of those, measured compiled too
     speed_steps: int
     speed_warmup: int
     teacher: tuple[str, ...]  # how long the teacher trains (config overrides)
@@ -62,7 +63,8 @@ class Sizes:
 
 SIZES = {
     "cuda": Sizes(
-        shapes=("bundled:2500", "base:25000"),
+        shapes=("base:25000",),
+        compiled=("base:25000",),
         speed_steps=10,
         speed_warmup=3,
         teacher=("train.max_minutes=0.5", "train.validate_every=500"),
@@ -78,18 +80,22 @@ SIZES = {
         # the last save. Nine minutes, every stage at its limit:
         #   the parent: wheels installed, eflomal built, the GPU named,
         #               five summaries                                   30
-        #   tests    the cuda cases, first CUDA use of all              100
-        #   train    8 measurements of 13 steps, 2 products' ceilings,
-        #            tokenizers, transformers imported                  130
+        #   tests    the cuda cases, first CUDA use of all               80
+        #   train    base in fp32 and bf16: eager and HF (4 measurements
+        #            of 13 steps), then compiled (2, each a cold
+        #            compile), 2 products' ceilings, tokenizers,
+        #            transformers; the rows are kept as they come       150
         #   teacher  30 s of training + 35                               65
         #   decode   1,000 sentences 4 ways, 30 at batch 1, 2 engines    75
         #   lm       42 s of training + 28                               70
         #   nat      24 s of training + 16, then 2 models decoding 30    70
-        #   30 + 100 + 130 + 65 + 75 + 70 + 70 = 540 s = 9 min
-        seconds=dict(tests=100, train=130, teacher=65, decode=75, lm=70, nat=70),
+        #   30 + 80 + 150 + 65 + 75 + 70 + 70 = 540 s = 9 min (the last
+        #   check took 360 s for all six before the compiled rows)
+        seconds=dict(tests=80, train=150, teacher=65, decode=75, lm=70, nat=70),
     ),
     "cpu": Sizes(
         shapes=("bundled:400", "base:300"),
+        compiled=("bundled:400",),
         speed_steps=1,
         speed_warmup=1,
         teacher=("train.max_steps=30", "train.validate_every=30"),
@@ -134,7 +140,10 @@ def stages_for(
         return [python, str(SUMMARIES), stage, str(path)]
 
     teacher, lm, nat = work / "teacher", work / "lm", work / "nat"
+    # the quality stages train eagerly: their budgets are minutes of a fresh
+    # machine, which a cold compile would take (the train stage measures it)
     on = f"train.device={device}"
+    eager = "train.compile=false"
     tests = DEVICE_TESTS if device == "cuda" else DEVICE_TESTS[:1]
     pick = ["-k", "cuda"] if device == "cuda" else []
     env_note = ["env", "ROSETTA_REQUIRE_CUDA=1"] if device == "cuda" else []
@@ -170,6 +179,8 @@ def stages_for(
                     device,
                     "--shapes",
                     *sizes.shapes,
+                    "--compiled",
+                    *sizes.compiled,
                     "--steps",
                     str(sizes.speed_steps),
                     "--warmup",
@@ -191,7 +202,7 @@ def stages_for(
                     "configs/multi30k-de-en-transformer.yaml",
                     "-o",
                     str(teacher),
-                    *settings(on, *sizes.teacher),
+                    *settings(on, eager, *sizes.teacher),
                 ]
             ],
             s["teacher"],
@@ -239,7 +250,7 @@ def stages_for(
                     sizes.lm_config,
                     "-o",
                     str(lm),
-                    *settings(on, *sizes.lm),
+                    *settings(on, eager, *sizes.lm),
                 ]
             ],
             s["lm"],
@@ -255,7 +266,7 @@ def stages_for(
                     "configs/multi30k-de-en-nat-ctc.yaml",
                     "-o",
                     str(nat),
-                    *settings(on, f"data.train.tgt={gold}", *sizes.nat),
+                    *settings(on, eager, f"data.train.tgt={gold}", *sizes.nat),
                 ],
                 [
                     python,

@@ -60,10 +60,11 @@ def speed_headline(path: Path) -> dict:
     rows = read_json(path)["rows"]
     parts = [
         f"{row['shape']} {row['precision']}"
+        + (" compiled" if row["engine"] == "rosetta-compiled" else "")
         + (f" {row['vs_hf']:.2f}× HF" if "vs_hf" in row else "")
         + f", MFU {row['mfu']:.0%}"
         for row in rows
-        if row["engine"] == "rosetta"
+        if row["engine"] in ("rosetta", "rosetta-compiled")
     ]
     return {"rows": rows, "headline": "; ".join(parts)}
 

@@ -34,7 +34,11 @@ from train_speed import (
     timed_steps,
 )
 
-STEPS = {"rosetta": rosetta_step, "marian": marian_step}
+STEPS = {
+    "rosetta": rosetta_step,
+    "rosetta-compiled": rosetta_step,
+    "marian": marian_step,
+}
 
 
 def have_transformers() -> bool:
@@ -46,8 +50,11 @@ def have_transformers() -> bool:
 
 
 def measure(engine, shape, tokens, precision, device, warmup, steps) -> dict:
+    """One row; Rosetta's update eager (``rosetta``) or compiled, its
+    warm-up steps holding the compile."""
     torch.manual_seed(0)
-    overrides = settings(shape, tokens, device)
+    compiled = "true" if engine == "rosetta-compiled" else "false"
+    overrides = settings(shape, tokens, device, compiled)
     config, data, batches = load_batches(warmup + steps, precision, CONFIG, *overrides)
     target, _, flops = batch_work(config, data, batches[warmup:])
     if device.type == "cuda":
@@ -78,7 +85,7 @@ def profile(shape, tokens, precision, device, steps: int = 4) -> str:
     from torch.profiler import ProfilerActivity
     from torch.profiler import profile as profiler
 
-    overrides = settings(shape, tokens, device)
+    overrides = settings(shape, tokens, device, "false")
     config, data, batches = load_batches(2 + steps, precision, CONFIG, *overrides)
     step = rosetta_step(config, data, device)
     for indices in batches[:2]:
@@ -102,6 +109,13 @@ def profile(shape, tokens, precision, device, steps: int = 4) -> str:
     return averages.table(row_limit=30)
 
 
+ENGINE_NAMES = {
+    "rosetta": "Rosetta",
+    "rosetta-compiled": "Rosetta compiled",
+    "marian": "HF Marian",
+}
+
+
 def table(rows: list[dict]) -> str:
     lines = [
         "| shape | batch tokens | precision | engine | target tok/s | TFLOP/s "
@@ -110,13 +124,28 @@ def table(rows: list[dict]) -> str:
     ]
     for row in rows:
         ratio = f"{row['vs_hf']:.2f}" if "vs_hf" in row else ""
-        engine = "Rosetta" if row["engine"] == "rosetta" else "HF Marian"
+        engine = ENGINE_NAMES[row["engine"]]
         lines.append(
             f"| {row['shape']} | {row['batch_tokens']} | {row['precision']} "
             f"| {engine} | {row['target_tokens_per_s']:.0f} | {row['tflops']:.1f} "
             f"| {row['mfu']:.0%} | {row['peak_mib']} | {ratio} |"
         )
     return "\n".join(lines)
+
+
+def compare_with_hf(rows: list[dict]) -> None:
+    """Each Rosetta row's speed ÷ Hugging Face's of its shape and precision."""
+    for ours in rows:
+        hf = [
+            r
+            for r in rows
+            if r["engine"] == "marian"
+            and (r["shape"], r["batch_tokens"], r["precision"])
+            == (ours["shape"], ours["batch_tokens"], ours["precision"])
+        ]
+        if ours["engine"] != "marian" and hf:
+            speed = ours["target_tokens_per_s"] / hf[0]["target_tokens_per_s"]
+            ours["vs_hf"] = round(speed, 3)
 
 
 def main() -> None:
@@ -129,6 +158,13 @@ def main() -> None:
         help="SHAPE:BATCH_TOKENS, shapes of benchmarks/train_speed.py",
     )
     parser.add_argument("--precisions", nargs="+", default=["fp32", "bf16"])
+    parser.add_argument(
+        "--compiled",
+        nargs="*",
+        default=[],
+        metavar="SHAPE:BATCH_TOKENS",
+        help="of --shapes, those also measured with the update compiled",
+    )
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--json", default=None)
@@ -143,29 +179,36 @@ def main() -> None:
     device = torch.device(args.device)
     torch.backends.cuda.matmul.allow_tf32 = False  # fp32 means fp32 in both
     load_batches(1)  # the tokenizers, trained once outside the timings
-    engines = ["rosetta", "marian"] if have_transformers() else ["rosetta"]
+    peer = ["marian"] if have_transformers() else []
     ceilings = {p: matmul_ceiling(device, p) for p in args.precisions}
-    rows = []
-    for spec in args.shapes:
+    # eager and Hugging Face first, the compiled rows (each a cold compile)
+    # after them: the table so far is written after every row, so a stage
+    # stopped by its time limit keeps what it measured
+    plan = [
+        (spec, precision, engine)
+        for spec in args.shapes
+        for precision in args.precisions
+        for engine in ["rosetta", *peer]
+    ]
+    plan += [
+        (spec, precision, "rosetta-compiled")
+        for spec in args.shapes
+        if spec in args.compiled
+        for precision in args.precisions
+    ]
+    rows: list[dict] = []
+    for spec, precision, engine in plan:
         shape, tokens = spec.split(":")
-        for precision in args.precisions:
-            for engine in engines:
-                row = measure(
-                    engine,
-                    shape,
-                    int(tokens),
-                    precision,
-                    device,
-                    args.warmup,
-                    args.steps,
-                )
-                row["mfu"] = round(row["tflops"] * 1e3 / ceilings[precision], 4)
-                if engine == "marian":  # Rosetta's row of the same shape is last
-                    ours = rows[-1]
-                    speed = ours["target_tokens_per_s"] / row["target_tokens_per_s"]
-                    ours["vs_hf"] = round(speed, 3)
-                rows.append(row)
-                print(json.dumps(row), flush=True)
+        row = measure(
+            engine, shape, int(tokens), precision, device, args.warmup, args.steps
+        )
+        row["mfu"] = round(row["tflops"] * 1e3 / ceilings[precision], 4)
+        rows.append(row)
+        compare_with_hf(rows)
+        print(json.dumps(row), flush=True)
+        if args.json:
+            with open(args.json, "w") as file:
+                json.dump({"ceilings_gflops": ceilings, "rows": rows}, file, indent=1)
     print(table(rows))
     text = ", ".join(f"{p} {c:.0f}" for p, c in ceilings.items())
     print(f"\nmeasured matrix-product ceiling, GFLOP/s: {text}")
@@ -173,9 +216,6 @@ def main() -> None:
         shape, tokens, precision = spec.split(":")
         print(f"\nprofile of Rosetta's step: {spec}")
         print(profile(shape, int(tokens), precision, device), flush=True)
-    if args.json:
-        with open(args.json, "w") as file:
-            json.dump({"ceilings_gflops": ceilings, "rows": rows}, file, indent=1)
 
 
 if __name__ == "__main__":

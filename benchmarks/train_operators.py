@@ -15,8 +15,16 @@ d_ff 128, 6+6 layers and 25,000-token batches. With two depths
 (``--layers 2 6``) it also fits ``a + b × layers`` to the totals: the
 operators of each encoder+decoder layer pair, and of everything else.
 
+``--compile`` counts the compiled update (``train.compile``) beside the
+eager one. Three counts for each: nested ATen operators (all dispatches),
+top-level ones (those no other ATen operator called: what the host issues
+itself, the compiled graphs' matrix products among them) and the kernels
+the compiler generated that ran. The compiled runs start after one run
+that compiles (its kernels then come from the cache of this process).
+
     python benchmarks/train_operators.py                  # 6+6, about 2 minutes
     python benchmarks/train_operators.py --layers 2 6 --json out.json
+    python benchmarks/train_operators.py --layers 2 6 --compile   # cold: minutes
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ import argparse
 import contextlib
 import gzip
 import io
+import re
 import shutil
 import tempfile
 from collections import Counter
@@ -86,8 +95,33 @@ def quietly(argv: list[str]) -> None:
         raise SystemExit(f"rosetta {argv[0]} failed ({status}):\n{err.getvalue()}")
 
 
+GENERATED_KERNEL = re.compile(r"cpp_fused|triton_")
+
+
+def counted_events(events) -> Counter[str]:
+    """ATen operators by name, with two totals: ``<top-level>``, those no
+    other ATen operator called, and ``<kernels>``, the generated kernels."""
+    counts: Counter[str] = Counter()
+    for event in events:
+        if GENERATED_KERNEL.search(event.name):
+            counts["<kernels>"] += 1
+        if not event.name.startswith("aten::"):
+            continue
+        counts[event.name] += 1
+        parent = event.cpu_parent
+        while parent is not None and not parent.name.startswith("aten::"):
+            parent = parent.cpu_parent
+        counts["<top-level>"] += parent is None
+    return counts
+
+
 def operators(
-    config: Path, prepared: Path, layers: int, updates: int, threads: int | None
+    config: Path,
+    prepared: Path,
+    layers: int,
+    updates: int,
+    threads: int | None,
+    compiled: bool,
 ) -> Counter[str]:
     """ATen operators of ``rosetta train`` for ``updates`` updates, by name."""
     run = prepared.parent / f"run-{layers}-{updates}"
@@ -97,6 +131,7 @@ def operators(
         f"model.encoder_layers={layers}",
         f"model.decoder_layers={layers}",
         f"train.max_steps={updates}",
+        f"train.compile={str(compiled).lower()}",
     ]
     if threads is not None:
         settings.append(f"train.threads={threads}")
@@ -106,29 +141,86 @@ def operators(
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         quietly(argv)
     shutil.rmtree(run)
-    return Counter(e.name for e in prof.events() if e.name.startswith("aten::"))
+    return counted_events(prof.events())
 
 
 def per_update(
-    config: Path, prepared: Path, layers: int, n: int, m: int, threads: int | None
+    config: Path,
+    prepared: Path,
+    layers: int,
+    n: int,
+    m: int,
+    threads: int | None,
+    compiled: bool = False,
 ) -> dict[str, float]:
     """Operators of one update by name: (count at n - count at m) / (n - m)."""
-    more = operators(config, prepared, layers, n, threads)
-    fewer = operators(config, prepared, layers, m, threads)
+    if compiled:  # compile first: the counted runs reuse its graphs
+        import torch._dynamo
+        import torch._inductor.config
+
+        torch._inductor.config.cpp.enable_kernel_profile = True  # kernels as events
+        torch._dynamo.reset()
+        operators(config, prepared, layers, m, threads, compiled)
+    more = operators(config, prepared, layers, n, threads, compiled)
+    fewer = operators(config, prepared, layers, m, threads, compiled)
     names = set(more) | set(fewer)
     return {name: (more[name] - fewer[name]) / (n - m) for name in names}
 
 
+def nested(counts: dict[str, float]) -> float:
+    return sum(v for name, v in counts.items() if name.startswith("aten::"))
+
+
 def show(layers: int, counts: dict[str, float], top: int) -> None:
-    total = sum(counts.values())
+    total = nested(counts)
     syncs = counts.get("aten::_local_scalar_dense", 0.0)
     print(f"\n{layers}+{layers} layers: {total:,.0f} ATen operators per update")
     print(f"  of which .item() and the like (host syncs on a GPU): {syncs:,.0f}")
     print(f"  | {'operator':<36} | per update |")
     print(f"  |{'-' * 38}|{'-' * 12}|")
-    ranked = sorted(counts.items(), key=lambda item: -item[1])
+    ranked = sorted(
+        ((k, v) for k, v in counts.items() if k.startswith("aten::")),
+        key=lambda item: -item[1],
+    )
     for name, count in ranked[:top]:
         print(f"  | {name:<36} | {count:>10,.0f} |")
+
+
+def side_by_side(eager: dict, compiled: dict) -> dict[int, dict[str, float]]:
+    """One row per depth and way: nested, top-level, kernels, host reads."""
+    print(
+        "\n| layers | update   | nested ATen | top-level ATen | generated kernels "
+        "| top-level + kernels | .item() |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    rows = {}
+    for layers in eager:
+        for name, counts in (("eager", eager[layers]), ("compiled", compiled[layers])):
+            row = {
+                "nested": nested(counts),
+                "top_level": counts.get("<top-level>", 0.0),
+                "kernels": counts.get("<kernels>", 0.0),
+                "syncs": counts.get("aten::_local_scalar_dense", 0.0),
+            }
+            rows.setdefault(layers, {})[name] = row
+            print(
+                f"| {layers}+{layers} | {name} | {row['nested']:,.0f} "
+                f"| {row['top_level']:,.0f} | {row['kernels']:,.0f} "
+                f"| {row['top_level'] + row['kernels']:,.0f} | {row['syncs']:,.0f} |"
+            )
+    return rows
+
+
+def fit(totals: dict[int, float], what: str) -> None:
+    """``a + b × layers`` through the lowest and highest depth."""
+    if len(totals) < 2:
+        return
+    low, high = min(totals), max(totals)
+    slope = (totals[high] - totals[low]) / (high - low)
+    print(
+        f"{what}: per encoder+decoder layer pair {slope:,.0f}; "
+        f"the rest {totals[low] - slope * low:,.0f}"
+    )
 
 
 def main() -> None:
@@ -140,12 +232,16 @@ def main() -> None:
     parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--top", type=int, default=15)
+    parser.add_argument(
+        "--compile", action="store_true", help="also count the compiled update"
+    )
     parser.add_argument("--json", help="also write the counts here")
     args = parser.parse_args()
     n, m = args.updates
     if n <= m:
         parser.error("--updates N M needs N > M")
 
+    compiled: dict[int, dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         config = write_corpus(folder, args.pairs, args.batch_tokens, args.device)
@@ -155,19 +251,27 @@ def main() -> None:
             layers: per_update(config, prepared, layers, n, m, args.threads)
             for layers in args.layers
         }
+        if args.compile:
+            compiled = {
+                layers: per_update(config, prepared, layers, n, m, args.threads, True)
+                for layers in args.layers
+            }
     print(f"torch {torch.__version__}, {args.pairs:,} pairs, updates {n} - {m}")
     for layers, counts in results.items():
         show(layers, counts, args.top)
-    totals = {layers: sum(counts.values()) for layers, counts in results.items()}
-    if len(totals) > 1:
-        low, high = min(totals), max(totals)
-        slope = (totals[high] - totals[low]) / (high - low)
-        print(
-            f"\nper encoder+decoder layer pair: {slope:,.0f}; "
-            f"the rest: {totals[low] - slope * low:,.0f}"
-        )
+    print()
+    fit({layers: nested(counts) for layers, counts in results.items()}, "eager")
+    summary: dict = {"totals": {k: nested(v) for k, v in results.items()}}
+    if compiled:
+        rows = side_by_side(results, compiled)
+        print()
+        for name in ("nested", "top_level", "kernels"):
+            fit({k: rows[k]["compiled"][name] for k in rows}, f"compiled, {name}")
+        summary["compiled"] = rows
     if args.json:
-        write_json(args.json, {"totals": totals, "operators": results})
+        write_json(
+            args.json, summary | {"operators": results, "compiled_ops": compiled}
+        )
 
 
 if __name__ == "__main__":

@@ -96,9 +96,16 @@ def step_flops(batch, d: int, ffn: int, layers: int, vocab: int) -> float:
     return 3.0 * (layers * (encoder + decoder) + output)
 
 
-def settings(shape: str, batch_tokens: int | None, device: torch.device) -> list[str]:
+def settings(
+    shape: str, batch_tokens: int | None, device: torch.device, compile: str = "auto"
+) -> list[str]:
     budget = [f"train.batch_tokens={batch_tokens}"] if batch_tokens else []
-    return [*SHAPES[shape], *budget, f"train.device={device.type}"]
+    return [
+        *SHAPES[shape],
+        *budget,
+        f"train.device={device.type}",
+        f"train.compile={compile}",
+    ]
 
 
 def rosetta_step(config, data, device: torch.device):
@@ -231,7 +238,7 @@ def worker(engine: str, threads: int, args) -> None:
 
     device = torch.device(args.device)
     warmup, steps = args.warmup, args.steps
-    overrides = settings(args.shape, args.batch_tokens, device)
+    overrides = settings(args.shape, args.batch_tokens, device, args.compile)
     config, data, batches = load_batches(
         warmup + steps, args.precision, CONFIG, *overrides
     )
@@ -274,6 +281,8 @@ def run_worker(engine: str, threads: int, args) -> dict:
         "--shape",
         args.shape,
         *(["--batch-tokens", str(args.batch_tokens)] if args.batch_tokens else []),
+        "--compile",
+        args.compile,
     ]
     env = os.environ | {"OMP_NUM_THREADS": str(threads)}
     if args.preload:
@@ -310,6 +319,13 @@ def main() -> None:
     parser.add_argument("--shape", choices=list(SHAPES), default="bundled")
     parser.add_argument(
         "--batch-tokens", type=int, default=None, help="default: the config's"
+    )
+    parser.add_argument(
+        "--compile",
+        choices=["auto", "true", "false"],
+        default="auto",
+        help="Rosetta's train.compile (auto: compiled on a GPU); the warm-up "
+        "steps hold the compile",
     )
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()

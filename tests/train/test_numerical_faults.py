@@ -10,8 +10,8 @@ import json
 import pytest
 import torch
 
+import rosetta.train.dense_loss as loss_module
 import rosetta.train.trainer as trainer_module
-import rosetta.train.translation_task as task_module
 from rosetta.errors import RosettaError
 from rosetta.jobs.loading import load_translator
 from rosetta.jobs.training import run_training
@@ -21,7 +21,7 @@ from tests.train.test_trainer import latest, weights
 
 def poison_losses(monkeypatch, bad_calls):
     """Make the loss of the given (1-based) training calls NaN."""
-    original = task_module.projected_label_smoothed_cross_entropy
+    original = loss_module.projected_label_smoothed_cross_entropy
     calls = {"n": 0}
 
     def loss(*args, **kwargs):
@@ -31,7 +31,7 @@ def poison_losses(monkeypatch, bad_calls):
             total = total * float("nan")
         return total, nll, count
 
-    monkeypatch.setattr(task_module, "projected_label_smoothed_cross_entropy", loss)
+    monkeypatch.setattr(loss_module, "projected_label_smoothed_cross_entropy", loss)
 
 
 def test_a_nan_loss_skips_the_update_with_a_warning_and_a_count(

@@ -287,6 +287,12 @@ class TrainConfig(Section):
     device: Literal["auto", "cpu", "cuda"] = Field(
         "auto", description="auto: a GPU when there is one"
     )
+    compile: Literal["auto"] | bool = Field(
+        "auto",
+        description="compile the update with torch.compile (one graph for the "
+        "forward pass, loss and backward, one for clipping and Adam); auto: "
+        "on a GPU only. Compiled code is cached in ~/.cache/rosetta/torch-compile",
+    )
     deterministic: bool = Field(
         True, description="deterministic kernels, so a resumed run repeats exactly"
     )

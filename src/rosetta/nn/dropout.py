@@ -6,8 +6,9 @@ costs more than the matrix products around it. This module draws the same
 decision from 16 random bits per element, four elements per 64-bit word of
 torch's generator, and keeps an element when its bits are at least a
 threshold; p is rounded to a multiple of 2^-16, so the drop rate is exact to
-within 1.5e-5. Reseeding torch reproduces the masks. On other devices it
-calls ``torch.nn.functional.dropout``.
+within 1.5e-5. Reseeding torch reproduces the masks. On other devices, and
+inside a compiled graph (whose compiler fuses its own random draws into the
+kernels around them), it calls ``torch.nn.functional.dropout``.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def dropout(x: torch.Tensor, p: float, training: bool = True) -> torch.Tensor:
     if not training or p == 0.0:
         return x
     check_probability(p)
-    if x.device.type != "cpu":
+    if x.device.type != "cpu" or torch.compiler.is_compiling():
         return F.dropout(x, p, training=True)
     return x * dropout_mask(x.shape, p, x.dtype)
 

@@ -28,6 +28,7 @@ from rosetta.errors import RosettaError
 from rosetta.runs.integrity import seal_meta, sha256_file, verify_files, verify_sealed
 from rosetta.runs.schemas import ImportedRecord, IndexRecord, MetaRecord
 from rosetta.runtime.atomic import (
+    as_the_user_makes,
     fsync_path,
     journal_path,
     replace_folder,
@@ -177,6 +178,13 @@ def new_checkpoint_folder(folder: Path) -> Iterator[Path]:
         ) from None
 
 
+def save_tensors(tensors: dict[str, torch.Tensor], path: Path) -> None:
+    """``safetensors.torch.save_file``, the file then given the user's
+    permissions (safetensors makes it 0600 whatever the umask)."""
+    save_file(tensors, str(path))
+    as_the_user_makes(path)
+
+
 def write_checkpoint_files(
     folder: Path,
     model: nn.Module | dict[str, torch.Tensor],
@@ -189,17 +197,17 @@ def write_checkpoint_files(
     ``model`` is a model, or the tensors to write (``model_tensors`` of one);
     ``state`` holds the training tensors that are not weights."""
     tensors = model if isinstance(model, dict) else model_tensors(model)
-    save_file(tensors, str(folder / MODEL_FILE))
+    save_tensors(tensors, folder / MODEL_FILE)
     files = [MODEL_FILE]
     meta = {"format_version": FORMAT_VERSION, **meta}
     if optimizer is not None:
         tensors, groups = _optimizer_tensors(optimizer)
-        save_file(tensors, str(folder / OPTIMIZER_FILE))
+        save_tensors(tensors, folder / OPTIMIZER_FILE)
         files.append(OPTIMIZER_FILE)
         meta["optimizer_param_groups"] = groups
     if state:
         cpu = {k: v.detach().to("cpu").contiguous() for k, v in state.items()}
-        save_file(cpu, str(folder / STATE_FILE))
+        save_tensors(cpu, folder / STATE_FILE)
         files.append(STATE_FILE)
     meta["sha256"] = {name: sha256_file(folder / name) for name in files}
     meta = seal_meta(meta)

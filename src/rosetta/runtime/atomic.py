@@ -73,6 +73,13 @@ def umask() -> int:
     return mask
 
 
+def as_the_user_makes(path: Path) -> None:
+    """Give ``path`` the permissions a file (0666) or folder (0777) the user
+    makes gets, less the umask: for what is made private first (a temporary
+    name) or by a library that makes its files private (safetensors: 0600)."""
+    os.chmod(path, (0o777 if os.path.isdir(path) else 0o666) & ~umask())
+
+
 def _not_written(target: Path, error: OSError) -> RosettaError:
     return RosettaError(f"{target}: not written ({error.strerror or error})")
 
@@ -88,11 +95,9 @@ def atomic_file(target: Path) -> Iterator[Path]:
         )
     except OSError as error:
         raise _not_written(target, error) from None
-    try:
-        os.fchmod(fd, 0o666 & ~umask())
-    finally:
-        os.close(fd)
+    os.close(fd)
     tmp = Path(name)
+    as_the_user_makes(tmp)
     try:
         yield tmp
         fsync_path(tmp)
@@ -314,7 +319,7 @@ def atomic_folder(
     except OSError as error:
         raise _not_written(target, error) from None
     try:
-        tmp.chmod(0o777 & ~umask())
+        as_the_user_makes(tmp)
         yield tmp
         if kind is not None:
             files = {name: fingerprint(tmp / name) for name in folder_files(tmp)}

@@ -51,7 +51,7 @@ def open_own(
     ``limit`` (bytes) is None for an output Rosetta grows (a partial one)."""
     safe = _SAFE & ~os.O_NOFOLLOW if follow_links else _SAFE
     try:
-        fd = os.open(path, flags | safe, 0o644)
+        fd = os.open(path, flags | safe, 0o666)  # less the umask, as the shell
     except OSError:
         if os.path.islink(path):  # O_NOFOLLOW's ELOOP
             raise not_own(path, "a symbolic link") from None

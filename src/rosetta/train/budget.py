@@ -11,8 +11,8 @@ not validated by the middle of its minutes validates then, to know.
 
 The bar counts updates out of the run's total where steps or epochs bound
 it, otherwise minutes out of ``max_minutes``; its estimate of what is left
-comes from the pace so far, validation included, so it corrects itself as
-the run goes.
+comes from the pace so far, validation included (compiling left out), so
+it corrects itself as the run goes.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from typing import Any
 from tqdm import tqdm
 
 from rosetta.config.sections import TrainConfig
+from rosetta.train.compiled import graphs_compiled
 
 # {l_bar} is "training: 42%|" whether the label was given at the start or
 # set since (set_description adds the ": " itself)
@@ -95,6 +96,33 @@ class Budget:
             if self.bar is not None:
                 self.bar.set_description("training")
             self.advance()
+
+    @contextmanager
+    def updating(self, may_compile: bool) -> Iterator[None]:
+        """Times an update. One that ``may_compile`` (the first of a compiled
+        session) shows "compiling" on the bar; one that did compile
+        (``graphs_compiled`` rose: a new shape, a recompile) is left out of
+        the pace the estimate of what is left comes from. Its minutes still
+        count against ``max_minutes``."""
+        started, graphs = time.perf_counter(), graphs_compiled()
+        if may_compile and self.bar is not None:
+            self.bar.set_description("compiling")
+        try:
+            yield
+        finally:
+            if graphs_compiled() > graphs:
+                self.leave_out_of_pace(time.perf_counter() - started)
+            if may_compile and self.bar is not None:
+                self.bar.set_description("training")
+
+    def leave_out_of_pace(self, seconds: float) -> None:
+        """The bar's rate, and ``seconds_left``'s, as if ``seconds`` had not
+        passed (tqdm's average and its moving average both start later)."""
+        step, opened = self.opened
+        self.opened = (step, opened + seconds)
+        if self.bar is not None:
+            self.bar.start_t += seconds
+            self.bar.last_print_t += seconds
 
     # ---- the bar -----------------------------------------------------------
     def total_updates(self, updates_per_epoch: int) -> int | None:

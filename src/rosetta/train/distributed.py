@@ -66,6 +66,15 @@ class Group:
             dist.all_reduce(total)
         return float(total.item())
 
+    def sum_tensor(self, value: torch.Tensor) -> torch.Tensor:
+        """Σ of the tensor ``value`` over every process, left on its device
+        (nothing read on the host)."""
+        if not self.distributed:
+            return value
+        with self.with_peers():
+            dist.all_reduce(value)
+        return value
+
     def decide(self, flag: bool, device: torch.device) -> bool:
         """Rank 0's ``flag``, the same in every process."""
         if not self.distributed:

@@ -26,7 +26,7 @@ from rosetta.errors import RosettaError
 from rosetta.inference.text_scoring import score_text
 from rosetta.interfaces.language_model import Memory, SegmentLanguageModel
 from rosetta.runtime.precision import autocast
-from rosetta.train.loss import projected_label_smoothed_cross_entropy
+from rosetta.train.dense_loss import training_loss_sum
 from rosetta.train.prepare import PreparedText
 
 if TYPE_CHECKING:
@@ -127,14 +127,14 @@ class LanguageModelTask:
         inputs = segment.inputs.to(self.device)
         features, self.memory = forward(inputs, memory, self.lm.memory_length)
         self.memory_after = segment.index
-        loss_sum, _, _ = projected_label_smoothed_cross_entropy(
+        return training_loss_sum(
             features,
             self.model.output_proj,
             segment.labels.to(self.device),
             self.cfg.label_smoothing,
             PAD_ID,
+            self.cfg.batch_tokens,
         )
-        return loss_sum
 
     def validate(self) -> dict[str, float]:
         """Loss (nats per token), perplexity and, for characters, bits per

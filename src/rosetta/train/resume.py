@@ -39,6 +39,7 @@ REPORTING_KEYS = (
     "train.tensorboard",
     "train.threads",
     "train.device",
+    "train.compile",
     "decode",
 )
 
@@ -128,6 +129,7 @@ def resume_training(trainer: Trainer, upgrade: weights.Upgrade | None) -> None:
     ranks = training_ranks(meta, folder, group.world_size)
     weights.load_weights(folder, trainer.model, trainer.device, upgrade)
     weights.load_optimizer(folder, trainer.optimizer, meta)
+    trainer.updater.settle_optimizer()  # how this process runs it, not the run's
     trainer.state = parse_record(
         meta.get("trainer"),
         TrainerState,

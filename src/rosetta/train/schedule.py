@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from rosetta.config.sections import TO_A_FLOOR
+from rosetta.config.sections import TO_A_FLOOR, TrainConfig
 
 
 def learning_rate(
@@ -38,3 +38,10 @@ def learning_rate(
             return floor + (peak - floor) * (1 + math.cos(math.pi * done)) / 2
         return peak - (peak - floor) * done
     return peak
+
+
+def scheduled_rate(step: int, cfg: TrainConfig) -> float:
+    """``learning_rate`` at ``step`` with the training section's schedule."""
+    return learning_rate(
+        step, cfg.lr, cfg.warmup_steps, cfg.decay, cfg.max_steps, cfg.min_lr
+    )

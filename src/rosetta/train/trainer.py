@@ -35,7 +35,7 @@ from rosetta.train.budget import Budget, summary
 from rosetta.train.distributed import SINGLE_PROCESS, Group
 from rosetta.train.interrupt import SignalStop, exit_status
 from rosetta.train.metrics import MetricsLog, Window
-from rosetta.train.schedule import learning_rate
+from rosetta.train.schedule import scheduled_rate
 from rosetta.train.training_task import TrainingTask
 from rosetta.train.update import Updater, make_adam
 
@@ -83,7 +83,7 @@ class Trainer:
         self.device = device
         self.optimizer = make_adam(self.model, self.cfg)
         self.updater = Updater(
-            self.model, self.optimizer, self.cfg, device, group, task.loss_sum
+            self.model, self.optimizer, self.cfg, device, group, task.loss_sum, self.log
         )
         self.state = TrainerState()
         self.bad_steps_in_a_row = 0
@@ -131,8 +131,9 @@ class Trainer:
             for rank, tensors in enumerate(carried)
             for key, tensor in tensors.items()
         }
-        with ckpt.new_checkpoint_folder(self.run_dir / name) as folder:
-            ckpt.write_checkpoint_files(folder, self.model, self.optimizer, meta, state)
+        adam, as_made = self.optimizer, self.updater.as_made()  # eager's settings
+        with ckpt.new_checkpoint_folder(self.run_dir / name) as folder, as_made:
+            ckpt.write_checkpoint_files(folder, self.model, adam, meta, state)
         ckpt.record_checkpoint(
             self.run_dir,
             name,
@@ -169,15 +170,7 @@ class Trainer:
     def train_step(self, group: list[Any]) -> tuple[float, int] | None:
         """One update from the batches ``group`` (this process runs its share):
         (mean loss per target token, target tokens), or None if skipped."""
-        cfg = self.cfg
-        lr = learning_rate(
-            self.state.step + 1,
-            cfg.lr,
-            cfg.warmup_steps,
-            cfg.decay,
-            cfg.max_steps,
-            cfg.min_lr,
-        )
+        lr = scheduled_rate(self.state.step + 1, self.cfg)
         share = self.task.share(group, self.group.rank, self.group.world_size)
         loss, tokens, not_finite = self.updater.step(share, lr)
         if not_finite == "overflow":  # expected now and then with fp16
@@ -276,7 +269,7 @@ class Trainer:
                 "held-out data, no early stopping, and the run's best "
                 "checkpoint is its latest"
             )
-        last_validated = state.step
+        last_validated = stepped_from = state.step
         per_update = self.task.batches_per_update(self.group.world_size)
         # threads left to the policy follow the machine's other work
         reassess = Reassessment() if self.cfg.threads is None else None
@@ -289,7 +282,9 @@ class Trainer:
                 self.stop_if_signalled(signals)
                 start = state.batch_in_epoch
                 group = batches[start : start + per_update]
-                outcome = self.train_step(group)
+                first = self.updater.compiled and state.step == stepped_from
+                with self.budget.updating(first):
+                    outcome = self.train_step(group)
                 state.batch_in_epoch += len(group)
                 self.budget.advance()
                 if reassess is not None and (change := reassess()):
@@ -298,7 +293,7 @@ class Trainer:
                     continue
                 window.add(*outcome)
                 if state.step % self.cfg.log_every == 0:
-                    lr = self.optimizer.param_groups[0]["lr"]
+                    lr = self.updater.learning_rate
                     mean, speed = window.mean_loss(), window.tokens_per_second()
                     self.budget.advance(
                         loss=f"{mean:.3f}", lr=f"{lr:.2e}", tok_s=f"{speed:.0f}"

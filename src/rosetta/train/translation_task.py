@@ -20,7 +20,7 @@ from rosetta.inference.text_translator import TextTranslator
 from rosetta.interfaces.encoder_decoder import EncoderDecoder
 from rosetta.interfaces.trained import Trained
 from rosetta.runtime.precision import autocast
-from rosetta.train.loss import projected_label_smoothed_cross_entropy
+from rosetta.train.dense_loss import training_loss_sum
 from rosetta.train.prepare import PreparedData
 from rosetta.train.validation import decoded_scores, validation_loss
 
@@ -98,22 +98,22 @@ class TranslationTask:
     def loss_sum(self, forward: torch.nn.Module, batch: Batch) -> torch.Tensor:
         """The batch's summed label-smoothed loss (float32).
 
-        The output projection runs inside the loss, a block of real target
-        positions at a time (``projected_label_smoothed_cross_entropy``), so
-        the (n, T, V) logits are never built.
+        The output projection runs inside the loss (``training_loss_sum``):
+        eagerly a block of real target positions at a time, compiled a slice
+        of the vocabulary at a time, so the (n, T, V) logits are never built.
         """
         batch = batch.to(self.device)
         features = forward(
             batch.src, batch.src_mask, batch.tgt_in, batch.tgt_in != PAD_ID
         )
-        loss_sum, _, _ = projected_label_smoothed_cross_entropy(
+        return training_loss_sum(
             features,
             self.model.output_proj,
             batch.tgt_out,
             self.cfg.label_smoothing,
             PAD_ID,
+            self.cfg.batch_tokens,
         )
-        return loss_sum
 
     def validate(self) -> dict[str, float]:
         with autocast(self.device, self.cfg.precision):

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors.torch import save_file
 
 from rosetta.data.piece_table import PieceTableTokenizer
 from rosetta.data.tokenizer import SentencePieceTokenizer
@@ -124,7 +123,7 @@ def write_marian(restored: Any, folder: Path, quantization: str | None) -> None:
     if model.sinusoids == "interleaved":
         tensors = permuted_width(tensors, halves_order(model.d_model))
     written = marian_tensors(tensors, model, rows, target and target[1])
-    save_file(written, str(folder / SAFETENSORS_FILE))
+    ckpt.save_tensors(written, folder / SAFETENSORS_FILE)
     size = len(vocab)
     config = marian_config(model, size, size)
     write(folder / CONFIG_FILE, config)

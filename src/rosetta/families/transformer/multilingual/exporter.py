@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors.torch import save_file
 
 from rosetta.data.piece_table import PieceTableTokenizer
 from rosetta.data.vocab import EOS_ID, PAD_ID, UNK_ID
@@ -150,7 +149,9 @@ def write_multilingual(restored: Any, folder: Path, quantization: str | None) ->
         name: t.detach().float().cpu()
         for name, t in ckpt.model_tensors(restored.model).items()
     }
-    save_file(exported_tensors(tensors, model, rows), str(folder / "model.safetensors"))
+    ckpt.save_tensors(
+        exported_tensors(tensors, model, rows), folder / "model.safetensors"
+    )
     write(folder / "config.json", hf_config(model, len(table)))
     meta = ckpt.read_meta(restored.folder)
     imported = ckpt.imported_record(meta)
