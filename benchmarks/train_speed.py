@@ -48,6 +48,14 @@ CONFIG = ROOT / "configs/multi30k-de-en-transformer.yaml"
 CACHE = ROOT / "runs/bench-train-speed"  # the tokenizers, trained once
 SHAPES = {
     "bundled": [],
+    # one layer a side: what a dry run compiles in a minute on a CPU
+    "tiny": [
+        "model.encoder_layers=1",
+        "model.decoder_layers=1",
+        "model.d_model=64",
+        "model.heads=2",
+        "model.d_ff=128",
+    ],
     "base": [
         "model.encoder_layers=6",
         "model.decoder_layers=6",

@@ -129,6 +129,10 @@ class Family:
             ``prepare`` writes into a run folder before the first checkpoint.
         upgrade_weights: ``(stored tensors) -> tensors``: a checkpoint of an
             earlier Rosetta with the names this model holds now.
+        compiles: its training update compiles as one graph of any batch
+            shape (tested), so ``train.compile: auto`` compiles it on a GPU;
+            ``true`` tries any family (a graph break is a warning, then
+            eager).
         example: a tiny ``model`` section of the family (a few layers of a
             few units, for a vocabulary of tokens not shared), what the tests
             of every family train.
@@ -147,6 +151,7 @@ class Family:
     upgrade_weights: (
         Callable[[dict[str, torch.Tensor]], dict[str, torch.Tensor]] | None
     ) = None
+    compiles: bool = False
 
     @property
     def arch(self) -> str:

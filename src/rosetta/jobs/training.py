@@ -233,7 +233,8 @@ def _train_locked(
         print(f"model: {config.model.arch}, {count / 1e6:.2f}M parameters{processes}")
     if group.rank:  # same initial weights everywhere, each its own dropout
         torch.manual_seed(config.train.seed + group.rank)
-    trainer = Trainer(config, run_dir, model, task, device, group)
+    compiles = family_of(config.model).compiles
+    trainer = Trainer(config, run_dir, model, task, device, group, compiles)
     if resume:
         resume_training(trainer, family_of(config.model).upgrade_weights)
     return trainer.train()

@@ -73,11 +73,16 @@ def umask() -> int:
     return mask
 
 
+def users_mode(folder: bool) -> int:
+    """The permissions a file (0666) or folder (0777) the user makes gets,
+    less the umask: what everything Rosetta writes gets."""
+    return (0o777 if folder else 0o666) & ~umask()
+
+
 def as_the_user_makes(path: Path) -> None:
-    """Give ``path`` the permissions a file (0666) or folder (0777) the user
-    makes gets, less the umask: for what is made private first (a temporary
-    name) or by a library that makes its files private (safetensors: 0600)."""
-    os.chmod(path, (0o777 if os.path.isdir(path) else 0o666) & ~umask())
+    """``users_mode`` for ``path``, made private first (a temporary folder)
+    or by a library that makes its files private (safetensors: 0600)."""
+    os.chmod(path, users_mode(os.path.isdir(path)))
 
 
 def _not_written(target: Path, error: OSError) -> RosettaError:
@@ -95,9 +100,11 @@ def atomic_file(target: Path) -> Iterator[Path]:
         )
     except OSError as error:
         raise _not_written(target, error) from None
-    os.close(fd)
+    try:
+        os.fchmod(fd, users_mode(folder=False))
+    finally:
+        os.close(fd)
     tmp = Path(name)
-    as_the_user_makes(tmp)
     try:
         yield tmp
         fsync_path(tmp)

@@ -98,31 +98,34 @@ class Budget:
             self.advance()
 
     @contextmanager
-    def updating(self, may_compile: bool) -> Iterator[None]:
-        """Times an update. One that ``may_compile`` (the first of a compiled
-        session) shows "compiling" on the bar; one that did compile
-        (``graphs_compiled`` rose: a new shape, a recompile) is left out of
-        the pace the estimate of what is left comes from. Its minutes still
-        count against ``max_minutes``."""
+    def updating(self, compiled: bool, first: bool) -> Iterator[None]:
+        """Times an update. The first of a ``compiled`` session shows
+        "compiling" on the bar; one that did compile (``graphs_compiled``
+        rose: a new shape, a recompile) is left out of the pace the estimate
+        of what is left comes from. Its minutes still count against
+        ``max_minutes``, and the bar's elapsed time holds them."""
+        if not compiled:
+            yield
+            return
         started, graphs = time.perf_counter(), graphs_compiled()
-        if may_compile and self.bar is not None:
+        if first and self.bar is not None:
             self.bar.set_description("compiling")
         try:
             yield
         finally:
             if graphs_compiled() > graphs:
                 self.leave_out_of_pace(time.perf_counter() - started)
-            if may_compile and self.bar is not None:
+            if first and self.bar is not None:
                 self.bar.set_description("training")
 
     def leave_out_of_pace(self, seconds: float) -> None:
-        """The bar's rate, and ``seconds_left``'s, as if ``seconds`` had not
-        passed (tqdm's average and its moving average both start later)."""
+        """The pace of updates (``seconds_left``'s, and tqdm's moving average
+        on an updates bar) as if ``seconds`` had not passed. A minutes bar's
+        progress is time itself: nothing to leave out."""
         step, opened = self.opened
         self.opened = (step, opened + seconds)
-        if self.bar is not None:
-            self.bar.start_t += seconds
-            self.bar.last_print_t += seconds
+        if self.bar is not None and self.bar.unit == "update":
+            self.bar.last_print_t += seconds  # the next interval starts later
 
     # ---- the bar -----------------------------------------------------------
     def total_updates(self, updates_per_epoch: int) -> int | None:

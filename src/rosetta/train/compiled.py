@@ -44,12 +44,15 @@ def torch_version() -> tuple[int, int]:
     return int(major), int("".join(c for c in minor if c.isdigit()) or 0)
 
 
-def compile_wanted(setting: bool | str, device: torch.device) -> bool:
-    """``train.compile``: true, false, or auto (on a GPU only: on a CPU the
-    matrix products, not the host, bound an update, and compiling costs
-    minutes)."""
+def compile_wanted(
+    setting: bool | str, device: torch.device, family_compiles: bool = True
+) -> bool:
+    """``train.compile``: true, false, or auto: on a GPU, for a family whose
+    update compiles as one graph (``Family.compiles``). Not on a CPU, where
+    the matrix products, not the host, bound an update, and compiling costs
+    minutes."""
     if setting == "auto":
-        return device.type == "cuda"
+        return device.type == "cuda" and family_compiles
     return bool(setting)
 
 
@@ -80,10 +83,20 @@ def cache_folder() -> Path:
     ``~/.cache/rosetta/torch-compile``), rather than PyTorch's default in
     /tmp, which a reboot empties."""
     chosen = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
-    if chosen:
+    if chosen and chosen != torch_default_cache():  # torch sets its own there
         return Path(chosen)
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "rosetta" / "torch-compile"
+
+
+def torch_default_cache() -> str | None:
+    """The folder PyTorch writes into ``TORCHINDUCTOR_CACHE_DIR`` itself once
+    it compiles (/tmp/torchinductor_USER), or None where it says none."""
+    try:
+        from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+    except ImportError:
+        return None
+    return default_cache_dir()
 
 
 def use_cache_folder() -> Path:
@@ -131,11 +144,11 @@ class CompiledOrEager:
     def __call__(self, *args: Any) -> Any:
         if self.compiled is None:
             return self.function(*args)
-        from torch._dynamo.exc import TorchDynamoException
+        from torch._dynamo.exc import FailOnRecompileLimitHit, TorchDynamoException
 
         try:
             return self.compiled(*args)
-        except TorchDynamoException as error:
+        except (TorchDynamoException, FailOnRecompileLimitHit) as error:
             first = str(error).strip().splitlines()[0] if str(error).strip() else ""
             reason = f"{type(error).__name__}: {first}"[:300]
             self.warn(f"warning: {self.name} not compiled ({reason}); it runs eagerly")

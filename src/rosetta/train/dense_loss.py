@@ -122,7 +122,9 @@ def dense_loss_and_gradients(
     slices = vocabulary_slices(vocab, chunks)
     off_gold = off_gold_probability(epsilon, vocab)
     on_gold = off_gold - (1.0 - epsilon)  # d loss / d z_gold = p_gold + this
-    x = features.to(compute_dtype)
+    # padding rows as zeros: whatever they held (even inf) adds nothing
+    kept = keep.unsqueeze(1) > 0
+    x = torch.where(kept, features, 0.0).to(compute_dtype)
     w = weight.detach().to(compute_dtype)
     b = None if bias is None else bias.detach().to(compute_dtype)
 
@@ -152,7 +154,7 @@ def dense_loss_and_gradients(
         inside = ((target >= start) & (target < stop)).to(grad.dtype)
         column = (target - start).clamp(0, stop - start - 1).unsqueeze(1)
         grad = grad.scatter_add(1, column, (on_gold * inside).unsqueeze(1))
-        grad = grad * keep.unsqueeze(1)
+        grad = torch.where(kept, grad, 0.0)
         grad_b_slices.append(grad.sum(dim=0))
         low = grad.to(compute_dtype)  # the products in compute_dtype, sums float32
         grad_x = grad_x + (low @ w[start:stop]).to(grad_x.dtype)
@@ -161,7 +163,9 @@ def dense_loss_and_gradients(
     grad_b = None if bias is None else torch.cat(grad_b_slices).to(bias.dtype)
     sum_log_probs = sum_z - vocab * lse if epsilon > 0.0 else None
     loss, nll = smoothed_from_sums(gold - lse, sum_log_probs, epsilon, vocab)
-    return (grad_x, grad_w, grad_b), (loss * keep).sum(), (nll * keep).sum()
+    real = keep > 0
+    loss_sum = torch.where(real, loss, 0.0).sum()
+    return (grad_x, grad_w, grad_b), loss_sum, torch.where(real, nll, 0.0).sum()
 
 
 def vocab_chunks_for(batch_tokens: int, vocab: int, device: torch.device) -> int:

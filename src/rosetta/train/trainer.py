@@ -74,6 +74,7 @@ class Trainer:
         task: TrainingTask,
         device: torch.device,
         group: Group = SINGLE_PROCESS,
+        family_compiles: bool = True,  # Family.compiles: auto compiles it
     ):
         self.config, self.cfg = config, config.train
         self.run_dir = run_dir
@@ -85,6 +86,7 @@ class Trainer:
         self.updater = Updater(
             self.model, self.optimizer, self.cfg, device, group, task.loss_sum, self.log
         )
+        self.updater.compile_if_wanted(family_compiles)
         self.state = TrainerState()
         self.bad_steps_in_a_row = 0
         self.saved_step: int | None = None  # the update the last checkpoint holds
@@ -282,8 +284,8 @@ class Trainer:
                 self.stop_if_signalled(signals)
                 start = state.batch_in_epoch
                 group = batches[start : start + per_update]
-                first = self.updater.compiled and state.step == stepped_from
-                with self.budget.updating(first):
+                first = state.step == stepped_from
+                with self.budget.updating(self.updater.compiled, first):
                     outcome = self.train_step(group)
                 state.batch_in_epoch += len(group)
                 self.budget.advance()

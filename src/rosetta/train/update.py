@@ -93,16 +93,19 @@ class Updater:
         self.adam_step: Callable[[], Any] = self.optimizer.step
         # the settings Adam was made with run it eagerly (fused where it can)
         self.eager_adam = {key: optimizer.param_groups[0][key] for key in RUN_KEYS}
-        self.compiled = compile_wanted(cfg.compile, device)
-        self.adam_compiled = False
+        self.compiled = self.adam_compiled = False
         self.rate = cfg.lr
-        if self.compiled:
-            self._compile(warn)
+        self.warn = warn
         self.settle_optimizer()
 
-    def _compile(self, warn: Callable[[str], None]) -> None:
+    def compile_if_wanted(self, family_compiles: bool = True) -> None:
         """The loss (forward, loss, backward: one graph, any batch shape),
-        clipping and Adam's step, compiled."""
+        clipping and Adam's step compiled, where ``train.compile`` asks
+        (``auto``: on a GPU, for a family whose update compiles)."""
+        if not compile_wanted(self.cfg.compile, self.device, family_compiles):
+            return
+        warn = self.warn
+        self.compiled = True
         reason = cannot_compile(self.device)
         if reason is not None:
             warn(f"warning: training is not compiled ({reason}); it runs eagerly")
@@ -122,6 +125,7 @@ class Updater:
             self.adam_step, "Adam's step", warn, fallback=self._adam_eagerly
         )
         self.adam_compiled = True
+        self.settle_optimizer()
 
     def _adam_eagerly(self) -> None:
         self.adam_compiled = False

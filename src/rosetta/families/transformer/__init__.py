@@ -76,4 +76,5 @@ FAMILY = Family(
         "rosetta.interfaces.encoder_decoder", "output_projection_moved"
     ),
     example={"arch": "transformer", **TINY_ATTENTION},
+    compiles=True,
 )
