@@ -53,7 +53,26 @@ def test_short_lines_unknown_languages_and_a_disabled_check_say_nothing():
     assert check.detected([ENGLISH]) == [None]
     off = LanguageCheck(enabled=False)
     assert not off.expect("de") and off.detected([ENGLISH]) == [None]
-    assert language_code("deu_Latn") == "deu" and language_code(None) is None
+    assert language_code(None) is None
+
+
+def test_three_letter_codes_are_checked_as_the_identifier_knows_them():
+    """NLLB-200's ``fra_Latn``, ISO 639-3's ``deu``: checked, never silently
+    off. Every three-letter code in the table is a language the identifier
+    knows; one it does not is said once."""
+    from rosetta.inference.language_codes import TWO_LETTERS
+
+    check = LanguageCheck()
+    assert check.expect("fra_Latn") and check.language == "fr"
+    assert check.detected([GERMAN]) == ["de"]
+    assert check.off_note() is None
+    assert language_code("deu") == language_code("deu_Latn") == "de"
+    assert language_code("arb_Arab") == "ar" and language_code("zho_Hans") == "zh"
+    known = set(check._identifier.nb_classes)
+    assert set(TWO_LETTERS.values()) <= known
+    assert not check.expect("tpi_Latn")  # Tok Pisin: the identifier has none
+    assert "'tpi_Latn'" in check.off_note()
+    assert not check.expect("src") and check.off_note() is None  # none named
 
 
 @pytest.fixture(scope="module")

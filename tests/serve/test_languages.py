@@ -99,3 +99,22 @@ def test_the_info_lists_the_languages_and_the_server_s_defaults(nllb):
     assert response.status_code == 200
     text = response.json()["translations"][0]["hypotheses"][0]["text"]
     assert text == chosen.translate(["Ein Hund."])[0]
+
+
+def test_each_request_is_checked_against_its_own_source_language(nllb):
+    """NLLB-200's codes reach the language check: German declared French is
+    flagged, German declared German is not."""
+    german = "Zwei Hunde spielen zusammen im tiefen Schnee des Waldes."
+    with client(nllb) as served:
+        found = {}
+        for source in ("fra_Latn", "deu_Latn"):
+            request = {
+                "sentences": [german],
+                "source_lang": source,
+                "target_lang": "eng_Latn",
+                "beam_size": 1,
+            }
+            response = served.post("/translate", json=request)
+            assert response.status_code == 200, response.text
+            found[source] = response.json()["translations"][0]["detected_language"]
+    assert found == {"fra_Latn": "de", "deu_Latn": None}

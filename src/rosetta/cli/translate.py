@@ -67,6 +67,8 @@ def cmd_translate(args: argparse.Namespace) -> None:
         said = check.warning(detected)
         if said:
             print(said, file=sys.stderr)
+    elif note := check.off_note():
+        print(note, file=sys.stderr)
     options = search_options(args, need_attention=args.attention)
     workers = decoding_workers(args, translator, options)
     results = translator.translate_nbest(

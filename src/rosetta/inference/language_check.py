@@ -12,7 +12,8 @@ source language is known once the model has loaded).
 A line is checked when it has at least ``MIN_WORDS`` words and
 ``MIN_LETTERS`` letters (shorter ones are too little to tell), and flagged
 when the likeliest language is not the source language. A source language
-the identifier does not know (or no ``py3langid`` installed) checks nothing.
+the identifier does not know (or no ``py3langid`` installed) checks nothing,
+and an unknown one is said once (``off_note``).
 """
 
 from __future__ import annotations
@@ -21,16 +22,22 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from rosetta.inference.language_codes import TWO_LETTERS
+
 MIN_WORDS = 2
+UNNAMED = "src"  # data.src_lang of a run that names no language
 MIN_LETTERS = 10
 
 
 def language_code(name: str | None) -> str | None:
-    """The two-letter code in a language name as runs write it (``de``,
-    ``de_DE``, ``deu`` stays itself); None for none."""
+    """The code the identifier knows in a language name as runs and models
+    write it: ``de``, ``de_DE``, and ``deu`` or NLLB-200's ``deu_Latn`` as
+    ``de`` (``TWO_LETTERS``); a code without a two-letter one stays itself
+    (``ace``); None for none."""
     if not name:
         return None
-    return name.replace("-", "_").split("_")[0].lower()
+    code = name.replace("-", "_").split("_")[0].lower()
+    return TWO_LETTERS.get(code, code)
 
 
 def checkable(line: str) -> bool:
@@ -44,6 +51,7 @@ class LanguageCheck:
     def __init__(self, enabled: bool = True) -> None:
         """Disabled, it checks nothing (and reads no model)."""
         self.language: str | None = None
+        self.unknown: str | None = None  # a source language it cannot check
         self._identifier: Any = None
         self._loading = threading.Thread(target=self._load, daemon=True)
         if enabled:
@@ -64,20 +72,42 @@ class LanguageCheck:
         identifier knows it (waits for the identifier to load)."""
         if self._loading.ident is not None:  # started (a disabled check is not)
             self._loading.join()
+        code = self.known_code(language)
+        self.language = code
+        named = language_code(language) not in (None, UNNAMED)
+        self.unknown = language if named and code is None else None
+        return code is not None
+
+    def known_code(self, language: str | None) -> str | None:
+        """``language`` as the identifier's code, if it knows it."""
         code = language_code(language)
         known = self._identifier is not None and code in self._identifier.nb_classes
-        self.language = code if known else None
-        return known
+        return code if known else None
 
-    def detected(self, lines: Sequence[str]) -> list[str | None]:
+    def off_note(self) -> str | None:
+        """One line saying the check is off, where the source language was
+        given but the identifier does not know it (after ``expect``)."""
+        if self._identifier is None or self.unknown is None:
+            return None
+        return (
+            f"note: the language check does not know {self.unknown!r}; "
+            "lines in another language are not flagged"
+        )
+
+    def detected(
+        self, lines: Sequence[str], language: str | None = None
+    ) -> list[str | None]:
         """Per line, the language it looks like where that is not the source
-        language; None for a line in it, too short to tell, or unchecked."""
-        if self.language is None:
+        language (``expect``'s, or ``language`` for these lines alone: a
+        request's own); None for a line in it, too short to tell, or
+        unchecked."""
+        expected = self.language if language is None else self.known_code(language)
+        if expected is None:
             return [None] * len(lines)
         found: list[str | None] = []
         for line in lines:
             guess = self._identifier.classify(line)[0] if checkable(line) else None
-            found.append(guess if guess not in (None, self.language) else None)
+            found.append(guess if guess not in (None, expected) else None)
         return found
 
     def warning(self, detected: Sequence[str | None]) -> str | None:

@@ -163,6 +163,8 @@ def create_app(
     settings = settings or ServerSettings()
     check = LanguageCheck(settings.language_check)
     check.expect(translator.chosen_source or translator.config.data.src_lang)
+    if note := check.off_note():
+        log.warning(note)
     if settings.workers > 1 and translator.device.type != "cpu":
         raise ValueError("parallel workers are for the CPU; a GPU runs one batch")
     batcher = DynamicBatcher(
@@ -243,9 +245,7 @@ def create_app(
             )
         except (RosettaError, ValueError) as error:  # options the engine refuses
             return _unprocessable("options", str(error))
-        detected = check.detected(request.sentences)
-        if chosen.chosen_source != translator.chosen_source:  # not the one checked
-            detected = [None] * len(detected)
+        detected = check.detected(request.sentences, chosen.chosen_source)
         translations = [
             {"source": source, "detected_language": found, "hypotheses": hypotheses}
             for source, found, hypotheses in zip(
