@@ -197,7 +197,7 @@ def broken(folder: Path, tmp_path: Path, how: str) -> Path:
     ("how", "message"),
     [
         ("model_type", "model_type 't5'; rosetta import hf reads marian"),
-        ("small_embedding", "the embedding has 100 rows (vocab_size)"),
+        ("small_embedding", "vocab_size 100; the token embedding has 606 rows"),
         ("post_norm", "normalize_before false"),
         ("no_spm", "sentencepiece.bpe.model: missing"),
         ("cc25", "puts the source's language code after </s>"),

@@ -84,7 +84,6 @@ def import_multilingual(
         raise RosettaError(f"{spm_path}: missing; the tokenizer is read from it")
     spm_model = spm_path.read_bytes()
     m2m100 = uses_vocab_file(path, settings)
-    table = read_token_table(path, spm_model, m2m100, settings.vocab_size)
     refuse_beyond_memory(
         8 * settings.max_position_embeddings * settings.d_model,
         f"{where}: max_position_embeddings {settings.max_position_embeddings}",
@@ -93,6 +92,8 @@ def import_multilingual(
     weights = Weights(tensors, weights_path, where)
     del tensors
     check_sizes(weights, settings)
+    # vocab_size is the weights' now: the table is padded to it, no further
+    table = read_token_table(path, spm_model, m2m100, settings.vocab_size)
     ids = imported_ids(
         {piece: i for i, piece in enumerate(table.pieces)},
         settings.vocab_size,

@@ -168,6 +168,12 @@ def read_token_table(folder: Path, model: bytes, m2m: bool, rows: int) -> TokenT
                     f"which is the piece {pieces[token_id]!r}"
                 )
             continue
+        if token_id >= rows:  # checked before any list grows to it
+            raise RosettaError(
+                f"{folder}: the tokenizer's token {token!r} has id {token_id:,}; "
+                f"the embedding has {rows:,} rows (vocab_size); the tokenizer "
+                "does not match the model"
+            )
         pieces += [UNUSED.format(i) for i in range(len(pieces), token_id)]
         pieces.append(token)
     if len(pieces) > rows:
