@@ -172,8 +172,12 @@ def uses_vocab_file(path: Path, settings: MultilingualSettings) -> bool:
     that puts the source's code after ``</s>`` is refused."""
     where = path / TOKENIZER_CONFIG
     named = read_object(where, required=False)
-    kind = named.get("tokenizer_class")
-    if named.get("legacy_behaviour") is True or kind in (
+    kind, legacy = named.get("tokenizer_class"), named.get("legacy_behaviour", False)
+    if not isinstance(legacy, bool):  # transformers takes any truthy value as true
+        raise RosettaError(f"{where}: legacy_behaviour {legacy!r} is not true or false")
+    if kind is not None and not isinstance(kind, str):
+        raise RosettaError(f"{where}: tokenizer_class {kind!r} is not a class name")
+    if legacy or kind in (
         "MBartTokenizer",
         "MBartTokenizerFast",
     ):

@@ -118,7 +118,13 @@ def added_tokens(folder: Path, after: int) -> dict[int, str]:
                 raise RosettaError(
                     f"{path}: an added token without a whole-number id and text"
                 )
-            found[entry["id"]] = entry["content"]
+            token_id, content = entry["id"], entry["content"]
+            if found.get(token_id, content) != content:  # one would be lost
+                raise RosettaError(
+                    f"{path}: added_tokens gives id {token_id} to both "
+                    f"{found[token_id]!r} and {content!r}"
+                )
+            found[token_id] = content
         return found
     path = folder / TOKENIZER_CONFIG
     config = read_object(path, required=False)
