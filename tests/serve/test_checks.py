@@ -151,3 +151,12 @@ def test_request_fields_take_the_command_line_names_and_suggest_the_closest(
         [detail] = typo.json()["detail"]
         assert detail["loc"] == ["body", "min_lenght"]
         assert "did you mean 'min_length'?" in detail["msg"]
+        both = {"sentences": ["a"], "min_len": 2, "min_length": 3, "beam": 2}
+        both["beam_size"] = 2
+        twice = client.post("/translate", json=both)
+        assert twice.status_code == 422
+        said = sorted(detail["msg"] for detail in twice.json()["detail"])
+        assert said == [
+            "'beam' and 'beam_size' name one setting: send one",
+            "'min_len' and 'min_length' name one setting: send one",
+        ]

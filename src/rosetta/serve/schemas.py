@@ -245,7 +245,16 @@ def request_error(error: dict[str, Any]) -> dict[str, Any]:
                 else [field_name]
             )
         ]
+        named_twice = [
+            [name for name in field.validation_alias.choices if name != given]
+            for field in TranslateRequest.model_fields.values()
+            if isinstance(field.validation_alias, AliasChoices)
+            and given in field.validation_alias.choices
+        ]
         close = difflib.get_close_matches(given, known, n=1, cutoff=0.6)
-        if close:
+        if named_twice:  # the field's other name was sent too: it is no typo
+            other = named_twice[0][0]
+            said["msg"] = f"{given!r} and {other!r} name one setting: send one"
+        elif close:
             said["msg"] += f"; did you mean {close[0]!r}?"
     return said

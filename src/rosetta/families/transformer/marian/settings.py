@@ -121,7 +121,7 @@ def read_object(path: Path, required: bool = True) -> dict[str, Any]:
     there), parsed with a bound on nesting."""
     if not path.is_file():
         if required:
-            raise RosettaError(f"{path}: missing; a MarianMT folder holds it")
+            raise RosettaError(f"{path}: missing; a Hugging Face model folder holds it")
         return {}
     # a Hub download is a folder of links into the Hugging Face cache
     return read_record(path, dict[str, Any], "a JSON object", follow_links=True)
