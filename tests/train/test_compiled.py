@@ -19,7 +19,6 @@ import torch
 from torch import nn
 from torch.profiler import ProfilerActivity, profile
 
-from rosetta.data import EncodedPairs, Example
 from rosetta.data.vocab import PAD_ID
 from rosetta.families import FAMILIES, build_model, family_of
 from rosetta.jobs.training import configure_torch, process_settings_kept, run_training
@@ -42,6 +41,7 @@ from rosetta.train.prepare import PreparedData
 from rosetta.train.trainer import Trainer
 from rosetta.train.translation_task import TranslationTask
 from tests.support.toy import toy_config
+from tests.train.test_train_operators import sentence_pairs
 
 CPU = torch.device("cpu")
 VOCAB = 64
@@ -53,19 +53,6 @@ def tiny_model(positions: str = "sinusoidal", dropout: float = 0.0) -> str:
         "{encoder_layers: 1, decoder_layers: 1, d_model: 16, heads: 2, d_ff: 32, "
         f"dropout: {dropout}, share_embeddings: false, max_positions: 64, "
         f"positions: {positions}}}"
-    )
-
-
-def sentence_pairs(count: int) -> EncodedPairs:
-    rng = np.random.default_rng(0)
-    return EncodedPairs.from_examples(
-        [
-            Example(
-                rng.integers(4, VOCAB, rng.integers(3, 13)).tolist(),
-                rng.integers(4, VOCAB, rng.integers(3, 13)).tolist(),
-            )
-            for _ in range(count)
-        ]
     )
 
 
@@ -178,10 +165,15 @@ def test_the_dense_loss_under_bf16_is_the_selected_one():
             features, projection, target, 0.1, PAD_ID, 4
         )[0]
     torch.testing.assert_close(dense, selected, rtol=1e-4, atol=1e-3)
-    expected = torch.autograd.grad(selected, wrt)
+    same_gradients(dense, selected, wrt, rtol=2e-2, atol=2e-3)  # bf16 products
+
+
+def same_gradients(dense, selected, wrt, **tolerance) -> None:
+    """Both losses' gradients of ``wrt``: finite and equal."""
     got = torch.autograd.grad(dense, wrt)
-    for a, b in zip(got, expected, strict=True):
-        torch.testing.assert_close(a, b, rtol=2e-2, atol=2e-3)  # bf16 products
+    for a, b in zip(got, torch.autograd.grad(selected, wrt), strict=True):
+        assert a.isfinite().all()
+        torch.testing.assert_close(a, b, **tolerance)
 
 
 def test_what_padding_holds_never_reaches_the_dense_loss():
@@ -202,13 +194,7 @@ def test_what_padding_holds_never_reaches_the_dense_loss():
         features, projection, target, 0.1, PAD_ID, 3
     )[0]
     torch.testing.assert_close(dense, selected)
-    for a, b in zip(
-        torch.autograd.grad(dense, wrt),
-        torch.autograd.grad(selected, wrt),
-        strict=True,
-    ):
-        assert a.isfinite().all()
-        torch.testing.assert_close(a, b)
+    same_gradients(dense, selected, wrt)
 
 
 def test_vocabulary_slices_cover_it_once():

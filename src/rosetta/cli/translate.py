@@ -61,14 +61,10 @@ def cmd_translate(args: argparse.Namespace) -> None:
     if args.markup:  # the tags come out before translating, and go back after
         lines, tags = without_markup(lines, origins)
     translator = load_translator(args)
-    detected: list[str | None] = [None] * len(lines)
-    if check.expect(translator.chosen_source or translator.config.data.src_lang):
-        detected = check.detected(lines)
-        said = check.warning(detected)
-        if said:
-            print(said, file=sys.stderr)
-    elif note := check.off_note():
-        print(note, file=sys.stderr)
+    source = translator.chosen_source or translator.config.data.src_lang
+    detected, said = check.checked(lines, source)
+    if said:
+        print(said, file=sys.stderr)
     options = search_options(args, need_attention=args.attention)
     workers = decoding_workers(args, translator, options)
     results = translator.translate_nbest(
@@ -90,6 +86,25 @@ def cmd_translate(args: argparse.Namespace) -> None:
                 translation.alignment = (
                     translation.alignment if args.alignment else None
                 )
+    warn_of_results(results, lines, constraints)
+    outputs = formatted_results(args, shown, results, detected)
+    text = "".join(line + "\n" for line in outputs)
+    if output is not None:
+        write_text_atomic(output, text)
+        record_written(output, TRANSLATE)
+    else:  # bytes, so the locale's encoding can never fail on a translation
+        try:
+            sys.stdout.buffer.write(text.encode("utf-8"))
+            sys.stdout.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as error:  # a full disk behind a redirection
+            raise RosettaError(f"<stdout>: not written ({error.strerror})") from None
+
+
+def warn_of_results(results: list, lines: list[str], constraints: list | None) -> None:
+    """One warning line for each kind of line that did not come out whole:
+    stopped short, constraints unmet, constraints of blank lines unused."""
     short = sum(1 for found in results if found and not found[0].complete)
     if short:  # said where it is seen, whatever the warning filters
         print(
@@ -113,40 +128,34 @@ def cmd_translate(args: argparse.Namespace) -> None:
             f"(line {unused[0]}{', ...' if len(unused) > 1 else ''})",
             file=sys.stderr,
         )
+
+
+def formatted_results(
+    args: argparse.Namespace, shown: list[str], results: list, detected: list
+) -> list[str]:
+    """One output line per input line in ``--format`` (text, text with
+    alignments, or JSON Lines)."""
     if args.format == "text" and args.alignment:  # Marian's and fairseq's layout
-        outputs = [
+        return [
             f"{found[0].text} ||| {found[0].alignment}" if found else " ||| "
             for found in results
         ]
-    elif args.format == "text":
-        outputs = [found[0].text if found else "" for found in results]
-    else:
-        outputs = [
-            json.dumps(
-                {
-                    "line": number,
-                    "source": shown_source,
-                    **({"detected_language": language} if language else {}),
-                    "hypotheses": [t.to_dict() for t in found],
-                },
-                ensure_ascii=False,
-            )
-            for number, (shown_source, found, language) in enumerate(
-                zip(shown, results, detected, strict=True), start=1
-            )
-        ]
-    text = "".join(line + "\n" for line in outputs)
-    if output is not None:
-        write_text_atomic(output, text)
-        record_written(output, TRANSLATE)
-    else:  # bytes, so the locale's encoding can never fail on a translation
-        try:
-            sys.stdout.buffer.write(text.encode("utf-8"))
-            sys.stdout.flush()
-        except BrokenPipeError:
-            raise
-        except OSError as error:  # a full disk behind a redirection
-            raise RosettaError(f"<stdout>: not written ({error.strerror})") from None
+    if args.format == "text":
+        return [found[0].text if found else "" for found in results]
+    return [
+        json.dumps(
+            {
+                "line": number,
+                "source": shown_source,
+                **({"detected_language": language} if language else {}),
+                "hypotheses": [t.to_dict() for t in found],
+            },
+            ensure_ascii=False,
+        )
+        for number, (shown_source, found, language) in enumerate(
+            zip(shown, results, detected, strict=True), start=1
+        )
+    ]
 
 
 def numbered_lines(inputs: list[str]) -> tuple[list[str], list[str]]:

@@ -78,6 +78,17 @@ class LanguageCheck:
         self.unknown = language if named and code is None else None
         return code is not None
 
+    def checked(
+        self, lines: Sequence[str], language: str | None
+    ) -> tuple[list[str | None], str | None]:
+        """``expect(language)``, then per line the language it looks like
+        (``detected``) and the one line to say of them: the warning, or that
+        the check is off for ``language`` (None for nothing to say)."""
+        if not self.expect(language):
+            return [None] * len(lines), self.off_note()
+        detected = self.detected(lines)
+        return detected, self.warning(detected)
+
     def known_code(self, language: str | None) -> str | None:
         """``language`` as the identifier's code, if it knows it."""
         code = language_code(language)

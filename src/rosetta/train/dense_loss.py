@@ -29,6 +29,7 @@ from rosetta.train.loss import (
     block_elements,
     off_gold_probability,
     projected_label_smoothed_cross_entropy,
+    scaled_gradients,
     smoothed_from_sums,
 )
 
@@ -87,17 +88,7 @@ class _DenseSmoothedCrossEntropy(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_loss, grad_nll):  # type: ignore[override]
-        grad_features, grad_weight, grad_bias = ctx.saved_tensors
-        return (
-            grad_features * grad_loss,
-            grad_weight * grad_loss,
-            grad_bias * grad_loss if ctx.has_bias else None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
+        return scaled_gradients(ctx, grad_loss, others=5)
 
 
 def vocabulary_slices(vocab: int, chunks: int) -> list[tuple[int, int]]:

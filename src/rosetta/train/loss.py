@@ -166,16 +166,16 @@ class _ProjectedSmoothedCrossEntropy(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_loss, grad_nll):  # type: ignore[override]
-        grad_features, grad_weight, grad_bias = ctx.saved_tensors
-        return (
-            grad_features * grad_loss,
-            grad_weight * grad_loss,
-            grad_bias * grad_loss if ctx.has_bias else None,
-            None,
-            None,
-            None,
-            None,
-        )
+        return scaled_gradients(ctx, grad_loss, others=4)
+
+
+def scaled_gradients(ctx, grad_loss: torch.Tensor, others: int) -> tuple:
+    """Backward of a loss whose gradients of (features, weight, bias) were
+    saved in forward: them times the loss's gradient, then None for the
+    ``others`` inputs that take none."""
+    grad_features, grad_weight, grad_bias = ctx.saved_tensors
+    bias = grad_bias * grad_loss if ctx.has_bias else None
+    return (grad_features * grad_loss, grad_weight * grad_loss, bias) + (None,) * others
 
 
 def _projected_loss_and_gradients(

@@ -61,11 +61,11 @@ from rosetta.runtime.records import parse_record
 from rosetta.runtime.resources import refuse_beyond_memory
 
 
-def import_multilingual(
-    path: Path, config: dict[str, Any], source: str, folder: Path, log
-) -> None:
-    """Fill the empty ``folder`` with the run of the model in ``path``, whose
-    ``config.json`` is ``config``."""
+def read_settings(
+    path: Path, config: dict[str, Any]
+) -> tuple[MultilingualSettings, GenerationSettings]:
+    """``config.json`` (read as ``config``) and ``generation_config.json``,
+    each checked alone and against the other."""
     where = path / CONFIG_FILE
     settings = parse_record(
         config, MultilingualSettings, str(where), f"a {config['model_type']} config"
@@ -79,6 +79,16 @@ def import_multilingual(
         "the generation settings",
     )
     check_generation(generation, settings, path / GENERATION_FILE)
+    return settings, generation
+
+
+def import_multilingual(
+    path: Path, config: dict[str, Any], source: str, folder: Path, log
+) -> None:
+    """Fill the empty ``folder`` with the run of the model in ``path``, whose
+    ``config.json`` is ``config``."""
+    where = path / CONFIG_FILE
+    settings, generation = read_settings(path, config)
     spm_path = path / SPM_FILE
     if not spm_path.is_file():
         raise RosettaError(f"{spm_path}: missing; the tokenizer is read from it")
