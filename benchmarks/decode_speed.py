@@ -9,6 +9,12 @@ prefixes and ends a sentence once 5 of its candidates have ended) and the
 same output limit ``1.5·S + 10``.
 Tokenization is not timed.
 
+With ``--compiled``, Rosetta also decodes with its compiled step
+(``rosetta-compiled``: ``torch.compile``, on a GPU CUDA graphs), after one
+untimed pass over the same batches that compiles and records every shape
+they bring (its seconds are printed as ``warmup_s``: what a user's first
+batches wait).
+
 Runs are interleaved (Rosetta, HF, CT2, Rosetta, ...) and repeated; the table
 gives the median sentences/s and generated tokens/s with the spread (min-max),
 the BLEU of each engine's output, the share of its translations identical to
@@ -18,6 +24,7 @@ read after ``torch.cuda.synchronize()``.
 
     python benchmarks/decode_speed.py --run-dir runs/quality-de-en
     python benchmarks/decode_speed.py --device cuda --batch-sizes 32 128
+    python benchmarks/decode_speed.py --device cuda --compiled
 """
 
 from __future__ import annotations
@@ -54,6 +61,7 @@ SEARCH = {"alpha": ALPHA, "stopping": "k_finished", "refill": True}
 
 
 ONE_SEARCH = "rosetta-one-search"  # with --workers: Rosetta without workers
+COMPILED = "rosetta-compiled"  # with --compiled: the compiled decoding step
 
 
 def threads_label(row: dict) -> str:
@@ -185,6 +193,11 @@ def main() -> None:
         "--device", default="cpu", help="cpu or cuda: every engine decodes there"
     )
     parser.add_argument(
+        "--compiled",
+        action="store_true",
+        help="Rosetta with its compiled decoding step too, as rosetta-compiled",
+    )
+    parser.add_argument(
         "--json", default=None, help="default: results/decode_speed-[D-]P.json"
     )
     args = parser.parse_args()
@@ -224,7 +237,14 @@ def main() -> None:
     if args.precision == "int8":
         marian = quantize_int8(marian)
     marian = marian.to(device)
-    ours = load_translator(args.run_dir, device=device, precision=args.precision)
+    ours = load_translator(
+        args.run_dir, device=device, precision=args.precision, compiled=False
+    )
+    compiled = None
+    if args.compiled:
+        compiled = load_translator(
+            args.run_dir, device=device, precision=args.precision, compiled=True
+        )
     src_vocab = translator.tokenizers.src
 
     def pieces_of(ids):
@@ -245,6 +265,8 @@ def main() -> None:
         }
         if inter > 1:  # Rosetta's own workers against its one search, same run
             engines[ONE_SEARCH] = lambda b, k: run_rosetta(ours, b, k, 1)
+        if compiled is not None:
+            engines[COMPILED] = lambda b, k: run_rosetta(compiled, b, k)
         engines["hf"] = lambda b, k: run_marian(marian, b, k)
         ct2 = None
         if ct2_device:  # a CT2 build without CUDA sits out on a GPU
@@ -270,6 +292,14 @@ def main() -> None:
             for beam in args.beams:
                 times: dict[str, list[float]] = {e: [] for e in engines}
                 outputs: dict[str, list[list[int]]] = {}
+                warmup = None
+                if compiled is not None:  # compiles and records, untimed
+                    synchronize(device)
+                    started = time.perf_counter()
+                    with autocast(device, args.precision):
+                        engines[COMPILED](batches, beam)
+                    synchronize(device)
+                    warmup = round(time.perf_counter() - started, 2)
                 for _ in range(args.repeats):
                     for name, engine in engines.items():  # interleaved
                         synchronize(device)
@@ -309,6 +339,8 @@ def main() -> None:
                             "device": device_name(device),
                         }
                     )
+                    if name == COMPILED:
+                        rows[-1]["warmup_s"] = warmup
                     print(rows[-1], flush=True)
 
     print(

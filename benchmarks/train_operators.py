@@ -2,11 +2,12 @@
 
 On a GPU a small model's training step is bound by the host: every ATen
 operator is a Python-to-C++ dispatch, and most of them launch a kernel. This
-counts them with ``torch.profiler`` around the real command,
-``rosetta.cli.main(["train", ...])``, run once for ``N`` and once for ``M``
-updates on the same prepared data: the difference over ``N - M`` is the cost
-of one update, without the start, the first update's allocations or the
-final checkpoint. Nested operators count (``aten::linear`` and the
+counts them with ``torch.profiler`` inside the real command,
+``rosetta.cli.main(["train", ...])``: the profiler records ``--count K``
+updates after ``--skip S`` (the first update's allocations, and compiling),
+and the count over K is the cost of one update, without the start or the
+final checkpoint. A compiled run that compiled a graph inside the window is
+refused: raise ``--skip``. Nested operators count (``aten::linear`` and the
 ``aten::addmm`` it calls are two): they are what the dispatcher runs.
 
 The default is the measurement of docs/performance.md: the first 20,000
@@ -19,8 +20,7 @@ operators of each encoder+decoder layer pair, and of everything else.
 eager one. Three counts for each: nested ATen operators (all dispatches),
 top-level ones (those no other ATen operator called: what the host issues
 itself, the compiled graphs' matrix products among them) and the kernels
-the compiler generated that ran. The compiled runs start after one run
-that compiles (its kernels then come from the cache of this process).
+the compiler generated that ran.
 
     python benchmarks/train_operators.py                  # 6+6, about 2 minutes
     python benchmarks/train_operators.py --layers 2 6 --json out.json
@@ -38,9 +38,10 @@ import shutil
 import tempfile
 from collections import Counter
 from pathlib import Path
+from unittest import mock
 
 import torch
-from torch.profiler import ProfilerActivity, profile
+from torch.profiler import ProfilerActivity, profile, schedule
 
 from harness import ROOT, write_json
 
@@ -119,18 +120,23 @@ def operators(
     config: Path,
     prepared: Path,
     layers: int,
-    updates: int,
+    window: tuple[int, int],
     threads: int | None,
     compiled: bool,
-) -> Counter[str]:
-    """ATen operators of ``rosetta train`` for ``updates`` updates, by name."""
-    run = prepared.parent / f"run-{layers}-{updates}"
+) -> dict[str, float]:
+    """ATen operators of one update of ``rosetta train`` by name: those of
+    ``count`` updates after ``skip`` (``window``), over ``count``."""
+    from rosetta.runtime.compiled import graphs_compiled
+    from rosetta.train.trainer import Trainer
+
+    skip, count = window
+    run = prepared.parent / f"run-{layers}"
     shutil.rmtree(run, ignore_errors=True)
     shutil.copytree(prepared, run)
     settings = [
         f"model.encoder_layers={layers}",
         f"model.decoder_layers={layers}",
-        f"train.max_steps={updates}",
+        f"train.max_steps={skip + count}",
         f"train.compile={str(compiled).lower()}",
     ]
     if threads is not None:
@@ -138,33 +144,33 @@ def operators(
     argv = ["train", str(config), "--output", str(run), "--resume"]
     for setting in settings:
         argv += ["--set", setting]
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
-        quietly(argv)
-    shutil.rmtree(run)
-    return counted_events(prof.events())
-
-
-def per_update(
-    config: Path,
-    prepared: Path,
-    layers: int,
-    n: int,
-    m: int,
-    threads: int | None,
-    compiled: bool = False,
-) -> dict[str, float]:
-    """Operators of one update by name: (count at n - count at m) / (n - m)."""
-    if compiled:  # compile first: the counted runs reuse its graphs
-        import torch._dynamo
+    if compiled:
         import torch._inductor.config
 
         torch._inductor.config.cpp.enable_kernel_profile = True  # kernels as events
-        torch._dynamo.reset()
-        operators(config, prepared, layers, m, threads, compiled)
-    more = operators(config, prepared, layers, n, threads, compiled)
-    fewer = operators(config, prepared, layers, m, threads, compiled)
-    names = set(more) | set(fewer)
-    return {name: (more[name] - fewer[name]) / (n - m) for name in names}
+    plan = schedule(wait=skip - 1, warmup=1, active=count, repeat=1)
+    graphs: list[int] = []
+    original = Trainer.train_step
+
+    with profile(activities=[ProfilerActivity.CPU], schedule=plan) as prof:
+
+        def train_step(trainer: Trainer, group: list) -> object:
+            outcome = original(trainer, group)
+            if trainer.state.step in (skip, skip + count):
+                graphs.append(graphs_compiled())
+            prof.step()  # the update ends: the profiler's next step
+            return outcome
+
+        with mock.patch.object(Trainer, "train_step", train_step):
+            quietly(argv)
+    shutil.rmtree(run)
+    if len(graphs) != 2 or graphs[1] != graphs[0]:
+        raise SystemExit(
+            f"{layers}+{layers}: graphs compiled inside the counted updates "
+            f"({graphs}): raise --skip"
+        )
+    counts = counted_events(prof.events())
+    return {name: total / count for name, total in counts.items()}
 
 
 def nested(counts: dict[str, float]) -> float:
@@ -228,7 +234,10 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=20_000)
     parser.add_argument("--batch-tokens", type=int, default=25_000)
     parser.add_argument("--layers", type=int, nargs="+", default=[6])
-    parser.add_argument("--updates", type=int, nargs=2, default=[6, 2])
+    parser.add_argument(
+        "--skip", type=int, default=3, help="updates before the counted ones"
+    )
+    parser.add_argument("--count", type=int, default=3, help="updates counted")
     parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--top", type=int, default=15)
@@ -237,9 +246,9 @@ def main() -> None:
     )
     parser.add_argument("--json", help="also write the counts here")
     args = parser.parse_args()
-    n, m = args.updates
-    if n <= m:
-        parser.error("--updates N M needs N > M")
+    if args.skip < 1 or args.count < 1:
+        parser.error("--skip and --count must be at least 1")
+    window = (args.skip, args.count)
 
     compiled: dict[int, dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -248,15 +257,18 @@ def main() -> None:
         prepared = folder / "prepared"
         quietly(["prepare", str(config), "--output", str(prepared)])
         results = {
-            layers: per_update(config, prepared, layers, n, m, args.threads)
+            layers: operators(config, prepared, layers, window, args.threads, False)
             for layers in args.layers
         }
         if args.compile:
             compiled = {
-                layers: per_update(config, prepared, layers, n, m, args.threads, True)
+                layers: operators(config, prepared, layers, window, args.threads, True)
                 for layers in args.layers
             }
-    print(f"torch {torch.__version__}, {args.pairs:,} pairs, updates {n} - {m}")
+    print(
+        f"torch {torch.__version__}, {args.pairs:,} pairs, "
+        f"{args.count} updates counted after {args.skip}"
+    )
     for layers, counts in results.items():
         show(layers, counts, args.top)
     print()

@@ -203,8 +203,8 @@ def test_exporting_a_model_ctranslate2_cannot_run_is_one_line(
 CASES = [
     Case(
         "search options that cannot work together",
-        lambda tmp: ["translate", "-m", str(tmp), "--nbest", "3", "-i", "-"],
-        "--nbest and --attention need --format jsonl",
+        lambda tmp: ["translate", "-m", str(tmp), "--attention", "-i", "-"],
+        "--attention needs --format jsonl",
     ),
 ]
 

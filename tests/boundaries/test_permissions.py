@@ -32,6 +32,10 @@ WRITES: dict[tuple[str, ...], list[str]] = {
     ("average",): ["average", "-m", "run", "--last", "2", "-o", "averaged"],
     ("translate",): ["translate", "-m", "run", "-i", "in.txt", "-o", "out.txt"],
     ("distill",): ["distill", "-m", "run", "--src", "in.txt", "-o", "distilled.txt"],
+    ("evaluate",): [
+        *("evaluate", "-m", "run", "--src", "in.txt", "--ref", "in.txt"),
+        *("-o", "evaluated.txt"),
+    ],
     ("export", "ctranslate2"): ["export", "ctranslate2", "-m", "run", "-o", "ct2"],
     ("import", "hf"): ["import", "hf", "opus-mt-tiny", "-o", "imported"],
     ("export", "hf"): ["export", "hf", "-m", "imported", "-o", "exported"],

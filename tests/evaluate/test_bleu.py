@@ -41,4 +41,19 @@ def test_corpus_bleu_equals_sacrebleu():
     assert ours.value == pytest.approx(sacrebleu.corpus_bleu(hyps, [refs]).score)
     assert ours.signature.startswith("nrefs:1")
     names = [score.name for score in evaluate_all(hyps, refs)]
-    assert names == ["BLEU", "chrF", "BLEU-tok-lc", "sentence-BLEU"]
+    assert names == ["BLEU", "chrF", "TER", "BLEU-tok-lc", "sentence-BLEU"]
+
+
+@pytest.mark.reference
+def test_ter_is_sacrebleus_with_its_signature_and_metrics_choose():
+    hyps = ["The cat sat on the mat.", "A dog runs in the snow"]
+    refs = ["The cat is on the mat.", "A dog is running in the snow."]
+    ter, bleu = evaluate_all(hyps, refs, ["ter", "bleu"])
+    expected = sacrebleu.metrics.TER().corpus_score(hyps, [refs])
+    assert (ter.name, ter.value) == ("TER", pytest.approx(expected.score))
+    assert ter.signature.startswith("nrefs:1") and "case:lc" in ter.signature
+    assert bleu.name == "BLEU"
+    with pytest.raises(ValueError, match="metrics: use names from bleu, chrf, ter"):
+        evaluate_all(hyps, refs, "ter")  # a string is not a list of names
+    with pytest.raises(ValueError, match="metrics: use names from"):
+        evaluate_all(hyps, refs, ["meteor"])

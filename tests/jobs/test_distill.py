@@ -44,11 +44,11 @@ class StopsAfter:
         self.device = translator.device
         self.decodes_in_workers = translator.decodes_in_workers
 
-    def translate(self, *args, **kwargs):
+    def translate_nbest(self, *args, **kwargs):
         if not self.left:
             raise KeyboardInterrupt
         self.left -= 1
-        return self.translator.translate(*args, **kwargs)
+        return self.translator.translate_nbest(*args, **kwargs)
 
 
 @pytest.fixture(scope="module")
@@ -168,13 +168,13 @@ class Freezes:
         self.device = translator.device
         self.decodes_in_workers = translator.decodes_in_workers
 
-    def translate(self, *args, **kwargs):
+    def translate_nbest(self, *args, **kwargs):
         if not self.left:  # the earlier chunks are written and fsynced
             marker.write_text(str(os.getpid()))
             while True:
                 time.sleep(0.5)
         self.left -= 1
-        return self.translator.translate(*args, **kwargs)
+        return self.translator.translate_nbest(*args, **kwargs)
 
 
 command.load_translator = lambda args: Freezes(load(args))

@@ -135,3 +135,14 @@ def test_learning_curves_of_a_run_shorter_than_its_log_interval_say_so(tmp_path)
     svg = plot_learning_curves(log, tmp_path / "curves.svg").read_text()
     assert svg.count("a run shorter than train.log_every") == 2
     assert "<!-- train -->" not in svg and "<!-- validation -->" in svg
+
+
+def test_learning_curves_label_their_axes_and_name_the_bleu(tmp_path):
+    log = tmp_path / "metrics.jsonl"
+    log.write_text(
+        '{"kind": "train", "step": 1, "loss": 9, "lr": 0.001}\n'
+        '{"kind": "valid", "step": 1, "loss": 8, "bleu": 3.5}\n'
+    )
+    svg = plot_learning_curves(log, tmp_path / "curves.svg").read_text()
+    for label in ("loss per target token (nats)", "sacreBLEU, greedy", "BLEU"):
+        assert label in svg, label

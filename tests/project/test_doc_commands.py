@@ -1,6 +1,7 @@
-"""Every shell command that the README, the tutorial and the user guide
-show runs here, in the order the page gives them, so that a documented
-command cannot fail unnoticed.
+"""Every shell command and Python block that the README, the tutorial and
+the user guide show runs here, in the order the page gives them, so that a
+documented command or snippet cannot fail unnoticed (a Python block runs
+whole, with ``python -c``, as a reader would paste it).
 
 Each page runs in a folder of its own laid out like the repository, on toy
 data: the bundled corpora cut to their first lines, and the models the
@@ -90,7 +91,7 @@ class Step:
     command: str = ""
     path: str = ""
     text: str = ""
-    shell: str = "sh"  # the one its block names: sh or bash
+    shell: str = "sh"  # the one its block names: sh, bash, or python
 
 
 def without_comment(line: str) -> str:
@@ -124,6 +125,8 @@ def steps_of(page: Path) -> list[Step]:
                     if without_comment(command):
                         command = without_comment(command)
                         steps.append(Step(command=command, shell=language))
+            if language == "python":  # whole, as it is pasted
+                steps.append(Step(command="\n".join(block), shell="python"))
             named = re.findall(r"`([\w./-]+\.yaml)`", prose)
             if language == "yaml" and named:
                 steps.append(Step(path=named[-1], text="\n".join(block) + "\n"))
@@ -272,10 +275,13 @@ def test_every_command_the_page_shows_runs(page, tmp_path):
 
 def test_the_pages_are_read_whole_and_nothing_is_left_out_without_cause():
     steps = [step for page in PAGES for step in steps_of(ROOT / page)]
+    shell = [s.command for s in steps if s.command and s.shell != "python"]
     commands = [step.command for step in steps if step.command]
     assert "rosetta prepare fr-en.yaml -o runs/fr-en" in commands
     assert any(step.path == "fr-en.yaml" for step in steps)
-    assert not any("#" in command or command.endswith("\\") for command in commands)
+    assert not any("#" in command or command.endswith("\\") for command in shell)
+    snippets = [step.command for step in steps if step.shell == "python"]
+    assert len(snippets) >= 8 and all("import" in code for code in snippets)
     # every reason still applies to a command the pages show
     assert all(any(c.startswith(start) for c in commands) for start in NOT_RUN)
     assert sum(why_not_run(c) is None for c in commands) >= 30

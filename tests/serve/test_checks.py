@@ -46,7 +46,10 @@ def test_a_multilingual_model_is_told_its_target_language_per_request(tmp_path):
     with TestClient(create_app(translator)) as client:
         response = client.post("/translate", json={"sentences": ["Ein Hund."]})
         assert response.status_code == 422
-        assert "choose the target language with target_lang (fra, spa)" in response.text
+        assert (
+            "choose the target language with target_lang: one of its 2 codes (fra, spa;"
+            in response.text
+        )
         asked = {"sentences": ["Ein Hund."], "target_lang": "spa"}
         response = client.post("/translate", json=asked)
         assert response.status_code == 200

@@ -77,7 +77,7 @@ def test_a_language_left_out_or_unknown_is_a_422_naming_the_codes(nllb):
         wrong["target_lang"] = "klingon"
         response = served.post("/translate", json=wrong)
         assert response.status_code == 422
-        assert "target language 'klingon': use one of ace_Arab" in response.text
+        assert "target language 'klingon' is not one of the model's" in response.text
         assert (
             served.post("/translate", json={**wrong, "target_lang": 7}).status_code
             == 422
@@ -118,3 +118,30 @@ def test_each_request_is_checked_against_its_own_source_language(nllb):
             assert response.status_code == 200, response.text
             found[source] = response.json()["translations"][0]["detected_language"]
     assert found == {"fra_Latn": "de", "deu_Latn": None}
+
+
+def test_the_page_names_the_languages_and_a_request_may_type_them(nllb):
+    """/info (the page's header) names the languages, not "src → tgt"; a
+    request may name a language as people write it."""
+    codes = len(nllb.target_languages)
+    with client(nllb) as served:
+        info = served.get("/info").json()
+        assert (info["src_label"], info["tgt_label"]) == (
+            f"any of {codes} languages",
+            f"any of {codes} languages",
+        )
+        typed = {"sentences": ["Ein Hund."], "source_lang": "de", "target_lang": "fr"}
+        response = served.post("/translate", json=typed)
+        assert response.status_code == 200, response.text
+        coded = {**typed, "source_lang": "deu_Latn", "target_lang": "fra_Latn"}
+        assert (
+            served.post("/translate", json=coded).json()["translations"]
+            == (response.json()["translations"])
+        )
+    chosen = nllb.from_language("German").for_language("fra_Latn")
+    with client(chosen) as served:
+        info = served.get("/info").json()
+        assert (info["src_label"], info["tgt_label"]) == (
+            "German (deu_Latn)",
+            "French (fra_Latn)",
+        )

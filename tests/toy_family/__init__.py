@@ -14,8 +14,10 @@ from tests.toy_family.config import ToyConfig
 from tests.toy_family.model import build
 
 
-def translator(trained: Trained, precision: str, packed: bool = True) -> Translator:
-    return Translator(trained, precision)  # no fast path to pack
+def translator(
+    trained: Trained, precision: str, packed: bool = True, compiled: object = "auto"
+) -> Translator:
+    return Translator(trained, precision)  # no fast path, no compiled step
 
 
 FAMILY = Family(

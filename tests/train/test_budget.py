@@ -165,3 +165,16 @@ def test_the_time_left_is_the_budgets_when_minutes_end_first(clock):
 def test_the_time_left_is_the_updates_when_they_end_first(clock):
     left = seconds_left(clock, {"max_steps": 120, "max_minutes": 60}, 1.0)
     assert 15 <= left <= 25  # 20 updates at one a second
+
+
+def test_a_resumed_runs_bar_says_its_clock_starts_at_the_resume(capsys):
+    state = TrainerState()
+    state.step = 1200
+    budget = Budget(TrainConfig(max_steps=2000), state, show=True)
+    budget.open_bar(batches_per_epoch=500, batches_per_update=1)
+    budget.bar.refresh()
+    assert "training (resumed at update 1,200; times since)" in capsys.readouterr().err
+    fresh = Budget(TrainConfig(max_steps=2000), TrainerState(), show=True)
+    fresh.open_bar(batches_per_epoch=500, batches_per_update=1)
+    fresh.bar.refresh()
+    assert "resumed" not in capsys.readouterr().err

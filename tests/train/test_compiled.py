@@ -22,8 +22,8 @@ from torch.profiler import ProfilerActivity, profile
 from rosetta.data.vocab import PAD_ID
 from rosetta.families import FAMILIES, build_model, family_of
 from rosetta.jobs.training import configure_torch, process_settings_kept, run_training
-from rosetta.train import compiled as compiled_module
-from rosetta.train.compiled import (
+from rosetta.runtime import compiled as compiled_module
+from rosetta.runtime.compiled import (
     CompiledOrEager,
     cannot_compile,
     compile_wanted,

@@ -1,5 +1,5 @@
 """``rosetta prepare | train | translate | distill | evaluate | average | export |
-import | serve | plot | perplexity | generate | task``.
+import | serve | plot | languages | score | perplexity | generate | task``.
 
 Each verb lives in its own module: its ``cmd_*`` function and the parser that
 calls it. A parser imports only what it shows (``rosetta.cli.flags``), and a
@@ -150,7 +150,9 @@ def build_parser() -> argparse.ArgumentParser:
         export,
         import_run,
         language_model,
+        languages,
         plot,
+        score,
         serve,
         task,
         train,
@@ -167,6 +169,8 @@ def build_parser() -> argparse.ArgumentParser:
         import_run,
         serve,
         plot,
+        languages,
+        score,
     ):
         verb.add_parser(verbs)
     language_model.add_parsers(verbs)

@@ -93,22 +93,57 @@ def decoding_workers(
     return workers if workers == "auto" else at_most_cores(workers, "--workers")
 
 
+def compile_setting(args: argparse.Namespace) -> bool | str:
+    """``--compile``: auto, or true/false as booleans."""
+    setting = getattr(args, "compiled", "auto")
+    return setting if setting == "auto" else setting == "true"
+
+
+def say_chosen(side: str, typed: str, chosen: str | None) -> None:
+    """On stderr, the model's code a language as typed stood for, where the
+    two differ: ``source language: de is deu_Latn (German)``."""
+    from rosetta.inference.language_codes import name_of
+
+    if chosen is not None and chosen != typed:
+        name = name_of(chosen)
+        named = f" ({name})" if name else ""
+        print(f"{side} language: {typed} is {chosen}{named}", file=sys.stderr)
+
+
 def load_translator(args: argparse.Namespace) -> TextTranslator:
     """The translator of ``-m`` run by ``--engine`` (with ``--npd`` and
     ``--teacher``: rescored by the teacher); says on stderr which checkpoint
     of a run it loads."""
     use_threads(args.threads)
-    model = Path(args.model)
-    if export_format_of(model) is None:  # a run or checkpoint, not an export
+    model, engine = Path(args.model), args.engine
+    export = export_format_of(model)
+    if export is None:  # a run or checkpoint, not an export
         model, reason = ckpt.choose_checkpoint(model)
         print(f"model: {one_line(model)} ({reason})", file=sys.stderr)
+    elif engine == "rosetta":  # an export: its own engine, or none here
+        if export.load is None:
+            raise RosettaError(
+                f"{model}: {export.kind}, which Rosetta does not decode; import "
+                f"it first: rosetta import hf {model} -o RUN"
+            )
+        engine = export.name
+        print(
+            f"model: {one_line(model)} ({export.kind}: --engine {engine})",
+            file=sys.stderr,
+        )
     translator = loading.load_translator(
-        model, device=args.device, precision=args.precision, engine=args.engine
+        model,
+        device=args.device,
+        precision=args.precision,
+        engine=engine,
+        compiled=compile_setting(args),
     )
-    if getattr(args, "source_lang", None) is not None:
-        translator = translator.from_language(args.source_lang)
-    if args.target_lang is not None:
-        translator = translator.for_language(args.target_lang)
+    if (typed := getattr(args, "source_lang", None)) is not None:
+        translator = translator.from_language(typed)
+        say_chosen("source", typed, translator.source_language)
+    if (typed := args.target_lang) is not None:
+        translator = translator.for_language(typed)
+        say_chosen("target", typed, translator.target_language)
     npd, teacher = getattr(args, "npd", 0), getattr(args, "teacher", None)
     if not (npd or teacher):
         return translator
@@ -119,6 +154,9 @@ def load_translator(args: argparse.Namespace) -> TextTranslator:
     teacher_folder, reason = ckpt.choose_checkpoint(Path(teacher))
     print(f"teacher: {teacher_folder} ({reason})", file=sys.stderr)
     scorer = loading.load_translator(
-        teacher_folder, device=translator.device, precision=args.precision
+        teacher_folder,
+        device=translator.device,
+        precision=args.precision,
+        compiled=compile_setting(args),
     )
     return translator.rescored_by(scorer, npd)

@@ -8,9 +8,17 @@ from rosetta.cli.flags import (
     add_batching_flags,
     add_engine_flags,
     add_npd_flags,
+    add_overwrite_flag,
     add_search_flags,
 )
 from rosetta.errors import RosettaError
+from rosetta.runtime.atomic import write_text_atomic
+from rosetta.runtime.outputs import claim_file, record_written
+from rosetta.runtime.progress import SentenceProgress
+
+EVALUATE = "rosetta evaluate"
+# ``rosetta.evaluate.corpus.METRICS``'s names, written here: --help loads no torch
+METRIC_NAMES = ("bleu", "chrf", "ter", "bleu-tok-lc", "sentence-bleu")
 
 
 def cmd_evaluate(args: argparse.Namespace) -> None:
@@ -30,17 +38,33 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
         )
     if args.src and not args.model:
         raise RosettaError("--src goes with --model (the model translates it)")
+    if args.output and not args.model:
+        raise RosettaError("--output keeps the translations of --model")
+    output = None
     if args.model:
         if not args.src:
             raise RosettaError("--model needs --src, the sentences to translate")
+        if args.output:  # claimed before the model loads
+            inputs = [args.src, args.ref, args.model]
+            output = claim_file(
+                args.output, inputs=inputs, overwrite=args.overwrite, what=EVALUATE
+            )
         translator = load_translator(args)
         options = search_options(args)
-        hypotheses = translator.translate(
-            read_input_lines([args.src]),
+        sources = read_input_lines([args.src])
+        progress = SentenceProgress(len(sources), "translate")
+        found = translator.translate_nbest(
+            sources,
             options,
             batch_size=args.batch_size,
             workers=decoding_workers(args, translator, options),
+            progress=progress.update,
         )
+        hypotheses = [ts[0].text if ts else "" for ts in found]
+        if output is not None:
+            write_text_atomic(output, "".join(line + "\n" for line in hypotheses))
+            record_written(output, EVALUATE)
+        progress.say_summary(sum(len(ts[0].token_ids) for ts in found if ts))
     elif args.hyp:
         hypotheses = read_input_lines([args.hyp])
     else:
@@ -49,7 +73,7 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
         raise RosettaError(
             f"{len(hypotheses)} hypotheses but {args.ref} has {len(references)} lines"
         )
-    for score in evaluate_all(hypotheses, references):
+    for score in evaluate_all(hypotheses, references, args.metrics):
         print(score)
 
 
@@ -61,6 +85,20 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
     evaluate.add_argument("--ref", required=True, help="references, one per line")
     evaluate.add_argument("-m", "--model", help="translate --src with this model first")
     evaluate.add_argument("--src", help="source sentences (with --model)")
+    evaluate.add_argument(
+        "-o", "--output", help="keep the translations of --model in this file"
+    )
+    evaluate.add_argument(
+        "--metrics",
+        nargs="+",
+        choices=METRIC_NAMES,
+        default=list(METRIC_NAMES),
+        metavar="METRIC",
+        help=f"which scores to print, in this order: {', '.join(METRIC_NAMES)} "
+        "(sacreBLEU's BLEU, chrF and TER, whose lower is better; then "
+        "lower-cased tokenized BLEU and mean sentence BLEU); default all",
+    )
+    add_overwrite_flag(evaluate, "an existing output file")
     add_search_flags(evaluate)
     add_batching_flags(evaluate)
     add_npd_flags(evaluate)

@@ -217,6 +217,14 @@ def add_engine_flags(verb: argparse.ArgumentParser) -> None:
         "a MarianMT model's fra: each sentence starts with >>fra<<)",
     )
     add_precision_flag(verb)
+    verb.add_argument(
+        "--compile",
+        dest="compiled",
+        choices=("auto", "true", "false"),
+        default="auto",
+        help="decode with a compiled step (torch.compile; on a GPU, CUDA graphs): "
+        "auto (default) on a GPU; the first batch waits for the compiler",
+    )
     add_threads_flag(verb)
 
 

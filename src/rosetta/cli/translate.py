@@ -20,6 +20,7 @@ from rosetta.inference.markup import restore_markup, strip_markup
 from rosetta.runtime.atomic import write_text_atomic
 from rosetta.runtime.limits import Count, number_flag
 from rosetta.runtime.outputs import claim_file, record_written
+from rosetta.runtime.progress import SentenceProgress
 
 if TYPE_CHECKING:
     from rosetta.inference.translation import Translation
@@ -35,8 +36,10 @@ def cmd_translate(args: argparse.Namespace) -> None:
     from rosetta.cli.common import decoding_workers, load_translator, search_options
     from rosetta.inference.constraints import read_constraints_file
 
-    if args.format == "text" and (args.nbest > 1 or args.attention):
-        raise RosettaError("--nbest and --attention need --format jsonl")
+    if args.format == "text" and args.attention:
+        raise RosettaError("--attention needs --format jsonl")
+    if args.format == "text" and args.nbest > 1 and args.alignment:
+        raise RosettaError("--nbest with --alignment needs --format jsonl")
     output = None
     if args.output:
         inputs = [*args.input, args.model]
@@ -67,6 +70,7 @@ def cmd_translate(args: argparse.Namespace) -> None:
         print(said, file=sys.stderr)
     options = search_options(args, need_attention=args.attention)
     workers = decoding_workers(args, translator, options)
+    progress = SentenceProgress(len(lines), "translate")
     results = translator.translate_nbest(
         lines,
         options,
@@ -74,6 +78,7 @@ def cmd_translate(args: argparse.Namespace) -> None:
         workers=workers,
         constraints=constraints,
         alignment=args.alignment or args.markup,
+        progress=progress.update,
     )
     if tags is not None:
         for number, (found, line_tags) in enumerate(zip(results, tags, strict=True)):
@@ -92,6 +97,7 @@ def cmd_translate(args: argparse.Namespace) -> None:
     if output is not None:
         write_text_atomic(output, text)
         record_written(output, TRANSLATE)
+        progress.say_summary(tokens_written(results))
     else:  # bytes, so the locale's encoding can never fail on a translation
         try:
             sys.stdout.buffer.write(text.encode("utf-8"))
@@ -100,6 +106,12 @@ def cmd_translate(args: argparse.Namespace) -> None:
             raise
         except OSError as error:  # a full disk behind a redirection
             raise RosettaError(f"<stdout>: not written ({error.strerror})") from None
+        progress.say_summary(tokens_written(results))
+
+
+def tokens_written(results: list[list[Translation]]) -> int:
+    """The target tokens of the best translations: what a speed counts."""
+    return sum(len(found[0].token_ids) for found in results if found)
 
 
 def warn_of_results(results: list, lines: list[str], constraints: list | None) -> None:
@@ -134,7 +146,15 @@ def formatted_results(
     args: argparse.Namespace, shown: list[str], results: list, detected: list
 ) -> list[str]:
     """One output line per input line in ``--format`` (text, text with
-    alignments, or JSON Lines)."""
+    alignments, or JSON Lines); with ``--nbest`` N in text, N lines per input
+    line in the layout of Moses, Marian and fairseq: ``i ||| hypothesis |||
+    score`` (``i`` from 0, the score normalised as the beam ranked it)."""
+    if args.format == "text" and args.nbest > 1:
+        return [
+            f"{number} ||| {translation.text} ||| {translation.normalized_score:.6f}"
+            for number, found in enumerate(results)
+            for translation in found
+        ]
     if args.format == "text" and args.alignment:  # Marian's and fairseq's layout
         return [
             f"{found[0].text} ||| {found[0].alignment}" if found else " ||| "
@@ -210,7 +230,13 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
     translate.add_argument("-o", "--output", help="output file (default: stdout)")
     add_overwrite_flag(translate, "an existing output file")
     add_search_flags(translate)
-    number_flag(translate, "--nbest", Count, "hypotheses per line", default=1)
+    number_flag(
+        translate,
+        "--nbest",
+        Count,
+        "hypotheses per line; in text, N lines each: i ||| hypothesis ||| score",
+        default=1,
+    )
     translate.add_argument(
         "--format",
         choices=["text", "jsonl"],

@@ -115,9 +115,12 @@ class Family:
             drives (``rosetta.train.training_task.TrainingTask``); validation
             decodes with ``inference``, the family's own (see
             ``training_task``).
-        inference: ``(Trained, precision, packed) -> inference object``: a
-            ``TextTranslator`` or a language model. ``packed=False`` decodes
-            through the layers only, not a family's fast path (comparison).
+        inference: ``(Trained, precision, packed, compiled) -> inference
+            object``: a ``TextTranslator`` or a language model.
+            ``packed=False`` decodes through the layers only, not a family's
+            fast path (comparison); ``compiled`` (True, False, ``"auto"``:
+            on a GPU) asks for a family's compiled decoding step, where it
+            has one.
 
     What only some families have (empty or as-is by default):
 

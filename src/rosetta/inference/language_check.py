@@ -22,7 +22,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from rosetta.inference.language_codes import TWO_LETTERS
+from rosetta.inference.language_codes import language_of
 
 MIN_WORDS = 2
 UNNAMED = "src"  # data.src_lang of a run that names no language
@@ -32,12 +32,9 @@ MIN_LETTERS = 10
 def language_code(name: str | None) -> str | None:
     """The code the identifier knows in a language name as runs and models
     write it: ``de``, ``de_DE``, and ``deu`` or NLLB-200's ``deu_Latn`` as
-    ``de`` (``TWO_LETTERS``); a code without a two-letter one stays itself
+    ``de`` (``language_of``); a code without a two-letter one stays itself
     (``ace``); None for none."""
-    if not name:
-        return None
-    code = name.replace("-", "_").split("_")[0].lower()
-    return TWO_LETTERS.get(code, code)
+    return language_of(name) if name else None
 
 
 def checkable(line: str) -> bool:

@@ -135,10 +135,10 @@ class LanguageModel:
 
 
 def language_model(
-    trained: Trained, precision: str, packed: bool = True
+    trained: Trained, precision: str, packed: bool = True, compiled: object = "auto"
 ) -> LanguageModel:
     """A language-model family's ``inference``: scores and generates in
-    float32; ``packed`` changes nothing."""
+    float32; ``packed`` and ``compiled`` change nothing."""
     if precision != "fp32":
         raise RosettaError(f"a language model runs in fp32, not {precision}")
     return LanguageModel(trained)

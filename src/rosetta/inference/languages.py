@@ -25,12 +25,15 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Self
 
 from rosetta.errors import RosettaError
+from rosetta.inference.language_codes import language_of, name_of, resolve_code
 from rosetta.inference.translation import Translation
 from rosetta.search.constraints import TokenConstraints
 
 if TYPE_CHECKING:
     from rosetta.config.schema import Config
     from rosetta.data.tokenizer import TokenizerPair
+
+UNNAMED = ("src", "tgt")  # data.src_lang and tgt_lang of a run that names none
 
 
 class LanguageChoice:
@@ -60,36 +63,52 @@ class LanguageChoice:
         return self.target_languages if self.tags_both_sides else []
 
     def for_language(self, code: str) -> Self:
-        """This translator, translating into ``code``."""
-        self.check_code(code, "target")
+        """This translator, translating into ``code`` (as ``resolved``)."""
         chosen = copy.copy(self)
-        chosen.target_language = code
+        chosen.target_language = self.resolved(code, "target")
         return chosen
 
     def from_language(self, code: str) -> Self:
-        """This translator, reading sentences of the language ``code``."""
-        self.check_code(code, "source")
+        """This translator, reading sentences of the language ``code`` (as
+        ``resolved``)."""
         chosen = copy.copy(self)
-        chosen.source_language = code
+        chosen.source_language = self.resolved(code, "source")
         return chosen
 
-    def check_code(self, code: str, side: str) -> None:
-        """``RosettaError`` unless ``code`` is one of the model's ``side``
-        ("source", "target") languages, naming the valid ones."""
+    def resolved(self, code: str, side: str) -> str:
+        """The model's code of its ``side`` ("source", "target") languages
+        that ``code`` stands for: itself, or the one code of the same
+        language (``de``, ``deu``, ``de_DE``, ``German`` for ``deu_Latn``;
+        ``language_codes.resolve_code``). A model of one language pair
+        takes its own (``data.src_lang``, ``data.tgt_lang``). Else a
+        ``RosettaError`` that names the closest codes."""
         codes = self.source_languages if side == "source" else self.target_languages
         if not isinstance(code, str):
             raise RosettaError(f"{side} language {code!r}: a language code, as text")
-        if not codes:
-            told = {
-                "target": "the model translates into one language",
-                "source": "the model is not told the language it reads",
-            }
+        if codes:
+            try:
+                return resolve_code(code, codes, side)
+            except ValueError as error:
+                raise RosettaError(str(error)) from None
+        key = "src_lang" if side == "source" else "tgt_lang"
+        own = getattr(self.config.data, key, None)
+        if own in UNNAMED:  # the configuration's stand-ins name no language
+            own = None
+        if own and language_of(code) == language_of(own):
+            return own
+        if own:
+            does = "reads" if side == "source" else "translates into"
             raise RosettaError(
-                f"{side} language {code!r}: {told[side]}; leave out --{side}-lang"
+                f"{side} language {code!r}: the model {does} {own} only "
+                f"(data.{key}); leave out --{side}-lang"
             )
-        if code not in codes:
-            shown = ", ".join(codes[:40]) + (", ..." if len(codes) > 40 else "")
-            raise RosettaError(f"{side} language {code!r}: use one of {shown}")
+        told = {
+            "target": "the model translates into one language",
+            "source": "the model is not told the language it reads",
+        }
+        raise RosettaError(
+            f"{side} language {code!r}: {told[side]}; leave out --{side}-lang"
+        )
 
     def _chosen(self, side: str) -> str | None:
         chosen = self.source_language if side == "source" else self.target_language
@@ -109,6 +128,18 @@ class LanguageChoice:
         """The source language chosen, or configured, if any."""
         return self._chosen("source")
 
+    def language_label(self, side: str) -> str:
+        """The ``side``'s language as a reader names it: "German (deu_Latn)"
+        for the code chosen or configured, "any of 202 languages" for a
+        multilingual model's unchosen side, the configured code otherwise."""
+        codes = self.source_languages if side == "source" else self.target_languages
+        key = "src_lang" if side == "source" else "tgt_lang"
+        code = self._chosen(side) if codes else getattr(self.config.data, key)
+        if code is None or (codes and code not in codes):
+            return f"any of {len(codes)} languages"
+        name = name_of(code)
+        return f"{name} ({code})" if name else code
+
     def check_language_chosen(self) -> None:
         """``RosettaError`` if the model needs languages and one is neither
         chosen nor configured."""
@@ -116,10 +147,12 @@ class LanguageChoice:
         for side in sides if self.target_languages else []:
             if self._chosen(side) is None:
                 codes = self.target_languages
-                shown = ", ".join(codes[:40]) + (", ..." if len(codes) > 40 else "")
+                shown = ", ".join(codes[:3]) + (", ..." if len(codes) > 3 else "")
                 raise RosettaError(
                     f"the model translates between several languages: choose "
-                    f"the {side} language with --{side}-lang ({shown})"
+                    f"the {side} language with --{side}-lang: one of its "
+                    f"{len(codes)} codes ({shown}; rosetta languages -m MODEL "
+                    "lists them), or a language as people write it (de, German)"
                 )
 
     def language_ids(self, source: str | None = None) -> list[int]:
@@ -128,12 +161,12 @@ class LanguageChoice:
         sides; none for other models."""
         if not self.tags_both_sides:
             if source is not None:
-                self.check_code(source, "source")  # refused, saying why
+                self.resolved(source, "source")  # refused, saying why
             return []
         code = source if source is not None else self._chosen("source")
         if code is None:
             self.check_language_chosen()
-        self.check_code(code, "source")  # type: ignore[arg-type]
+        code = self.resolved(code, "source")  # type: ignore[arg-type]
         return [self.tokenizers.src.language_id(code)]  # type: ignore[attr-defined]
 
     def tagged_text(self, sentence: str) -> str:
@@ -172,7 +205,7 @@ class LanguageChoice:
             code = code if code is not None else self._chosen("target")
             if code is None:
                 self.check_language_chosen()
-            self.check_code(code, "target")  # type: ignore[arg-type]
+            code = self.resolved(code, "target")  # type: ignore[arg-type]
             token = self.tokenizers.tgt.language_id(code)  # type: ignore[attr-defined]
             forced.append(
                 replace(

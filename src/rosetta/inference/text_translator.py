@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import warnings
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, TypedDict, Unpack
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
 
 Sources = list[list[int]]  # token ids per sentence, none for a blank line
+Progress = Callable[[int], object]  # told how many more sentences are done
 Found = list[list["Translation"]]  # an n-best list per sentence
 
 
@@ -50,24 +51,32 @@ class Batching(TypedDict, total=False):
     threads among them, ``"auto"`` one per thread where that applies
     (``auto_workers``); ``constraints``, one per sentence (``Constraint``,
     or a dict of its fields ``include``, ``exclude``, ``prefix``; None for
-    none)."""
+    none); ``progress``, called with the number of sentences each decoded
+    batch finished (a progress bar's ``update``)."""
 
     batch_size: int | None
     workers: Workers
     constraints: Iterable[Constraint | dict | None] | None
+    progress: Progress | None
 
 
 @dataclass(frozen=True)
 class DecodeRequest:
     """What an engine decodes (``TextTranslator.decode_ids``): ``sources``
     with complete ``options``, ``size`` sentences a batch, on ``workers``,
-    each under its ``constraints`` (if any)."""
+    each under its ``constraints`` (if any); the engine tells ``progress``
+    (if any) how many sentences each batch finished (``done``)."""
 
     sources: Sources
     options: SearchOptions
     size: int
     workers: Workers
     constraints: list[TokenConstraints] | None = None
+    progress: Progress | None = None
+
+    def done(self, sentences: int) -> None:
+        if self.progress is not None:
+            self.progress(sentences)
 
 
 class TextTranslator(LanguageChoice, ABC):
@@ -207,6 +216,7 @@ class TextTranslator(LanguageChoice, ABC):
         workers: Workers = 1,
         constraints: Iterable[Constraint | dict | None] | None = None,
         alignment: bool = False,
+        progress: Progress | None = None,
     ) -> list[list[Translation]]:
         """Per input, its n-best list of ``Translation`` (empty for a blank
         line); ``options`` as for ``translate``, the keywords as ``Batching``
@@ -222,6 +232,7 @@ class TextTranslator(LanguageChoice, ABC):
             constraints=constraints,
             alignment=alignment,
             texts=sentences,
+            progress=progress,
         )
 
     def translate_ids(
@@ -235,6 +246,7 @@ class TextTranslator(LanguageChoice, ABC):
         alignment: bool = False,
         texts: list[str] | None = None,
         target_languages: Sequence[str | None] | None = None,
+        progress: Progress | None = None,
     ) -> list[list[Translation]]:
         """``translate_nbest`` of sentences already encoded (``encode``): one
         n-best list per id list, none for an empty one (a blank line);
@@ -264,7 +276,9 @@ class TextTranslator(LanguageChoice, ABC):
             f"a search of {rows:,} hypotheses at once (beam {options.beam_size})",
         )
         forced = self.forced_starts(len(sources), tokens, target_languages)
-        found = self.decode_ids(DecodeRequest(sources, options, size, workers, forced))
+        request = DecodeRequest(sources, options, size, workers, forced, progress)
+        request.done(sum(not ids for ids in sources))  # blank lines: nothing to do
+        found = self.decode_ids(request)
         if forced is not tokens:  # the target-language token, forced
             for translation in (t for ts in found for t in ts):
                 without_language_token(translation)

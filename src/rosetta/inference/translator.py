@@ -49,14 +49,17 @@ class Translator(TextTranslator):
     produces; build a new one to translate with them.
     """
 
-    decodes_in_workers = True
-
     engine = "rosetta"
 
     def __init__(
-        self, trained: Trained, precision: Precision = "fp32", pack: Pack | None = None
+        self,
+        trained: Trained,
+        precision: Precision = "fp32",
+        pack: Pack | None = None,
+        in_workers: bool = True,
     ):
-        """``pack``: the family's fast path, if any (``Pack``)."""
+        """``pack``: the family's fast path, if any (``Pack``);
+        ``in_workers=False``: it runs one batch at a time (a compiled step)."""
         device = trained.device
         check_precision(device, precision)
         model = trained.model.to(device).eval()
@@ -65,6 +68,7 @@ class Translator(TextTranslator):
         elif pack is not None:
             model = pack(model, AUTOCAST_DTYPES.get(precision))
         self.model = model
+        self.decodes_in_workers = in_workers
         self.tokenizers, self.config = trained.tokenizers, trained.config
         self.device, self.precision = device, precision
 
@@ -87,8 +91,9 @@ class Translator(TextTranslator):
                 batch_size=request.size,
                 options=options,
                 max_len_cap=self.position_limit,
-                workers=request.workers,
+                workers=request.workers if self.decodes_in_workers else 1,
                 constraints=kept,
+                progress=request.progress,
             )
         results: list[list[Translation]] = [[] for _ in sources]
         for i, source, hypotheses in zip(

@@ -23,13 +23,13 @@ from typing import Any
 
 import xxhash
 from pydantic import BaseModel, ConfigDict, Field
-from tqdm import tqdm
 
 from rosetta.errors import RosettaError
 from rosetta.inference.text_translator import TextTranslator
 from rosetta.runtime.atomic import write_json_atomic
 from rosetta.runtime.fingerprint import KIND
 from rosetta.runtime.own_files import open_own
+from rosetta.runtime.progress import SentenceProgress
 from rosetta.runtime.records import parse_record, read_record
 from rosetta.search.batched import Workers
 from rosetta.search.options import SearchOptions
@@ -156,23 +156,24 @@ def distill(
     done, size, digest = finished_lines(partial, vouched)
     if done > len(sources):
         raise RosettaError(f"{partial} has more lines than the sources")
-    bar = tqdm(
-        total=len(sources),
-        initial=done,
-        unit="line",
-        desc="distill",
-        disable=not progress,
-        dynamic_ncols=True,
-    )
+    bar = SentenceProgress(len(sources), "distill", initial=done, shown=progress)
+    tokens = 0
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
     fd = open_own(partial, flags, writing=True, limit=None)
     with os.fdopen(fd, "ab") as handle:
         for start in range(done, len(sources), chunk_lines):
             chunk = list(sources[start : start + chunk_lines])
-            found = translator.translate(
-                chunk, options, batch_size=batch_size, workers=workers
+            found = translator.translate_nbest(
+                chunk,
+                options,
+                batch_size=batch_size,
+                workers=workers,
+                progress=bar.update,
             )
-            text = "".join(line + "\n" for line in found).encode("utf-8")
+            best = [ts[0] if ts else None for ts in found]
+            tokens += sum(len(t.token_ids) for t in best if t is not None)
+            lines = [t.text if t is not None else "" for t in best]
+            text = "".join(line + "\n" for line in lines).encode("utf-8")
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
@@ -180,8 +181,8 @@ def distill(
             digest.update(text)  # then the record vouches for the chunk
             finished = {"bytes": size, KIND: digest.hexdigest()}
             write_json_atomic(record, {**made_of, DONE: finished})
-            bar.update(len(chunk))
-    bar.close()
     os.replace(partial, output)
     record.unlink()
+    if progress:  # on a terminal or not: one line
+        bar.say_summary(tokens)
     return len(sources) - done

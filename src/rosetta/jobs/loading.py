@@ -22,6 +22,7 @@ from rosetta.families import ENGINES
 from rosetta.inference.text_translator import TextTranslator
 from rosetta.jobs.exports import load_engine
 from rosetta.jobs.restore import restore
+from rosetta.runtime.compiled import CompileSetting, checked_setting
 from rosetta.runtime.devices import parse_device, pick_device
 from rosetta.runtime.precision import check_precision
 from rosetta.runtime.precisions import Precision
@@ -38,6 +39,7 @@ def load(
     *,
     engine: str = "rosetta",
     packed: bool = True,
+    compiled: CompileSetting = "auto",
 ) -> Any:
     """The trained model at ``path``, ready to translate or score.
 
@@ -52,16 +54,25 @@ def load(
             with as many CPU threads as PyTorch is set to.
         packed: ``False`` decodes a Transformer through its layers rather
             than its packed fast path (for comparison).
+        compiled: ``True`` decodes a Transformer with a compiled step
+            (``torch.compile``; on a GPU, CUDA graphs), ``False`` never,
+            ``"auto"`` (default) on a GPU.
     """
     if engine not in ENGINES:
         raise RosettaError(f"engine {engine!r}: use one of {', '.join(ENGINES)}")
+    try:
+        compiled = checked_setting(compiled)
+    except ValueError as error:
+        raise RosettaError(str(error)) from None
+    if engine != "rosetta" and compiled is True:
+        raise RosettaError(f"a compiled decoding step is Rosetta's, not {engine}'s")
     if engine != "rosetta":
         # its threads follow the policy's choice for PyTorch's (use_threads)
         return load_engine(engine, path, device, precision, torch.get_num_threads())
     device = parse_device(device)
     check_precision(device, precision)  # before a GPU is looked for
     restored = restore(path, pick_device(device), which)
-    return restored.inference(precision, packed)
+    return restored.inference(precision, packed, compiled)
 
 
 def load_translator(path: str | Path, *args: Any, **options: Any) -> TextTranslator:

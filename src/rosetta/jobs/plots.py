@@ -242,6 +242,7 @@ def plot_learning_curves(run_dir: Path, path: Path) -> Path:
             label="validation",
         )
     loss.set_title("label-smoothed cross-entropy")
+    loss.set_ylabel("loss per target token (nats)")
     if train or valid:
         loss.legend()
     scored = [r for r in valid if r.get("bleu") is not None]
@@ -251,7 +252,9 @@ def plot_learning_curves(run_dir: Path, path: Path) -> Path:
         bleu.set_ylim(0, max(5.0, 1.1 * max(scores)))  # BLEU is never negative
     else:
         say(bleu, "no validation BLEU in this run")
-    bleu.set_title("validation BLEU")
+    # what validation computes: sacreBLEU's corpus BLEU of greedy outputs
+    bleu.set_title("validation BLEU (sacreBLEU, greedy)")
+    bleu.set_ylabel("BLEU")
     if train:
         rate.plot(steps, [r["lr"] for r in train], marker=marker)
     else:  # the run ended before its first log interval
@@ -259,6 +262,7 @@ def plot_learning_curves(run_dir: Path, path: Path) -> Path:
             say(axis, "no training record\n(a run shorter than train.log_every)")
     rate.ticklabel_format(axis="y", style="sci", scilimits=(-2, 3))
     rate.set_title("learning rate")
+    rate.set_ylabel("learning rate")
     for axis in (loss, bleu, rate):
         axis.set_xlabel("step")
         axis.grid(alpha=0.3)

@@ -31,10 +31,12 @@ class Restored:
     device: torch.device  # where the weights were loaded
     family: Family
 
-    def inference(self, precision: str = "fp32", packed: bool = True) -> Any:
+    def inference(
+        self, precision: str = "fp32", packed: bool = True, compiled: object = "auto"
+    ) -> Any:
         """The family's inference object for this model (``Family.inference``)."""
         trained = Trained(self.model, self.tokenizers, self.config, self.device)
-        return self.family.inference(trained, precision, packed)
+        return self.family.inference(trained, precision, packed, compiled)
 
 
 def restore(path: str | Path, device: torch.device, which: str = "best") -> Restored:

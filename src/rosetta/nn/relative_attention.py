@@ -157,14 +157,21 @@ class RelativeMultiHeadAttention(HeadAttention):
         mask: torch.Tensor | None = None,
         need_weights: bool = False,
         positions: torch.Tensor | None = None,
+        distance: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Attention of projected queries (n, h, L, d_k), the last L of the
         projected keys and values (n, h, K, d_k), then concat and ``W^O``;
         ``positions`` (n, K): the keys' positions where they are not
-        ``0 .. K−1`` (the queries hold the last L)."""
+        ``0 .. K−1`` (the queries hold the last L); or ``distance`` (K,),
+        that of one query (L = 1) from each key, wherever it stands among
+        them (a decoding step over a cache with room to spare)."""
         n, _, length, _ = q.shape
         content = (q + self.u[:, None, :]) @ k.transpose(-2, -1)  # (n, h, L, K)
-        if positions is None:
+        if distance is not None:
+            if self.max_distance is not None:
+                distance = distance.clamp(-self.max_distance, self.max_distance)
+            position = self.distance_scores(q + self.v[:, None, :], distance)
+        elif positions is None:
             position = self.position_scores(q + self.v[:, None, :], k.size(2))
         elif self.max_distance is not None:
             raise ValueError("max_distance clamps distances of positions 0, 1, 2, ...")
@@ -189,6 +196,13 @@ class RelativeMultiHeadAttention(HeadAttention):
         L of ``keys`` positions ``0 .. K−1``: by distance, then shifted."""
         length = queries.size(2)
         found = distances(length, keys - length, self.max_distance)
-        encoded = sinusoids(found, self.d_model).to(queries.device, queries.dtype)
+        return relative_shift(self.distance_scores(queries, found))
+
+    def distance_scores(
+        self, queries: torch.Tensor, distance: torch.Tensor
+    ) -> torch.Tensor:
+        """(n, h, L, P): each query (plus ``v``) against ``W_R R_d`` for each
+        of the P distances ``distance``."""
+        encoded = sinusoids(distance, self.d_model).to(queries.device, queries.dtype)
         r = self.r_proj(encoded).view(-1, self.heads, self.d_k).transpose(0, 1)
-        return relative_shift(queries @ r.transpose(-2, -1))
+        return queries @ r.transpose(-2, -1)

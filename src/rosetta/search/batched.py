@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Literal
@@ -31,6 +31,7 @@ def decode_in_batches(
     max_len_cap: int | None = None,
     workers: Workers = 1,
     constraints: list[TokenConstraints] | None = None,
+    progress: Callable[[int], object] | None = None,
 ) -> list[list[Hypothesis]]:
     """Decode token-id sources (without ``<eos>``); an n-best list for each,
     under its ``constraints`` (one per source) if given.
@@ -45,7 +46,8 @@ def decode_in_batches(
     use two cores better than one two-thread search, whose small operations
     gain little from a second thread. The translations are the same.
     ``"auto"``: one worker per thread on the CPU (at most one per batch), one
-    for sampling and on a GPU (``auto_workers``).
+    for sampling and on a GPU (``auto_workers``). ``progress`` is told the
+    size of each batch decoded, as it finishes.
     """
     check_workers(workers, options, device)
     model.eval()
@@ -63,7 +65,7 @@ def decode_in_batches(
 
     def decode(chunk: list[int]) -> list[list[Hypothesis]]:
         batch = collate([Example(sources[i], []) for i in chunk]).to(device)
-        return search(
+        found = search(
             model,
             batch.src,
             batch.src_mask,
@@ -76,10 +78,13 @@ def decode_in_batches(
             if constraints is None
             else [constraints[i] for i in chunk],
         )
+        if progress is not None:
+            progress(len(chunk))
+        return found
 
     results: list[list[Hypothesis]] = [[] for _ in sources]
     if workers == 1 or len(chunks) == 1:
-        found = map(decode, chunks)
+        found = list(map(decode, chunks))
     else:
         precision = current_autocast(device.type)  # autocast is per thread
 

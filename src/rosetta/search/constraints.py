@@ -189,8 +189,12 @@ class BatchConstraints:
 
     def least_lengths(self) -> torch.Tensor:
         """(n,) the shortest output limit that leaves room for each sentence's
-        prefix and include phrases, and ``<eos>``."""
-        return self.prefix_length + self.needed + 1
+        prefix and include phrases, and ``<eos>``. A prefix of forced free
+        tokens alone (a target-language token) asks for no room: the limit
+        counts it, as ``generate()``'s ``max_new_tokens`` does, and a limit
+        of 1 writes it and nothing more."""
+        asked = (self.prefix_length > self.free) | (self.needed > 0)
+        return self.prefix_length + self.needed + asked.long()
 
     def start(self, sentence: torch.Tensor) -> torch.Tensor:
         """(rows, S) the include tokens matched before the first step: none,

@@ -167,6 +167,8 @@ def create_app(
         log.warning(note)
     if settings.workers > 1 and translator.device.type != "cpu":
         raise ValueError("parallel workers are for the CPU; a GPU runs one batch")
+    if settings.workers > 1 and not translator.decodes_in_workers:
+        raise ValueError("a compiled decoding step runs one batch at a time: workers 1")
     batcher = DynamicBatcher(
         lambda items, options: translate_group(translator, items, options),
         enabled=settings.batching,
@@ -273,6 +275,8 @@ def create_app(
             "one_pass": translator.one_pass,
             "src_lang": config.data.src_lang,
             "tgt_lang": config.data.tgt_lang,
+            "src_label": translator.language_label("source"),
+            "tgt_label": translator.language_label("target"),
             "languages": {
                 "source": translator.source_languages,
                 "target": translator.target_languages,

@@ -216,6 +216,8 @@ class Info(BaseModel):
     one_pass: bool  # every target token at once: no beam, no n-best
     src_lang: str
     tgt_lang: str
+    src_label: str = Field(description="the source language as a reader names it")
+    tgt_label: str = Field(description="the target language as a reader names it")
     languages: dict[str, Any] = Field(
         description="a multilingual model's codes: source, target (empty "
         "lists otherwise) and the defaults, source_default, target_default"

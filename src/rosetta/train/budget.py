@@ -26,7 +26,7 @@ from typing import Any
 from tqdm import tqdm
 
 from rosetta.config.sections import TrainConfig
-from rosetta.train.compiled import graphs_compiled
+from rosetta.runtime.compiled import graphs_compiled
 
 # {l_bar} is "training: 42%|" whether the label was given at the start or
 # set since (set_description adds the ": " itself)
@@ -144,7 +144,10 @@ class Budget:
         self.opened = (self.state.step, time.perf_counter())  # for the rate
         per_epoch = math.ceil(batches_per_epoch / batches_per_update)
         total = self.total_updates(per_epoch)
-        common = {"desc": "training", "mininterval": 2.0, "dynamic_ncols": True}
+        desc = "training"
+        if self.state.step:  # the bar's clock starts now: say so
+            desc = f"training (resumed at update {self.state.step:,}; times since)"
+        common = {"desc": desc, "mininterval": 2.0, "dynamic_ncols": True}
         if total is None and self.cfg.max_minutes is not None:
             self.tick()
             self.bar = tqdm(

@@ -1,5 +1,5 @@
 """The projected, label-smoothed loss with shapes the data does not decide:
-the form a compiled training step (``rosetta.train.compiled``) traces.
+the form a compiled training step (``rosetta.runtime.compiled``) traces.
 
 ``projected_label_smoothed_cross_entropy`` (``rosetta.train.loss``) selects
 the real target positions and cuts them into blocks of rows: the number of

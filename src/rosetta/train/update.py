@@ -22,14 +22,14 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 
 from rosetta.config.sections import TrainConfig
-from rosetta.runtime.precision import autocast, check_precision
-from rosetta.train.compiled import (
+from rosetta.runtime.compiled import (
     CompiledOrEager,
     cannot_compile,
     compile_wanted,
     configure_compiler,
     use_cache_folder,
 )
+from rosetta.runtime.precision import autocast, check_precision
 from rosetta.train.distributed import Group
 
 # (the forward module: the model or its DDP wrapper, a batch) -> summed loss
@@ -120,7 +120,9 @@ class Updater:
             dynamic=True,
             fullgraph=True,
         )
-        self.clip = CompiledOrEager(self.clip, "gradient clipping", warn)
+        # compiled, the norm of all gradients as one vector: one fused
+        # reduction, where clip_grad_norm_'s per-tensor norms stay one call each
+        self.clip = CompiledOrEager(self._clip_flat, "gradient clipping", warn)
         self.adam_step = CompiledOrEager(
             self.adam_step, "Adam's step", warn, fallback=self._adam_eagerly
         )
@@ -208,6 +210,19 @@ class Updater:
         return torch.nn.utils.clip_grad_norm_(
             self.model.parameters(), self.cfg.clip_norm
         )
+
+    def _clip_flat(self) -> torch.Tensor:
+        """``_clip`` as one vector: the norm of every gradient concatenated,
+        then each scaled by ``min(1, clip_norm / (norm + 1e-6))``, as
+        ``clip_grad_norm_`` scales them."""
+        if self.cfg.clip_norm is None:
+            return torch.zeros((), device=self.device)
+        grads = [p.grad for p in self.model.parameters() if p.grad is not None]
+        flat = torch.cat([g.detach().reshape(-1).float() for g in grads])
+        norm = torch.linalg.vector_norm(flat)
+        scale = (self.cfg.clip_norm / (norm + 1e-6)).clamp(max=1.0)
+        torch._foreach_mul_(grads, scale)
+        return norm
 
     @contextlib.contextmanager
     def as_made(self) -> Iterator[None]:

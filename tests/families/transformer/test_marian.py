@@ -341,13 +341,16 @@ def test_a_wrong_or_missing_target_language_is_one_line(
     source = tmp_path / "in.de"
     source.write_text("Ein Hund.\n")
     for flags, message in [
-        (["--target-lang", "deu"], "target language 'deu': use one of fra, spa"),
-        ([], "choose the target language with --target-lang (fra, spa)"),
+        (
+            ["--target-lang", "deu"],
+            "target language 'deu' is not one of the model's 2 codes",
+        ),
+        ([], "choose the target language with --target-lang: one of its 2 codes"),
     ]:
         assert main(["translate", "-m", str(run), "-i", str(source), *flags]) != 0
         error = capsys.readouterr().err.strip().splitlines()
         assert message in error[-1], error
-    with pytest.raises(RosettaError, match="translates into one language"):
+    with pytest.raises(RosettaError, match="translates into en only"):
         load_translator(imported, "cpu").for_language("fra")
 
 

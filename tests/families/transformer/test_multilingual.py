@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -125,6 +126,23 @@ def test_imported_search_equals_generate(kind, folders, references, beams):
     assert any(len(t) < LIMIT - 2 for t in theirs)  # some end early
 
 
+@pytest.mark.reference
+@pytest.mark.parametrize("limit", [1, 2, 3])
+def test_a_length_limit_counts_the_language_token_as_generate_does(
+    kind, folders, references, limit
+):
+    """``max_new_tokens=1``: the forced language token alone, no text."""
+    _, run = folders[kind]
+    source, target = LANGUAGES[kind][:2]
+    texts = sentences("de", 10, "val")
+    for beams in (1, 2):
+        found = translator(run, kind).translate_nbest(texts, same_search(beams, limit))
+        theirs = hf_search(*references[kind], texts, source, target, beams, limit)
+        assert [f[0].tokens for f in found] == theirs
+    if limit == 1:
+        assert all(t == [] for t in theirs)
+
+
 def test_the_target_language_is_forced_and_left_out_of_the_text(kind, folders):
     _, run = folders[kind]
     codes = LANGUAGES[kind]
@@ -147,11 +165,11 @@ def test_languages_are_chosen_with_one_line_errors(folders, tmp_path, capsys):
     for flags, message in [
         (
             ["--source-lang", "deu_Latn", "--target-lang", "xx"],
-            "target language 'xx': use one of ace_Arab",
+            "target language 'xx' is not one of the model's",
         ),
         (
-            ["--source-lang", "de", "--target-lang", "eng_Latn"],
-            "source language 'de': use one of",
+            ["--source-lang", "deutsch", "--target-lang", "eng_Latn"],
+            "source language 'deutsch' is not one of the model's",
         ),
         (
             ["--target-lang", "eng_Latn"],
@@ -168,6 +186,18 @@ def test_languages_are_chosen_with_one_line_errors(folders, tmp_path, capsys):
     flags = ["--source-lang", "deu_Latn", "--target-lang", "fra_Latn"]
     assert main(["translate", "-m", str(run), "-i", str(source), *flags]) == 0
     assert capsys.readouterr().out.strip()
+    # languages as people type them: the one code of each, said on stderr
+    flags = ["--source-lang", "de", "--target-lang", "French"]
+    assert main(["translate", "-m", str(run), "-i", str(source), *flags]) == 0
+    said = capsys.readouterr().err
+    assert "source language: de is deu_Latn (German)" in said
+    assert "target language: French is fra_Latn (French)" in said
+    assert main(["languages", "-m", str(run)]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert len(listed) > 50 and any(
+        line.split() == ["deu_Latn", "German", "(source", "and", "target)"]
+        for line in listed
+    )
 
 
 def broken(folder: Path, tmp_path: Path, how: str) -> Path:
@@ -229,8 +259,9 @@ def test_a_tokenizer_that_does_not_match_the_embedding(folders, tmp_path, capsys
 
 def test_an_unknown_language_in_the_api_is_refused(folders):
     _, run = folders["mbart50"]
-    with pytest.raises(RosettaError, match="target language 'fr': use one of ar_AR"):
-        load_translator(run, "cpu").for_language("fr")
+    with pytest.raises(RosettaError, match="target language 'xx' is not one of"):
+        load_translator(run, "cpu").for_language("xx")
+    assert load_translator(run, "cpu").for_language("fr").target_language == "fr_XX"
     unchosen = load_translator(run, "cpu")
     with pytest.raises(RosettaError, match="choose the source language"):
         unchosen.translate(["Ein Hund."])
@@ -387,3 +418,44 @@ def test_the_language_token_scores_zero_fed_at_once_or_forced_step_by_step(folde
         for a, b in zip(fed, stepwise, strict=True):
             assert a[0].token_ids == b[0].token_ids
             assert a[0].score == pytest.approx(b[0].score, abs=1e-4)
+
+
+def test_a_missing_module_of_the_nllb_export_is_named(monkeypatch, tmp_path):
+    """protobuf, which SentencePiece's model file needs, not transformers."""
+    from rosetta.families.transformer.multilingual.nllb_tokenizer import (
+        write_nllb_tokenizer,
+    )
+
+    monkeypatch.delitem(sys.modules, "sentencepiece.sentencepiece_model_pb2", False)
+    monkeypatch.setitem(sys.modules, "google.protobuf", None)
+    with pytest.raises(RosettaError, match=r"google\.protobuf is missing") as refused:
+        write_nllb_tokenizer(tmp_path, None, [], {})
+    assert "pip install 'rosetta[export-hf]'" in str(refused.value)
+
+
+@pytest.mark.reference
+def test_scoring_a_translation_gives_its_search_score(kind, folders):
+    """The forced language token scores 0 and counts in the length, as in
+    search (where the text gives back the search's own tokens; one cut at
+    the limit scored without its </s>)."""
+    from rosetta.inference.pair_scoring import score_pairs
+    from rosetta.search.options import SearchOptions
+
+    _, run = folders[kind]
+    chosen = translator(run, kind)
+    texts = sentences("de", 40, "val")
+    limit = 12  # the language token counted
+    options = SearchOptions(beam_size=2, max_len_a=0.0, max_len_b=limit)
+    best = [f[0] for f in chosen.translate_nbest(texts, options)]
+    scores = score_pairs(chosen, texts, [b.text for b in best])
+    same = [
+        (b, s)
+        for b, s in zip(best, scores, strict=True)
+        if chosen.tokenizers.tgt.encode(b.text) == b.token_ids
+    ]
+    assert len(same) >= 3  # a random tiny model writes odd pieces
+    for hypothesis, score in same:
+        assert score.token_scores[0] == 0.0  # the language token
+        ended = len(hypothesis.token_ids) + 1 < limit
+        total = score.score if ended else score.score - score.token_scores[-1]
+        assert total == pytest.approx(hypothesis.score, abs=1e-4)

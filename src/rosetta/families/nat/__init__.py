@@ -14,8 +14,10 @@ if TYPE_CHECKING:
     from rosetta.interfaces.trained import Trained
 
 
-def translator(trained: Trained, precision: str, packed: bool = True) -> NATTranslator:
-    """One pass per sentence; ``packed`` changes nothing."""
+def translator(
+    trained: Trained, precision: str, packed: bool = True, compiled: object = "auto"
+) -> NATTranslator:
+    """One pass per sentence; ``packed`` and ``compiled`` change nothing."""
     from rosetta.families.nat.translator import NATTranslator
 
     return NATTranslator(trained, precision)

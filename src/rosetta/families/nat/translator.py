@@ -182,6 +182,7 @@ class NATTranslator(TextTranslator):
                 chosen = self._choose([sources[i] for i in chunk], candidates, options)
             for i, (candidate, rank_score) in zip(chunk, chosen, strict=True):
                 results[i] = [self._nat_translation(sources[i], candidate, rank_score)]
+            request.done(len(chunk))
         return results
 
     def _choose(

@@ -43,8 +43,12 @@ def build(
     )
 
 
-def translator(trained: Trained, precision: str, packed: bool = True) -> Translator:
-    """A recurrent model has no packed fast path: ``packed`` changes nothing."""
+def translator(
+    trained: Trained, precision: str, packed: bool = True, compiled: object = "auto"
+) -> Translator:
+    """A recurrent model has no packed fast path and no compiled step (its
+    cells are few large operations already): ``packed`` and ``compiled``
+    change nothing."""
     from rosetta.inference.translator import Translator
 
     return Translator(trained, precision)

@@ -54,12 +54,21 @@ HF_EXPORT = ExportFormat(
 )
 
 
-def translator(trained: Trained, precision: str, packed: bool = True) -> Translator:
-    """Decoding on the packed fast path (``pack_for_inference``) unless
-    ``packed`` is False."""
+def translator(
+    trained: Trained, precision: str, packed: bool = True, compiled: object = "auto"
+) -> Translator:
+    """Decoding with a compiled step (``compile_for_decoding``) where
+    ``compiled`` asks for it (auto: on a GPU) and it can be; else on the
+    packed fast path (``pack_for_inference``) unless ``packed`` is False."""
+    from rosetta.families.transformer.fast.compiled import (
+        compile_for_decoding,
+        compiles_decoding,
+    )
     from rosetta.families.transformer.fast.packed import pack_for_inference
     from rosetta.inference.translator import Translator
 
+    if compiles_decoding(trained.device, precision, compiled):
+        return Translator(trained, precision, compile_for_decoding, in_workers=False)
     return Translator(trained, precision, pack_for_inference if packed else None)
 
 

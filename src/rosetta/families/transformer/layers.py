@@ -78,15 +78,31 @@ class TransformerEmbedding(nn.Module):
                 f"sequence of {offset + length} tokens exceeds max_positions "
                 f"({self.positions.size(0)})"
             )
+        if not self.absolute:
+            return self._embedded(tokens, None)
+        if positions is None:
+            return self._embedded(tokens, self.positions[offset : offset + length])
+        self._check_table_holds(positions)
+        return self._embedded(tokens, self.positions[positions])
+
+    def at(self, tokens: torch.Tensor, position: torch.Tensor) -> torch.Tensor:
+        """(n,) ids all at ``position``, a 0-d tensor the caller checked
+        against ``max_positions`` -> (n, 1, d): no host read, as a compiled
+        step needs."""
+        added = None
+        if self.absolute:  # a tensor index, not an integer: no host read
+            added = self.positions.index_select(0, position.view(1))
+        return self._embedded(tokens.unsqueeze(1), added)
+
+    def _embedded(
+        self, tokens: torch.Tensor, added: torch.Tensor | None
+    ) -> torch.Tensor:
+        """The token vectors plus ``added`` positions, normalised, dropped."""
         if self.start_row is not None:
             tokens = tokens.masked_fill(tokens == BOS_ID, self.start_row)
         x = self.token(tokens) * self.scale
-        if self.absolute:
-            if positions is None:
-                x = x + self.positions[offset : offset + length]
-            else:
-                self._check_table_holds(positions)
-                x = x + self.positions[positions]
+        if added is not None:
+            x = x + added
         if self.norm is not None:
             x = self.norm(x)
         return self.dropout(x)
@@ -154,11 +170,13 @@ class TransformerDecoderLayer(nn.Module):
         need_weights: bool = False,
         group: int = 1,
         positions: torch.Tensor | None = None,
+        distance: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, KeyValue, torch.Tensor | None]:
         """x (n, t, d) new positions; ``cache`` holds keys/values of earlier
         ones, this layer's at ``index``, with room for the new ones;
         relative attention scores the distances of ``positions`` (n, t) where
-        given (teacher forcing at drawn positions).
+        given (teacher forcing at drawn positions), or ``distance`` (K,), the
+        one new position's distance to every key (a ``SlotCache``'s slots).
 
         ``memory_kv`` and ``src_mask`` have n / ``group`` rows: each run of
         ``group`` consecutive rows of x (the beams of one sentence) shares one.
@@ -172,7 +190,11 @@ class TransformerDecoderLayer(nn.Module):
             # strided views sum in another order (scores differ in the last bits)
             k, v = (t.contiguous() for t in cache.store(index, k, v))
         attn, _ = self.self_attn.attend(
-            self.self_attn.project_query(h), k, v, self_mask, **placed(self, positions)
+            self.self_attn.project_query(h),
+            k,
+            v,
+            self_mask,
+            **placed(self, positions, distance),
         )
         x = self.self_res.after(x, attn)
 
@@ -196,10 +218,14 @@ class TransformerDecoderLayer(nn.Module):
 def placed(
     layer: TransformerEncoderLayer | TransformerDecoderLayer,
     positions: torch.Tensor | None,
+    distance: torch.Tensor | None = None,
 ) -> dict[str, torch.Tensor]:
-    """The keyword that gives a relative self-attention its keys' positions;
-    none where there are none, or the attention adds positions to the
-    embeddings instead (they are then in the layer's input already)."""
-    if positions is None or not layer.relative:
+    """The keyword that gives a relative self-attention its keys' positions
+    or their ``distance`` from the query; none where there are none, or the
+    attention adds positions to the embeddings instead (they are then in the
+    layer's input already)."""
+    if not layer.relative:
         return {}
-    return {"positions": positions}
+    if distance is not None:
+        return {"distance": distance}
+    return {} if positions is None else {"positions": positions}

@@ -39,11 +39,7 @@ class TransformerState:
         def pick(kv: KeyValue, rows: torch.Tensor) -> KeyValue:
             return kv[0].index_select(0, rows), kv[1].index_select(0, rows)
 
-        sentences = torch.div(index, self.group, rounding_mode="floor")
-        runs, counts = torch.unique_consecutive(sentences, return_counts=True)
-        group = int(counts[0]) if counts.numel() else 1
-        if not bool((counts == group).all()):  # uneven: one memory row per row
-            runs, group = sentences, 1
+        runs, group = sentence_runs(index, self.group)
         src_mask, memory_kv = self.src_mask, self.memory_kv
         source_positions = self.source_positions
         unchanged = runs.numel() == src_mask.size(0) and bool(
@@ -68,3 +64,15 @@ class TransformerState:
             else self.number_position.index_select(0, index),
             source_positions=source_positions,
         )
+
+
+def sentence_runs(index: torch.Tensor, group: int) -> tuple[torch.Tensor, int]:
+    """The memory rows that decoding rows ``index`` read, where each run of
+    ``group`` rows reads one: one entry per run of equal rows and the run's
+    length, or, where the runs are uneven, one entry per row and 1."""
+    sentences = torch.div(index, group, rounding_mode="floor")
+    runs, counts = torch.unique_consecutive(sentences, return_counts=True)
+    length = int(counts[0]) if counts.numel() else 1
+    if not bool((counts == length).all()):  # uneven: one memory row per row
+        return sentences, 1
+    return runs, length

@@ -22,7 +22,7 @@ async function loadInfo() {
       : `${(info.parameters / 1e3).toFixed(1)}k`;
     engine = info.engine;
     $("model-info").textContent =
-      `${info.model}: ${info.src_lang} → ${info.tgt_lang}, ` +
+      `${info.model}: ${info.src_label} → ${info.tgt_label}, ` +
       `${info.arch}, ${size} parameters, ${info.precision} on ${info.device}` +
       (engine === "rosetta" ? "" : `, ${engine} engine`);
     $("beam").max = info.limits.max_beam;

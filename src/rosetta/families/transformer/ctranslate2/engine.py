@@ -196,6 +196,7 @@ class CTranslate2Translator(TextTranslator):
             results[i] = self._translations(
                 result, pieces[i], options, limits[i], bool(prefixes.get(i))
             )
+        request.done(len(found))  # one call decodes them all
         return results
 
     def _decode(

@@ -22,10 +22,12 @@ def write_nllb_tokenizer(
         import transformers
         from sentencepiece import sentencepiece_model_pb2
         from transformers import NllbTokenizer
-    except ImportError:
+    except ImportError as error:  # name what is missing: protobuf, too
+        missing = error.name or str(error)
         raise RosettaError(
             f"{folder}: an NLLB-200 export writes its tokenizer with "
-            "transformers 5 or later: pip install 'transformers>=5'"
+            f"transformers 5 or later and protobuf; {missing} is missing: "
+            "pip install 'rosetta[export-hf]'"
         ) from None
     if int(transformers.__version__.split(".")[0]) < 5:
         raise RosettaError(

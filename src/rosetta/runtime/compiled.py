@@ -30,7 +30,7 @@ import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
@@ -42,6 +42,17 @@ OLDEST_TORCH = (2, 6)
 def torch_version() -> tuple[int, int]:
     major, minor = torch.__version__.split(".")[:2]
     return int(major), int("".join(c for c in minor if c.isdigit()) or 0)
+
+
+CompileSetting = bool | Literal["auto"]
+
+
+def checked_setting(setting: object, name: str = "compiled") -> CompileSetting:
+    """``setting`` if it is true, false or ``"auto"``; else a clear error
+    (a string such as "false" is not a boolean)."""
+    if setting is True or setting is False or setting == "auto":
+        return setting  # type: ignore[return-value]
+    raise ValueError(f"{name} must be True, False or 'auto', got {setting!r}")
 
 
 def compile_wanted(
