@@ -7,9 +7,10 @@ import argparse
 import json
 import sys
 
-from rosetta.cli.flags import add_engine_flags, add_overwrite_flag
+from rosetta.cli.flags import DEFAULT, add_engine_flags, add_overwrite_flag
 from rosetta.errors import RosettaError
 from rosetta.runtime.limits import Count, number_flag
+from rosetta.search.options import KINDS
 
 SCORE = "rosetta score"
 
@@ -34,7 +35,8 @@ def cmd_score(args: argparse.Namespace) -> None:
             f"{args.src} has {len(sources)} lines but {args.tgt} has {len(targets)}"
         )
     translator = load_translator(args)
-    options = SearchOptions(alpha=args.alpha, penalty=args.penalty)
+    alpha = DEFAULT["alpha"] if args.alpha is None else args.alpha
+    options = SearchOptions(alpha=alpha, penalty=args.penalty)
     progress = SentenceProgress(len(sources), "score")
     scores = score_pairs(
         translator,
@@ -84,18 +86,18 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
         action="store_true",
         help="jsonl: each target token's log-probability, <eos> last",
     )
-    verb.add_argument(
+    number_flag(
+        verb,
         "--alpha",
-        type=float,
-        default=0.75,
-        help="the length normalisation (1/L^alpha) of the normalised score, "
-        "as beam search ranks",
+        KINDS["alpha"],
+        "the length normalisation exponent of the normalised score, as beam "
+        f"search ranks (default {DEFAULT['alpha']})",
     )
     verb.add_argument(
         "--penalty",
         choices=["power", "gnmt"],
-        default="power",
-        help="power: L^alpha; gnmt: ((5 + L) / 6)^alpha",
+        default=DEFAULT["penalty"],
+        help="divide by L^alpha (power) or ((5+L)/6)^alpha (gnmt)",
     )
     number_flag(verb, "--batch-size", Count, "pairs per batch (default: the run's)")
     add_engine_flags(verb)
