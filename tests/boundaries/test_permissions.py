@@ -32,6 +32,10 @@ WRITES: dict[tuple[str, ...], list[str]] = {
     ("average",): ["average", "-m", "run", "--last", "2", "-o", "averaged"],
     ("translate",): ["translate", "-m", "run", "-i", "in.txt", "-o", "out.txt"],
     ("distill",): ["distill", "-m", "run", "--src", "in.txt", "-o", "distilled.txt"],
+    ("score",): [
+        *("score", "-m", "run", "--src", "in.txt", "--tgt", "in.txt"),
+        *("-o", "scored.txt"),
+    ],
     ("evaluate",): [
         *("evaluate", "-m", "run", "--src", "in.txt", "--ref", "in.txt"),
         *("-o", "evaluated.txt"),

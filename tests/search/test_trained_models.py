@@ -220,7 +220,7 @@ def test_cli_writes_one_json_line_per_input_line(trained):
 @pytest.mark.parametrize("trained", ["transformer"], indirect=True)
 def test_cli_refuses_bad_search_options(trained):
     _, run_dir = trained
-    done = rosetta("translate", "-m", str(run_dir), "--nbest", "2", stdin="alpha\n")
+    done = rosetta("translate", "-m", str(run_dir), "--attention", stdin="alpha\n")
     assert done.returncode == 2
     assert b"--format jsonl" in done.stderr
     done = rosetta(

@@ -422,11 +422,16 @@ def test_the_language_token_scores_zero_fed_at_once_or_forced_step_by_step(folde
 
 def test_a_missing_module_of_the_nllb_export_is_named(monkeypatch, tmp_path):
     """protobuf, which SentencePiece's model file needs, not transformers."""
+    import sentencepiece
+
     from rosetta.families.transformer.multilingual.nllb_tokenizer import (
         write_nllb_tokenizer,
     )
 
+    # as if protobuf were not installed: its module, and SentencePiece's
+    # model module that imports it, not yet imported and not importable
     monkeypatch.delitem(sys.modules, "sentencepiece.sentencepiece_model_pb2", False)
+    monkeypatch.delattr(sentencepiece, "sentencepiece_model_pb2", False)
     monkeypatch.setitem(sys.modules, "google.protobuf", None)
     with pytest.raises(RosettaError, match=r"google\.protobuf is missing") as refused:
         write_nllb_tokenizer(tmp_path, None, [], {})
