@@ -614,3 +614,24 @@ def test_a_vocabulary_per_side_exports(tmp_path):
     )
     assert first.keys() == second.keys()
     assert all(torch.equal(first[name], second[name]) for name in first)
+
+
+def test_a_hub_that_cannot_be_reached_says_what_to_do(tmp_path, monkeypatch, capsys):
+    huggingface_hub = pytest.importorskip("huggingface_hub")
+
+    def snapshot_download(name, allow_patterns):
+        raise OSError("[Errno -2] Name or service not known")
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", snapshot_download)
+    argv = ["import", "hf", "Helsinki-NLP/opus-mt-de-en", "-o", str(tmp_path / "r")]
+    assert main(argv) != 0
+    said = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "Name or service not known" in said
+    assert (
+        "snapshot_download('Helsinki-NLP/opus-mt-de-en', local_dir='opus-mt-de-en')"
+        in said
+    )
+    assert said.endswith(
+        "rosetta import hf opus-mt-de-en -o RUN (a gated model also needs HF_TOKEN)"
+    )
+    assert not (tmp_path / "r").exists()

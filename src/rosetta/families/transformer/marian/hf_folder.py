@@ -185,6 +185,21 @@ def read_marian_folder(folder: Path) -> MarianFolder:
     )
 
 
+def cannot_download(name: str, reason: str) -> str:
+    """What to do where the Hub cannot be reached: the download, exactly, on
+    a machine that can reach it, then the import of the folder."""
+    local = name.rstrip("/").split("/")[-1]
+    download = (
+        f'python -c "from huggingface_hub import snapshot_download; '
+        f"snapshot_download('{name}', local_dir='{local}')\""
+    )
+    return (
+        f"{name}: cannot download from the Hub ({reason}); on a machine with "
+        f"a network run {download}, bring the folder {local} here, then: "
+        f"rosetta import hf {local} -o RUN (a gated model also needs HF_TOKEN)"
+    )
+
+
 def fetch_from_hub(name: str) -> Path:
     """A Hub repository's model files (``HUB_FILES``), downloaded into (or
     found in) the Hugging Face cache: the folder that holds them."""
@@ -198,8 +213,7 @@ def fetch_from_hub(name: str) -> Path:
     try:
         path = snapshot_download(name, allow_patterns=HUB_FILES)
     except Exception as error:  # network, authentication, no such repository
-        reason = in_words(error)
-        raise RosettaError(f"{name}: cannot download from the Hub: {reason}") from None
+        raise RosettaError(cannot_download(name, in_words(error))) from None
     folder = Path(path)
     if not (folder / SAFETENSORS_FILE).is_file():  # older repositories: a pickle
         try:  # the same snapshot: into the same folder
