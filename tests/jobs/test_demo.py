@@ -19,8 +19,15 @@ def test_the_demo_estimates_trains_scores_and_keeps_earlier_runs(tmp_path, capsy
     first = capsys.readouterr().out
     assert re.search(r"One update takes [\d.]+ s here .* for 12 updates", first)
     # the validations and the test set are in the estimate, not left out of it
-    assert re.search(r"about \d+ for the validations and translating the test", first)
-    assert re.search(r"\d+ minutes in all", first)
+    # ... and the sentence adds up as printed
+    found = re.search(
+        r"about ([\d.]+) minutes for 12 updates, and about ([\d.]+) for the "
+        r"validations and translating the test set: ([\d.]+) minutes in all",
+        first,
+    )
+    assert found, first
+    training, decoding, total = (float(found[i]) for i in (1, 2, 3))
+    assert round(training + decoding, 1) == total
     assert "done: 12 steps" in first
     assert re.search(r"^BLEU = [\d.]+", first, re.M)
     assert re.search(r"Done in [\d.]+ min\. The model is in .*demo\.", first)

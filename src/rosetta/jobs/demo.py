@@ -95,12 +95,15 @@ def run_demo(
     seconds, per_epoch, per_sentence = measure_updates(config, run_dir, device)
     total = steps or per_epoch * (config.train.max_epochs or 1)
     decoding = per_sentence * sentences_decoded(config, total)
+    # the parts as shown, and their sum: the sentence adds up as printed
+    training_minutes = round(total * seconds / 60, 1)
+    decoding_minutes = round(decoding / 60, 1)
     print(
         f"One update takes {seconds:.2f} s here (measured just now): about "
-        f"{total * seconds / 60:.0f} minutes for {total} updates, and about "
-        f"{decoding / 60:.0f} for the validations and translating the test set: "
-        f"{(total * seconds + decoding) / 60:.0f} minutes in all. The progress "
-        "bar corrects this estimate as training goes.\n"
+        f"{training_minutes:.1f} minutes for {total} updates, and about "
+        f"{decoding_minutes:.1f} for the validations and translating the test "
+        f"set: {training_minutes + decoding_minutes:.1f} minutes in all. The "
+        "progress bar corrects this estimate as training goes.\n"
     )
     run_training(config, run_dir)
 
