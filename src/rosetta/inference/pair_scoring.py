@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -32,6 +33,9 @@ from rosetta.runtime.precision import autocast
 from rosetta.search.beam import normalized_score
 from rosetta.search.controls import without_start
 from rosetta.search.options import SearchOptions
+
+if TYPE_CHECKING:
+    from rosetta.inference.text_translator import TextTranslator
 
 
 @dataclass(frozen=True)
@@ -57,7 +61,7 @@ class PairScore:
 
 
 def score_pairs(
-    translator,
+    translator: TextTranslator,
     sources: list[str],
     targets: list[str],
     options: SearchOptions | None = None,
@@ -109,7 +113,7 @@ def score_pairs(
 
 @torch.no_grad()
 def _score_batch(
-    translator,
+    translator: TextTranslator,
     pairs: list[tuple[list[int], list[int]]],
     free: int,
 ) -> list[list[float]]:
