@@ -27,10 +27,10 @@ from torch import nn
 from rosetta.errors import RosettaError
 from rosetta.runs.integrity import seal_meta, sha256_file, verify_files, verify_sealed
 from rosetta.runs.schemas import ImportedRecord, IndexRecord, MetaRecord
+from rosetta.runs.unfinished import refuse_missing, unfinished_swap
 from rosetta.runtime.atomic import (
     as_the_user_makes,
     fsync_path,
-    journal_path,
     replace_folder,
     write_json_atomic,
 )
@@ -285,8 +285,7 @@ def resolve_checkpoint(path: Path, which: str = "best") -> Path:
 
 def choose_checkpoint(path: Path, which: str = "best") -> tuple[Path, str]:
     """``resolve_checkpoint``, and why that checkpoint, in words."""
-    if not path.exists():
-        raise RosettaError(f"{path}: no such model file or folder")
+    refuse_missing(path)
     if (path / META_FILE).is_file():
         return path, "the checkpoint named"
     index = read_index(path)
@@ -294,11 +293,8 @@ def choose_checkpoint(path: Path, which: str = "best") -> tuple[Path, str]:
         if name:
             inside_run(path, name)
     name = index.get(which)
-    if name and journal_path(path / name).exists() and not (path / name).exists():
-        raise RosettaError(
-            f"{path / name}: a rewrite of this checkpoint was stopped midway; "
-            f"rosetta train --resume on {path} completes it"
-        )
+    if name and (unfinished := unfinished_swap(path / name)):
+        raise RosettaError(unfinished)
     if name:
         if which == "best":
             metric, score = index.get("metric") or "score", index.get("best_score")
