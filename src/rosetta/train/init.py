@@ -17,6 +17,7 @@ from torch import nn
 
 from rosetta.config.schema import Config
 from rosetta.config.starting import ADVICE, STARTING_SECTIONS, first_conflict
+from rosetta.data.tokenizer import TokenizerPair
 from rosetta.errors import RosettaError
 from rosetta.runs import checkpoint as ckpt
 from rosetta.runs import weights
@@ -32,7 +33,19 @@ def starting_checkpoint(config: Config) -> tuple[Path, dict[str, Any]] | None:
     folder = ckpt.resolve_checkpoint(config.train.init)
     meta = ckpt.read_meta(folder)
     check_same_model(config, meta["config"], folder)
+    check_languages(config, meta, folder)
     return folder, meta
+
+
+def check_languages(config: Config, meta: dict[str, Any], folder: Path) -> None:
+    """A model that tags both sides with their language (NLLB-200, M2M100,
+    mBART-50) knows the corpus's ``data.src_lang`` and ``data.tgt_lang``:
+    refused here, before the run's folder is made, with the words the
+    corpus's encoding would refuse them in after the tokenizers are written
+    (``TokenizerPair.tagged``)."""
+    where = str(folder / ckpt.META_FILE)
+    tokenizers = TokenizerPair.from_dict(meta["tokenizers"], where)
+    tokenizers.tagged(config.data.src_lang, config.data.tgt_lang)
 
 
 def refuse_resuming_an_import(run_dir: Path) -> None:

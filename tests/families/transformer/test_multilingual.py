@@ -332,6 +332,24 @@ def test_fine_tuning_on_one_pair_tags_its_corpus_and_keeps_the_others(
     assert "data.src_lang 'de' is not a language of the model" in error
 
 
+@pytest.mark.parametrize("side", ["src_lang", "tgt_lang"])
+def test_a_language_the_model_lacks_is_refused_before_anything_is_written(
+    folders, tmp_path, capsys, side
+):
+    _, imported = folders["nllb"]
+    codes = {"src_lang": "deu_Latn", "tgt_lang": "eng_Latn"} | {side: "xx"}
+    config = finetune_config(tmp_path, imported, codes["src_lang"], codes["tgt_lang"])
+    output = tmp_path / "refused"
+    capsys.readouterr()
+    argv = ["train", str(config), "-o", str(output), "--init", str(imported)]
+    assert main(argv) == 2
+    assert f"data.{side} 'xx' is not a language of the model" in capsys.readouterr().err
+    assert not output.exists()  # neither its lock file nor its tokenizers
+    init = f"train.init={imported}"
+    assert main(["prepare", str(config), "-o", str(output), "--set", init]) == 2
+    assert not output.exists()
+
+
 def test_import_export_import_changes_nothing(kind, folders, tmp_path):
     from safetensors.torch import load_file
 
