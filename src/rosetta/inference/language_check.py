@@ -7,7 +7,7 @@ German→English model). The check names such lines. It uses ``py3langid``
 (langid.py's model: character n-gram naive Bayes over 97 languages, about
 0.1 ms a line). Its model takes most of a second to read, so it is read in
 a thread started with the check, while the translation model loads (the
-source language is known once the model has loaded).
+source language is known once the model has loaded), and once a process.
 
 A line is checked when it has at least ``MIN_WORDS`` words and
 ``MIN_LETTERS`` letters (shorter ones are too little to tell), and flagged
@@ -27,6 +27,30 @@ from rosetta.inference.language_codes import language_of
 MIN_WORDS = 2
 UNNAMED = "src"  # data.src_lang of a run that names no language
 MIN_LETTERS = 10
+
+
+_identifier_lock = threading.Lock()
+_identifier_read: list[Any] = []  # the identifier, once read (None: none)
+
+
+def load_identifier() -> Any:
+    """py3langid's identifier, read once a process (most of a second): None
+    where it is not installed, or damaged."""
+    with _identifier_lock:
+        if not _identifier_read:
+            _identifier_read.append(_read_identifier())
+        return _identifier_read[0]
+
+
+def _read_identifier() -> Any:
+    try:
+        from py3langid.langid import MODEL_FILE, LanguageIdentifier
+    except ImportError:  # not installed: no check
+        return None
+    try:
+        return LanguageIdentifier.from_model_file(MODEL_FILE)
+    except Exception:  # a damaged install: no check, not a thread's traceback
+        return None
 
 
 def language_code(name: str | None) -> str | None:
@@ -55,20 +79,16 @@ class LanguageCheck:
             self._loading.start()
 
     def _load(self) -> None:
-        try:
-            from py3langid.langid import MODEL_FILE, LanguageIdentifier
-        except ImportError:  # not installed: no check
-            return
-        try:
-            self._identifier = LanguageIdentifier.from_model_file(MODEL_FILE)
-        except Exception:  # a damaged install: no check, not a thread's traceback
-            self._identifier = None
+        self._identifier = load_identifier()
+
+    def _wait(self) -> None:
+        if self._loading.ident is not None:  # started (a disabled check is not)
+            self._loading.join()
 
     def expect(self, language: str | None) -> bool:
         """Check lines against ``language`` from now on; whether the
         identifier knows it (waits for the identifier to load)."""
-        if self._loading.ident is not None:  # started (a disabled check is not)
-            self._loading.join()
+        self._wait()
         code = self.known_code(language)
         self.language = code
         named = language_code(language) not in (None, UNNAMED)
@@ -117,6 +137,14 @@ class LanguageCheck:
             guess = self._identifier.classify(line)[0] if checkable(line) else None
             found.append(guess if guess not in (None, expected) else None)
         return found
+
+    def likeliest(self, lines: Sequence[str]) -> list[str] | None:
+        """Per line, the language it looks like most, whatever the source
+        language; None where there is no identifier (waits for it to load)."""
+        self._wait()
+        if self._identifier is None:
+            return None
+        return [self._identifier.classify(line)[0] for line in lines]
 
     def warning(self, detected: Sequence[str | None]) -> str | None:
         """One line for stderr summing the flagged lines up, or None."""

@@ -32,6 +32,7 @@ from rosetta.search.constraints import TokenConstraints
 if TYPE_CHECKING:
     from rosetta.config.schema import Config
     from rosetta.data.tokenizer import TokenizerPair
+    from rosetta.runs.corpus_languages import CorpusLanguages
 
 UNNAMED = ("src", "tgt")  # data.src_lang and tgt_lang of a run that names none
 
@@ -43,6 +44,8 @@ class LanguageChoice:
     config: Config
     target_language: str | None = None  # chosen (``for_language``)
     source_language: str | None = None  # chosen (``from_language``)
+    # what the run's prepare identified of its training corpus, if anything
+    corpus_languages: CorpusLanguages | None = None
 
     @property
     def tags_both_sides(self) -> bool:
@@ -127,6 +130,21 @@ class LanguageChoice:
     def chosen_source(self) -> str | None:
         """The source language chosen, or configured, if any."""
         return self._chosen("source")
+
+    @property
+    def expected_source(self) -> str | None:
+        """The language input should be in, for the source-language check:
+        the one chosen or configured (``chosen_source``), else
+        ``data.src_lang`` where the run names one, else the one its
+        training corpus was found to be in (``corpus_languages``); None
+        where nothing tells."""
+        chosen = self.chosen_source
+        if chosen is not None:
+            return chosen
+        if self.config.data.src_lang not in UNNAMED:
+            return self.config.data.src_lang
+        found = self.corpus_languages
+        return found.source.language if found is not None else None
 
     def language_label(self, side: str) -> str:
         """The ``side``'s language as a reader names it: "German (deu_Latn)"

@@ -13,11 +13,13 @@ from torch import nn
 from rosetta.config.schema import Config
 from rosetta.data.tokenizer import TokenizerPair
 from rosetta.families import Family, check_model_fits, family_of
+from rosetta.inference.text_translator import TextTranslator
 from rosetta.interfaces.trained import Trained
 from rosetta.jobs.run_config import config_from_dict
 from rosetta.nn.meta import uninitialised
 from rosetta.runs import checkpoint as ckpt
 from rosetta.runs import weights
+from rosetta.runs.corpus_languages import CorpusLanguages, read_corpus_languages
 
 
 @dataclass(frozen=True)
@@ -30,13 +32,28 @@ class Restored:
     model: nn.Module
     device: torch.device  # where the weights were loaded
     family: Family
+    # what its run's prepare identified of the training corpus, if anything
+    corpus_languages: CorpusLanguages | None = None
 
     def inference(
         self, precision: str = "fp32", packed: bool = True, compiled: object = "auto"
     ) -> Any:
-        """The family's inference object for this model (``Family.inference``)."""
+        """The family's inference object for this model (``Family.inference``);
+        a translator knows the corpus's languages (``expected_source``)."""
         trained = Trained(self.model, self.tokenizers, self.config, self.device)
-        return self.family.inference(trained, precision, packed, compiled)
+        made = self.family.inference(trained, precision, packed, compiled)
+        if isinstance(made, TextTranslator):
+            made.corpus_languages = self.corpus_languages
+        return made
+
+
+def run_corpus_languages(checkpoint: Path) -> CorpusLanguages | None:
+    """The record of the run a checkpoint folder is in (None for a
+    checkpoint outside a run, or a run without one)."""
+    run_dir = checkpoint.parent
+    if not (run_dir / ckpt.INDEX_FILE).is_file():
+        return None
+    return read_corpus_languages(run_dir)
 
 
 def restore(path: str | Path, device: torch.device, which: str = "best") -> Restored:
@@ -48,10 +65,11 @@ def restore(path: str | Path, device: torch.device, which: str = "best") -> Rest
     tokenizers = TokenizerPair.from_dict(
         meta["tokenizers"], str(folder / ckpt.META_FILE)
     )
+    languages = run_corpus_languages(folder)
     family = family_of(config.model)
     sizes = len(tokenizers.src), len(tokenizers.tgt)
     check_model_fits(config.model, *sizes, tokenizers)
     with uninitialised():  # every weight is loaded next
         model = family.build(config.model, *sizes, tokenizers)
     weights.load_weights(folder, model, device, family.upgrade_weights)
-    return Restored(folder, config, tokenizers, model, device, family)
+    return Restored(folder, config, tokenizers, model, device, family, languages)

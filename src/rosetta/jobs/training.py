@@ -15,6 +15,7 @@ from rosetta.data.store import STORE_DIR
 from rosetta.errors import RosettaError
 from rosetta.families import FAMILIES, check_model_fits, family_of
 from rosetta.runs.checkpoint import INDEX_FILE, read_index
+from rosetta.runs.corpus_languages import LANGUAGES_FILE
 from rosetta.runs.lock import run_lock
 from rosetta.runtime.atomic import SWAP_SUFFIX, finish_swaps
 from rosetta.runtime.devices import pick_device
@@ -63,6 +64,7 @@ def configure_torch(config: Config) -> None:
 # what each family's prepare writes besides
 EARLY_RUN_PLACES = {
     TOKENIZER_FILE,
+    LANGUAGES_FILE,
     f"{STORE_DIR}/",
     METRICS_FILE,
     f"{TENSORBOARD_DIR}/",

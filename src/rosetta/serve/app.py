@@ -162,7 +162,7 @@ def create_app(
     """A FastAPI application serving ``translator``."""
     settings = settings or ServerSettings()
     check = LanguageCheck(settings.language_check)
-    check.expect(translator.chosen_source or translator.config.data.src_lang)
+    check.expect(translator.expected_source)
     if note := check.off_note():
         log.warning(note)
     if settings.workers > 1 and translator.device.type != "cpu":

@@ -1,6 +1,7 @@
 """Everything a run needs before the first step: tokenizers, and the
 corpora encoded into the run's token store (``rosetta.data.store``): pairs
-(translation) or token ids (a language model's text).
+(translation) or token ids (a language model's text); a translation
+corpus's languages, identified (``rosetta.train.corpus_census``).
 
 ``rosetta prepare`` calls this alone; ``rosetta train`` reuses the saved
 tokenizers and store, or makes them on the fly.
@@ -40,6 +41,7 @@ from rosetta.data.tokenizer import TokenizerPair, train_tokenizer
 from rosetta.errors import RosettaError
 from rosetta.runtime.atomic import write_json_atomic
 from rosetta.runtime.records import Record, read_checked
+from rosetta.train.corpus_census import CorpusCensus
 
 if TYPE_CHECKING:
     from rosetta.config.schema import Config
@@ -175,6 +177,7 @@ def prepare_data(
     no longer matches the configuration and ``options.refresh``; mapped,
     not read."""
     data = config.data
+    census = CorpusCensus(run_dir)  # its identifier reads its model meanwhile
     tokenizers = load_or_train_tokenizers(
         config,
         run_dir,
@@ -197,6 +200,7 @@ def prepare_data(
     sides = {"src": len(tokenizers.src), "tgt": len(tokenizers.tgt)}
     build = lambda: build_store(run_dir, recipe, encode)  # noqa: E731
     built = ensure_store(run_dir, recipe, options, build, log, sides)
+    census.record(data, built, log)
     store = open_store(run_dir, recipe)
     train = store["train"]
     if built:
