@@ -246,6 +246,52 @@ def test_a_broken_model_is_one_line_and_leaves_nothing(
     assert not output.exists()
 
 
+def integer_weights(folder: Path) -> None:
+    from safetensors.torch import load_file, save_file
+
+    tensors = load_file(str(folder / "model.safetensors"))
+    name = next(iter(tensors))
+    tensors[name] = tensors[name].to(torch.int32)
+    save_file(tensors, str(folder / "model.safetensors"))
+
+
+@pytest.mark.parametrize(
+    ("kind", "break_it", "message"),
+    [
+        (
+            "m2m100",
+            lambda folder: (folder / "vocab.json").unlink(),
+            "vocab.json: missing; an M2M100 folder holds it",
+        ),
+        (
+            "nllb",
+            integer_weights,
+            "is int32; the weights of an NLLB-200 folder are dense",
+        ),
+        (
+            "mbart50",
+            integer_weights,
+            "is int32; the weights of an mBART-50 folder are dense",
+        ),
+        (
+            "nllb",
+            lambda folder: (folder / "config.json").unlink(),
+            "config.json: missing; a Hugging Face model folder holds it",
+        ),
+    ],
+)
+def test_a_refused_folder_is_named_by_its_own_layout(
+    folders, tmp_path, capsys, kind, break_it, message
+):
+    folder = shutil.copytree(folders[kind][0], tmp_path / kind)
+    break_it(folder)
+    output = tmp_path / "run"
+    assert main(["import", "hf", str(folder), "-o", str(output)]) == 2
+    error = capsys.readouterr().err.strip()
+    assert message in error and "MarianMT" not in error, error
+    assert len(error.splitlines()) == 1 and not output.exists()
+
+
 def test_a_tokenizer_that_does_not_match_the_embedding(folders, tmp_path, capsys):
     folder = shutil.copytree(folders["m2m100"][0], tmp_path / "m2m")
     vocab = json.loads((folder / "vocab.json").read_text())

@@ -38,6 +38,8 @@ from rosetta.families.transformer.marian.settings import (
     TokenizerSettings,
     check_generation,
     check_ids,
+    folder_layout,
+    missing_file,
     read_object,
 )
 from rosetta.runs.weights import all_finite
@@ -73,7 +75,7 @@ def read_vocab(path: Path) -> dict[str, int]:
 
 def read_bytes(path: Path) -> bytes:
     if not path.is_file():
-        raise RosettaError(f"{path}: missing; a MarianMT folder holds it")
+        raise missing_file(path)
     return path.read_bytes()
 
 
@@ -125,8 +127,9 @@ def checked_weights(
             if tensor.layout != torch.strided:
                 kind = str(tensor.layout).removeprefix("torch.")
             raise RosettaError(
-                f"{path}: {name} is {kind}; MarianMT's weights are dense "
-                "float32, float16, bfloat16 or float64 tensors"
+                f"{path}: {name} is {kind}; the weights of "
+                f"{folder_layout(path.parent)} are dense float32, float16, "
+                "bfloat16 or float64 tensors"
             )
     for name, tensor in tensors.items():
         if not bool(all_finite(tensor)):

@@ -116,12 +116,54 @@ class TokenizerSettings(Record):
     separate_vocabs: Flag = False
 
 
+# each ``model_type`` Rosetta imports, as ``folder_layout`` names its folder
+LAYOUTS = {
+    "marian": "a MarianMT folder",
+    "m2m_100": "an M2M100 or NLLB-200 folder",
+    "mbart": "an mBART-50 folder",
+}
+# the two models of ``m2m_100`` told apart by their tokenizer's class
+M2M_100_LAYOUTS = {"Nllb": "an NLLB-200 folder", "M2M100": "an M2M100 folder"}
+
+
+def _named(path: Path) -> dict[str, Any]:
+    """The JSON object in ``path``, or {} for one that is not there or not
+    an object: what a message may read of a folder without a second error."""
+    try:
+        return read_record(path, dict[str, Any], "a JSON object", follow_links=True)
+    except (RosettaError, OSError):
+        return {}
+
+
+def folder_layout(folder: Path) -> str:
+    """The layout of the model folder ``folder``, in words ("a MarianMT
+    folder", "an NLLB-200 folder", ...), by its ``config.json``'s
+    ``model_type`` and its tokenizer's class (M2M100 and NLLB-200 share
+    ``m2m_100``): what a message about a file it lacks or holds wrongly
+    names. "a Hugging Face model folder" where nothing there says."""
+    config = _named(folder / CONFIG_FILE)
+    kind = config.get("model_type")
+    kind = kind if isinstance(kind, str) else ""  # a list is no key
+    tokenizer = _named(folder / TOKENIZER_CONFIG).get("tokenizer_class")
+    tokenizer = str(tokenizer or config.get("tokenizer_class") or "")
+    for prefix, layout in M2M_100_LAYOUTS.items():
+        if kind == "m2m_100" and tokenizer.startswith(prefix):
+            return layout
+    return LAYOUTS.get(kind, "a Hugging Face model folder")
+
+
+def missing_file(path: Path) -> RosettaError:
+    """The error for a file of a model folder that is not there, naming the
+    folder's layout (``folder_layout``)."""
+    return RosettaError(f"{path}: missing; {folder_layout(path.parent)} holds it")
+
+
 def read_object(path: Path, required: bool = True) -> dict[str, Any]:
     """The JSON object in ``path`` (``{}`` for an optional file that is not
     there), parsed with a bound on nesting."""
     if not path.is_file():
         if required:
-            raise RosettaError(f"{path}: missing; a Hugging Face model folder holds it")
+            raise missing_file(path)
         return {}
     # a Hub download is a folder of links into the Hugging Face cache
     return read_record(path, dict[str, Any], "a JSON object", follow_links=True)
