@@ -39,12 +39,13 @@ PAD = 1
 LANGUAGE_TOKENS = range(100)  # M2M100's codes, numbered after vocab.json
 
 
-def learnt_spm(kind: str, size: int) -> bytes:
+def learnt_spm(kind: str, size: int, lines: int = 3000) -> bytes:
     """The SentencePiece model of ``kind``: BPE for NLLB and M2M100, a
-    unigram model for mBART-50, as theirs are."""
+    unigram model for mBART-50, as theirs are; learnt from ``lines``
+    German and as many English sentences."""
     stream = io.BytesIO()
     spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(sentences("de", 3000) + sentences("en", 3000)),
+        sentence_iterator=iter(sentences("de", lines) + sentences("en", lines)),
         model_writer=stream,
         vocab_size=size,
         model_type="unigram" if kind == "mbart50" else "bpe",
@@ -124,6 +125,7 @@ def make_multilingual(
     heads: int = 4,
     d_ff: int = 64,
     pieces: int = 400,
+    spm_lines: int = 3000,
     vocab_size: int | None = None,
     init_std: float = 0.3,
     eos_bias: float = 4.0,
@@ -132,13 +134,15 @@ def make_multilingual(
 ) -> Path:
     """A model of ``kind`` (``nllb``, ``m2m100``, ``mbart50``) in
     ``folder``; ``vocab_size``: embedding rows (default: the tokenizer's,
-    and two more for NLLB, as the real one has); ``init_std``: the spread
+    and two more for NLLB, as the real one has); ``spm_lines``: the
+    sentences per language the SentencePiece model learns from (fewer:
+    quicker, for the tests); ``init_std``: the spread
     of the random weights (wide, so translations differ); ``eos_bias``:
     added to ``</s>``'s logit (translations of many lengths)."""
     import transformers
 
     folder.mkdir(parents=True, exist_ok=True)
-    tokenizer = save_tokenizer(kind, folder, learnt_spm(kind, pieces))
+    tokenizer = save_tokenizer(kind, folder, learnt_spm(kind, pieces, spm_lines))
     ids = max(tokenizer.get_vocab().values()) + 1
     extra = {"nllb": 2, "m2m100": len(LANGUAGE_TOKENS) + 8}  # + madeupword0..7
     rows = vocab_size or ids + extra.get(kind, 0)

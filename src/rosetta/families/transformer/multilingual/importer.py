@@ -93,7 +93,8 @@ def import_multilingual(
     if not spm_path.is_file():
         raise RosettaError(f"{spm_path}: missing; the tokenizer is read from it")
     spm_model = spm_path.read_bytes()
-    m2m100 = uses_vocab_file(path, settings)
+    family = tokenizer_family(path, settings, config)
+    m2m100 = family == "m2m100"
     refuse_beyond_memory(
         8 * settings.max_position_embeddings * settings.d_model,
         f"{where}: max_position_embeddings {settings.max_position_embeddings}",
@@ -103,7 +104,7 @@ def import_multilingual(
     del tensors
     check_sizes(weights, settings)
     # vocab_size is the weights' now: the table is padded to it, no further
-    table = read_token_table(path, spm_model, m2m100, settings.vocab_size)
+    table = read_token_table(path, spm_model, family, settings.vocab_size)
     ids = imported_ids(
         {piece: i for i, piece in enumerate(table.pieces)},
         settings.vocab_size,
@@ -164,40 +165,57 @@ def import_multilingual(
     log(f"import: vocabulary {len(tokenizer):,}, {len(table.languages)} languages")
 
 
-# the tokenizers whose sources start with their language's code, and whether
-# each keeps its table in vocab.json (M2M100) or numbers SentencePiece's pieces
+# the tokenizers whose sources start with their language's code, and the
+# table each numbers: vocab.json's (M2M100) or SentencePiece's pieces + 1
 TOKENIZERS = {
-    "M2M100Tokenizer": True,
-    "NllbTokenizer": False,
-    "NllbTokenizerFast": False,
-    "MBart50Tokenizer": False,
-    "MBart50TokenizerFast": False,
+    "M2M100Tokenizer": "m2m100",
+    "NllbTokenizer": "nllb",
+    "NllbTokenizerFast": "nllb",
+    "MBart50Tokenizer": "mbart50",
+    "MBart50TokenizerFast": "mbart50",
 }
+SOURCE_FIRST = (
+    "; Rosetta imports models whose sources start with it (NLLB-200, M2M100, mBART-50)"
+)
 
 
-def uses_vocab_file(path: Path, settings: MultilingualSettings) -> bool:
-    """Whether the tokenizer's table is ``vocab.json`` (M2M100's) rather
-    than SentencePiece's pieces (NLLB's, mBART-50's), by the class
-    ``tokenizer_config.json`` names (else by ``vocab.json``); a tokenizer
-    that puts the source's code after ``</s>`` is refused."""
+def tokenizer_family(
+    path: Path, settings: MultilingualSettings, config: dict[str, Any]
+) -> str:
+    """The tokenizer transformers reads: ``m2m100``, ``nllb`` or
+    ``mbart50``, by the class ``tokenizer_config.json`` names, else
+    ``config.json`` (``config``), else ``model_type``'s (``m2m_100``:
+    M2M100's; ``mbart``: mBART-cc25's, refused as any tokenizer that puts
+    the source's code after ``</s>``)."""
     where = path / TOKENIZER_CONFIG
     named = read_object(where, required=False)
-    kind, legacy = named.get("tokenizer_class"), named.get("legacy_behaviour", False)
+    legacy = named.get("legacy_behaviour", False)
     if not isinstance(legacy, bool):  # transformers takes any truthy value as true
         raise RosettaError(f"{where}: legacy_behaviour {legacy!r} is not true or false")
+    kind = named.get("tokenizer_class")
+    if kind is None and config.get("tokenizer_class") is not None:
+        where, kind = path / CONFIG_FILE, config["tokenizer_class"]
     if kind is not None and not isinstance(kind, str):
         raise RosettaError(f"{where}: tokenizer_class {kind!r} is not a class name")
-    if legacy or kind in (
-        "MBartTokenizer",
-        "MBartTokenizerFast",
-    ):
+    if legacy or kind in ("MBartTokenizer", "MBartTokenizerFast"):
         raise RosettaError(
             f"{where}: a tokenizer that puts the source's language code after "
-            "</s> (mBART-cc25's, or NLLB's legacy_behaviour); Rosetta imports "
-            "models whose sources start with it (NLLB-200, M2M100, mBART-50)"
+            f"</s> (mBART-cc25's, or NLLB's legacy_behaviour){SOURCE_FIRST}"
+        )
+    if kind is None and settings.mbart:
+        raise RosettaError(
+            f"{where}: no tokenizer_class, so transformers reads the tokenizer as "
+            "MBartTokenizer (mBART-cc25's), which puts the source's language code "
+            f"after </s>{SOURCE_FIRST}"
         )
     if kind is None:
-        return (path / VOCAB_FILE).is_file() and not settings.mbart
+        if not (path / VOCAB_FILE).is_file():
+            raise RosettaError(
+                f"{where}: no tokenizer_class, so transformers reads an m2m_100 "
+                f"folder's tokenizer as M2M100Tokenizer, which needs {VOCAB_FILE} "
+                "(NLLB-200's names NllbTokenizer)"
+            )
+        return "m2m100"
     if kind not in TOKENIZERS:
         raise RosettaError(
             f"{where}: tokenizer_class {kind!r}; Rosetta reads {', '.join(TOKENIZERS)}"

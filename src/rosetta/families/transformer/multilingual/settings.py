@@ -23,7 +23,6 @@ from rosetta.families.transformer.marian.settings import (
 # the files of such a folder besides config.json and the weights
 SPM_FILE = "sentencepiece.bpe.model"
 TOKENIZER_JSON = "tokenizer.json"
-SPECIAL_TOKENS_MAP = "special_tokens_map.json"
 MODEL_TYPES = {"m2m_100": "M2M100 or NLLB-200", "mbart": "mBART-50"}
 
 

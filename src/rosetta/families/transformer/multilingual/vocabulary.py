@@ -13,12 +13,11 @@ Their tokenizers cut text with one SentencePiece model
   ``m2m100`` or the 8 of ``wmt21``), as ``transformers`` numbers them.
 
 NLLB's and mBART's tokens after the pieces are read with their ids from
-``tokenizer.json`` (``added_tokens``) or ``tokenizer_config.json``
-(``added_tokens_decoder``), or, in older folders, appended in the order of
-``additional_special_tokens`` (``tokenizer_config.json`` or
-``special_tokens_map.json``). A table shorter than the embedding is padded
-with tokens no text produces (NLLB's embedding has two rows more than its
-tokenizer has ids; M2M100's eight ``madeupword`` rows).
+``tokenizer.json`` (``added_tokens``), or, without it, numbered as
+``transformers`` numbers them (``sentencepiece_ids``). A table shorter than
+the embedding is padded with tokens no text produces (NLLB's embedding has
+two rows more than its tokenizer has ids; M2M100's eight ``madeupword``
+rows).
 """
 
 from __future__ import annotations
@@ -36,11 +35,10 @@ from rosetta.families.transformer.marian.settings import (
     VOCAB_FILE,
     read_object,
 )
-from rosetta.families.transformer.multilingual.settings import (
-    SPECIAL_TOKENS_MAP,
-    SPM_FILE,
-    TOKENIZER_JSON,
+from rosetta.families.transformer.multilingual.sentencepiece_ids import (
+    sentencepiece_ids,
 )
+from rosetta.families.transformer.multilingual.settings import SPM_FILE, TOKENIZER_JSON
 
 FAIRSEQ_SPECIALS = ("<s>", "<pad>", "</s>", "<unk>")
 NOT_LANGUAGES = {*FAIRSEQ_SPECIALS, "<mask>"}
@@ -103,53 +101,37 @@ def m2m100_tokens(folder: Path, after: int) -> dict[int, str]:
     return {after + i: f"__{code}__" for i, code in enumerate(M2M100_CODES[name])}
 
 
-def added_tokens(folder: Path, after: int) -> dict[int, str]:
+def json_tokens(path: Path) -> dict[int, str]:
+    """``tokenizer.json``'s ``added_tokens`` (language codes, ``<mask>``)
+    by id."""
+    entries = read_object(path).get("added_tokens", [])
+    if not isinstance(entries, list):
+        raise RosettaError(f"{path}: added_tokens is not a list")
+    found = {}
+    for entry in entries:
+        if not isinstance(entry, dict) or not valid_added(
+            entry.get("id"), entry.get("content")
+        ):
+            raise RosettaError(
+                f"{path}: an added token without a whole-number id and text"
+            )
+        token_id, content = entry["id"], entry["content"]
+        if found.get(token_id, content) != content:  # one would be lost
+            raise RosettaError(
+                f"{path}: added_tokens gives id {token_id} to both "
+                f"{found[token_id]!r} and {content!r}"
+            )
+        found[token_id] = content
+    return found
+
+
+def added_tokens(folder: Path, pieces: list[str], family: str) -> dict[int, str]:
     """The tokens after the pieces (language codes, ``<mask>``) by id."""
-    path = folder / TOKENIZER_JSON
-    if path.is_file():
-        entries = read_object(path).get("added_tokens", [])
-        if not isinstance(entries, list):
-            raise RosettaError(f"{path}: added_tokens is not a list")
-        found = {}
-        for entry in entries:
-            if not isinstance(entry, dict) or not valid_added(
-                entry.get("id"), entry.get("content")
-            ):
-                raise RosettaError(
-                    f"{path}: an added token without a whole-number id and text"
-                )
-            token_id, content = entry["id"], entry["content"]
-            if found.get(token_id, content) != content:  # one would be lost
-                raise RosettaError(
-                    f"{path}: added_tokens gives id {token_id} to both "
-                    f"{found[token_id]!r} and {content!r}"
-                )
-            found[token_id] = content
-        return found
-    path = folder / TOKENIZER_CONFIG
-    config = read_object(path, required=False)
-    decoder = config.get("added_tokens_decoder")
-    if isinstance(decoder, dict) and decoder:
-        found = {}
-        for key, entry in decoder.items():
-            content = entry.get("content") if isinstance(entry, dict) else None
-            if not key.isdigit() or not valid_added(int(key), content):
-                raise RosettaError(
-                    f"{path}: added_tokens_decoder {key!r} is not an id and a token"
-                )
-            found[int(key)] = content
-        return found
-    listed = (
-        config.get("additional_special_tokens")
-        or config.get("extra_special_tokens")
-        or read_object(folder / SPECIAL_TOKENS_MAP, required=False).get(
-            "additional_special_tokens"
-        )
-        or []
-    )
-    if not isinstance(listed, list) or not all(isinstance(t, str) for t in listed):
-        raise RosettaError(f"{path}: additional_special_tokens is not a list of tokens")
-    return {after + i: token for i, token in enumerate(listed)}
+    if family == "m2m100":
+        return m2m100_tokens(folder, len(pieces))
+    if (folder / TOKENIZER_JSON).is_file():
+        return json_tokens(folder / TOKENIZER_JSON)
+    return sentencepiece_ids(folder, pieces, family == "mbart50")
 
 
 def valid_added(key: Any, content: Any) -> bool:
@@ -161,12 +143,12 @@ def valid_added(key: Any, content: Any) -> bool:
     )
 
 
-def read_token_table(folder: Path, model: bytes, m2m: bool, rows: int) -> TokenTable:
-    """The table of the folder's tokenizer for an embedding of ``rows``."""
-    pieces = base_pieces(folder, model, m2m)
+def read_token_table(folder: Path, model: bytes, family: str, rows: int) -> TokenTable:
+    """The table of the folder's tokenizer (``family``: ``nllb``,
+    ``mbart50`` or ``m2m100``) for an embedding of ``rows``."""
+    pieces = base_pieces(folder, model, family == "m2m100")
     base = len(pieces)
-    added = m2m100_tokens if m2m else added_tokens
-    for token_id, token in sorted(added(folder, base).items()):
+    for token_id, token in sorted(added_tokens(folder, pieces, family).items()):
         if token_id < len(pieces):
             if pieces[token_id] != token:
                 raise RosettaError(
