@@ -3,35 +3,16 @@ against a teacher-forced sum written independently, and equal to the
 score ``translate --format jsonl`` gives the model's own translation."""
 
 import json
-import math
 
 import pytest
-import torch
 
 from rosetta.cli import main
-from rosetta.data.vocab import BOS_ID, EOS_ID
 from rosetta.errors import RosettaError
 from rosetta.inference.pair_scoring import score_pairs
 from rosetta.jobs.loading import load_translator
+from tests.support.next_token import teacher_forced_sum
 
 SOURCES = ["a b c", "d e", "c c a b", "e"]
-
-
-def teacher_forced_sum(translator, source: str, target: str) -> float:
-    """Σ log P(y_t | y_<t, x), <eos> included, one pair at a time through the
-    model's own forward pass, <bos> ruled out and renormalised as search."""
-    model = translator.model
-    src = torch.tensor([[*translator.encode(source), EOS_ID]])
-    ids = [*translator.tokenizers.tgt.encode(target), EOS_ID]
-    tgt_in = torch.tensor([[BOS_ID, *ids[:-1]]])
-    with torch.no_grad():
-        features = model(src, src != 0, tgt_in)
-        log_probs = torch.log_softmax(model.output_proj(features).double(), dim=-1)[0]
-    total = 0.0
-    for t, token in enumerate(ids):
-        p_bos = math.exp(log_probs[t, BOS_ID])
-        total += float(log_probs[t, token]) - math.log1p(-p_bos)
-    return total
 
 
 @pytest.mark.reference

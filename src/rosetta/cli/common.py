@@ -110,33 +110,35 @@ def say_chosen(side: str, typed: str, chosen: str | None) -> None:
         print(f"{side} language: {typed} is {chosen}{named}", file=sys.stderr)
 
 
-def load_translator(args: argparse.Namespace) -> TextTranslator:
-    """The translator of ``-m`` run by ``--engine`` (with ``--npd`` and
-    ``--teacher``: rescored by the teacher); says on stderr which checkpoint
-    of a run it loads."""
+def load_translator(
+    args: argparse.Namespace,
+    paths: list[str],
+    weights: list[float] | None = None,
+) -> TextTranslator:
+    """The translator of the model at ``paths`` (more than one: their
+    ensemble, weighted by ``weights``) run by ``--engine`` (with ``--npd``
+    and ``--teacher``: rescored by the teacher); says on stderr which
+    checkpoint of a run it loads."""
     use_threads(args.threads)
-    model, engine = Path(args.model), args.engine
-    export = export_format_of(model)
-    if export is None:  # a run or checkpoint, not an export
-        model, reason = ckpt.choose_checkpoint(model)
-        print(f"model: {one_line(model)} ({reason})", file=sys.stderr)
-    elif engine == "rosetta":  # an export: its own engine, or none here
-        if export.load is None:
+    chosen = [chosen_model(Path(path), args.engine) for path in paths]
+    engines = {engine for _, engine in chosen}
+    engine = engines.pop() if len(engines) == 1 else "mixed"
+    if len(chosen) > 1 or weights is not None:
+        if engine != "rosetta":
             raise RosettaError(
-                f"{model}: {export.kind}, which Rosetta does not decode; import "
-                f"it first: rosetta import hf {model} -o RUN"
+                "an ensemble decodes in Rosetta's engine: give runs or "
+                "checkpoints, with --engine rosetta"
             )
-        engine = export.name
-        print(
-            f"model: {one_line(model)} ({export.kind}: --engine {engine})",
-            file=sys.stderr,
-        )
+        where: Path | list[Path] = [model for model, _ in chosen]
+    else:
+        where = chosen[0][0]
     translator = loading.load_translator(
-        model,
+        where,
         device=args.device,
         precision=args.precision,
         engine=engine,
         compiled=compile_setting(args),
+        **({} if weights is None else {"weights": weights}),
     )
     if (typed := getattr(args, "source_lang", None)) is not None:
         translator = translator.from_language(typed)
@@ -160,3 +162,24 @@ def load_translator(args: argparse.Namespace) -> TextTranslator:
         compiled=compile_setting(args),
     )
     return translator.rescored_by(scorer, npd)
+
+
+def chosen_model(model: Path, engine: str) -> tuple[Path, str]:
+    """What ``-m`` names: a run's checkpoint (which one, said on stderr), or
+    an export with the engine that runs it."""
+    export = export_format_of(model)
+    if export is None:  # a run or checkpoint, not an export
+        model, reason = ckpt.choose_checkpoint(model)
+        print(f"model: {one_line(model)} ({reason})", file=sys.stderr)
+    elif engine == "rosetta":  # an export: its own engine, or none here
+        if export.load is None:
+            raise RosettaError(
+                f"{model}: {export.kind}, which Rosetta does not decode; import "
+                f"it first: rosetta import hf {model} -o RUN"
+            )
+        engine = export.name
+        print(
+            f"model: {one_line(model)} ({export.kind}: --engine {engine})",
+            file=sys.stderr,
+        )
+    return model, engine

@@ -62,7 +62,7 @@ def cmd_distill(args: argparse.Namespace) -> None:
         "search": asdict(replace(options, need_attention=False)),
     }
     check_partial(output, started_with(sources, what))  # before the teacher loads
-    translator = load_translator(args)
+    translator = load_translator(args, [args.model])
     workers = decoding_workers(args, translator, options)
     count = distill(
         translator,

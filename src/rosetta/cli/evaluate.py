@@ -7,6 +7,7 @@ import argparse
 from rosetta.cli.flags import (
     add_batching_flags,
     add_engine_flags,
+    add_models_flags,
     add_npd_flags,
     add_overwrite_flag,
     add_search_flags,
@@ -31,25 +32,25 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     from rosetta.evaluate.corpus import evaluate_all
 
     references = read_input_lines([args.ref])
-    if args.model and args.hyp:
+    if args.models and args.hyp:
         raise RosettaError(
             "give --hyp FILE (translations to score), or --model MODEL with "
             "--src FILE (translate, then score), not both"
         )
-    if args.src and not args.model:
+    if args.src and not args.models:
         raise RosettaError("--src goes with --model (the model translates it)")
-    if args.output and not args.model:
+    if args.output and not args.models:
         raise RosettaError("--output keeps the translations of --model")
     output = None
-    if args.model:
+    if args.models:
         if not args.src:
             raise RosettaError("--model needs --src, the sentences to translate")
         if args.output:  # claimed before the model loads
-            inputs = [args.src, args.ref, args.model]
+            inputs = [args.src, args.ref, *args.models]
             output = claim_file(
                 args.output, inputs=inputs, overwrite=args.overwrite, what=EVALUATE
             )
-        translator = load_translator(args)
+        translator = load_translator(args, args.models, args.ensemble_weights)
         options = search_options(args)
         sources = read_input_lines([args.src])
         progress = SentenceProgress(len(sources), "translate")
@@ -83,7 +84,7 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
     )
     evaluate.add_argument("--hyp", help="translations, one per line")
     evaluate.add_argument("--ref", required=True, help="references, one per line")
-    evaluate.add_argument("-m", "--model", help="translate --src with this model first")
+    add_models_flags(evaluate, "translate --src with this model first", False)
     evaluate.add_argument("--src", help="source sentences (with --model)")
     evaluate.add_argument(
         "-o", "--output", help="keep the translations of --model in this file"

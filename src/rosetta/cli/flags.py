@@ -9,7 +9,7 @@ from dataclasses import fields
 
 from rosetta.families import ENGINES
 from rosetta.runtime import limits
-from rosetta.runtime.limits import Count, number_flag
+from rosetta.runtime.limits import Count, Positive, number_flag
 from rosetta.runtime.precisions import PRECISIONS
 from rosetta.search.options import KINDS, SearchOptions
 
@@ -190,6 +190,31 @@ def add_overwrite_flag(verb: argparse.ArgumentParser, what: str) -> None:
         action="store_true",
         help=f"replace {what} at the output place (never an input, a training "
         "run or a checkpoint)",
+    )
+
+
+def add_models_flags(
+    verb: argparse.ArgumentParser, meaning: str, required: bool = True
+) -> None:
+    """``-m`` (``args.models``, a list: repeated, an ensemble) and
+    ``--ensemble-weights``."""
+    verb.add_argument(
+        "-m",
+        "--model",
+        dest="models",
+        action="append",
+        required=required,
+        metavar="MODEL",
+        help=f"{meaning}; repeated (-m A -m B), an ensemble: the models' "
+        "log-probabilities averaged at every step (they share vocabularies)",
+    )
+    number_flag(
+        verb,
+        "--ensemble-weights",
+        Positive,
+        "an ensemble's weights, one per -m in order (default: equal)",
+        nargs="+",
+        metavar="W",
     )
 
 

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 def cmd_languages(args: argparse.Namespace) -> None:
     from rosetta.cli.common import load_translator
 
-    rows = language_rows(load_translator(args))
+    rows = language_rows(load_translator(args, [args.model]))
     width = max(len(code) for code, _ in rows)
     for code, what in rows:
         print(f"{code:<{width}}  {what}")

@@ -26,7 +26,7 @@ def cmd_plot(args: argparse.Namespace) -> None:
         what=PLOT,
     )
     if args.figure == "attention":
-        translator = load_translator(args)
+        translator = load_translator(args, [args.model])
         options = search_options(args, need_attention=True)
         [found] = translator.translate_nbest([args.sentence], options)
         if not found:

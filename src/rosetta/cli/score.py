@@ -7,7 +7,12 @@ import argparse
 import json
 import sys
 
-from rosetta.cli.flags import DEFAULT, add_engine_flags, add_overwrite_flag
+from rosetta.cli.flags import (
+    DEFAULT,
+    add_engine_flags,
+    add_models_flags,
+    add_overwrite_flag,
+)
 from rosetta.errors import RosettaError
 from rosetta.runtime.limits import Count, number_flag
 from rosetta.search.options import KINDS
@@ -25,7 +30,7 @@ def cmd_score(args: argparse.Namespace) -> None:
 
     output = None
     if args.output:
-        inputs = [args.src, args.tgt, args.model]
+        inputs = [args.src, args.tgt, *args.models]
         output = claim_file(
             args.output, inputs=inputs, overwrite=args.overwrite, what=SCORE
         )
@@ -34,7 +39,7 @@ def cmd_score(args: argparse.Namespace) -> None:
         raise RosettaError(
             f"{args.src} has {len(sources)} lines but {args.tgt} has {len(targets)}"
         )
-    translator = load_translator(args)
+    translator = load_translator(args, args.models, args.ensemble_weights)
     alpha = DEFAULT["alpha"] if args.alpha is None else args.alpha
     options = SearchOptions(alpha=alpha, penalty=args.penalty)
     progress = SentenceProgress(len(sources), "score")
@@ -69,7 +74,7 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
         help="score given translations: the log-probability of each "
         "source-target pair under a model (forced decoding)",
     )
-    verb.add_argument("-m", "--model", required=True, help="run or checkpoint folder")
+    add_models_flags(verb, "run or checkpoint folder")
     verb.add_argument("--src", required=True, help="sources, one per line")
     verb.add_argument("--tgt", required=True, help="their translations, one per line")
     verb.add_argument("-o", "--output", help="output file (default: stdout)")

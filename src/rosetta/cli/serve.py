@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from rosetta.cli.flags import add_engine_flags, add_npd_flags
+from rosetta.cli.flags import add_engine_flags, add_models_flags, add_npd_flags
 from rosetta.errors import RosettaError
 from rosetta.runtime.limits import Count, NonNegative, Port, Size, number_flag
 from rosetta.serve.settings import ServerSettings
@@ -19,7 +19,7 @@ def cmd_serve(args: argparse.Namespace) -> None:
     from rosetta.runtime.threads import at_most_cores
     from rosetta.serve.app import create_app
 
-    translator = load_translator(args)
+    translator = load_translator(args, args.models, args.ensemble_weights)
     settings = ServerSettings(
         max_body_bytes=args.max_body_bytes,
         max_sentences=args.max_sentences,
@@ -33,10 +33,17 @@ def cmd_serve(args: argparse.Namespace) -> None:
         language_check=not args.no_language_check,
     )
     try:
-        app = create_app(translator, settings, model_name=Path(args.model).name)
+        app = create_app(
+            translator,
+            settings,
+            model_name=" + ".join(Path(m).name for m in args.models),
+        )
     except ValueError as error:
         raise RosettaError(str(error)) from None
-    print(f"serving {args.model} on http://{args.host}:{args.port}/", flush=True)
+    print(
+        f"serving {' + '.join(args.models)} on http://{args.host}:{args.port}/",
+        flush=True,
+    )
     uvicorn.run(
         app,
         host=args.host,
@@ -63,7 +70,7 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
     serve = verbs.add_parser(
         "serve", help="HTTP API and web page (POST /translate, GET /)"
     )
-    serve.add_argument("-m", "--model", required=True, help="run or checkpoint folder")
+    add_models_flags(serve, "run or checkpoint folder")
     serve.add_argument(
         "--host", default="127.0.0.1", help="address to listen on (0.0.0.0: all)"
     )

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from rosetta.cli.flags import (
     add_batching_flags,
     add_engine_flags,
+    add_models_flags,
     add_npd_flags,
     add_overwrite_flag,
     add_search_flags,
@@ -42,7 +43,7 @@ def cmd_translate(args: argparse.Namespace) -> None:
         raise RosettaError("--nbest with --alignment needs --format jsonl")
     output = None
     if args.output:
-        inputs = [*args.input, args.model]
+        inputs = [*args.input, *args.models]
         output = claim_file(
             args.output, inputs=inputs, overwrite=args.overwrite, what=TRANSLATE
         )
@@ -54,8 +55,9 @@ def cmd_translate(args: argparse.Namespace) -> None:
             "--alignment and --markup read the attention of greedy or beam "
             "search, not of sampling"
         )
-    if not Path(args.model).exists():  # said before the input is read
-        raise RosettaError(f"{args.model}: no such model file or folder")
+    for model in args.models:  # said before the input is read
+        if not Path(model).exists():
+            raise RosettaError(f"{model}: no such model file or folder")
     constraints = None
     lines, origins = numbered_lines(args.input)  # before the model loads
     if args.constraints is not None:
@@ -63,8 +65,8 @@ def cmd_translate(args: argparse.Namespace) -> None:
     shown, tags = lines, None
     if args.markup:  # the tags come out before translating, and go back after
         lines, tags = without_markup(lines, origins)
-    translator = load_translator(args)
-    source = translator.chosen_source or translator.config.data.src_lang
+    translator = load_translator(args, args.models, args.ensemble_weights)
+    source = translator.expected_source
     detected, said = check.checked(lines, source)
     if said:
         print(said, file=sys.stderr)
@@ -217,9 +219,7 @@ def without_markup(lines: list[str], origins: list[str]) -> tuple[list[str], lis
 
 def add_parser(verbs: argparse._SubParsersAction) -> None:
     translate = verbs.add_parser("translate", help="translate text, one line per line")
-    translate.add_argument(
-        "-m", "--model", required=True, help="run folder or checkpoint folder"
-    )
+    add_models_flags(translate, "run folder or checkpoint folder")
     translate.add_argument(
         "-i",
         "--input",

@@ -7,11 +7,13 @@ noisy parallel decoding) or a ``LanguageModel`` (any language-model family,
 such as Transformer-XL). With ``engine="ctranslate2"`` (an export format a
 family names that is also an engine: ``Family.exports``) a
 Transformer runs in CTranslate2 instead (a run is exported on first use; an
-exported folder loads as it is).
+exported folder loads as it is). A list of paths gives an ensemble
+(``rosetta.inference.ensemble``): the models translate as one.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +34,7 @@ if TYPE_CHECKING:
 
 
 def load(
-    path: str | Path,
+    path: str | Path | Sequence[str | Path],
     device: str | torch.device | None = None,
     which: str = "best",
     precision: Precision = "fp32",
@@ -40,13 +42,16 @@ def load(
     engine: str = "rosetta",
     packed: bool = True,
     compiled: CompileSetting = "auto",
+    weights: Sequence[float] | None = None,
 ) -> Any:
     """The trained model at ``path``, ready to translate or score.
 
     Args:
         path: a run folder (its ``which`` checkpoint, ``best`` or
             ``latest``), a checkpoint folder, or (``engine="ctranslate2"``)
-            a CTranslate2 export.
+            a CTranslate2 export; a list of them: an ensemble of those
+            translation models (``EnsembleTranslator``), which must share
+            their vocabularies.
         device: ``cpu``, ``cuda`` or ``cuda:N``; default a GPU if there is one.
         precision: ``fp32``, ``bf16``, ``fp16`` or ``int8``
             (``rosetta.runtime.precision``).
@@ -57,7 +62,15 @@ def load(
         compiled: ``True`` decodes a Transformer with a compiled step
             (``torch.compile``; on a GPU, CUDA graphs), ``False`` never,
             ``"auto"`` (default) on a GPU.
+        weights: an ensemble's weights, one positive number per model
+            (default equal; scaled to sum to 1).
     """
+    if not isinstance(path, str | Path):
+        options = dict(device=device, which=which, precision=precision)
+        options.update(engine=engine, packed=packed, compiled=compiled)
+        return load_ensemble(path, weights, **options)
+    if weights is not None:
+        raise RosettaError("weights go with a list of models (an ensemble)")
     if engine not in ENGINES:
         raise RosettaError(f"engine {engine!r}: use one of {', '.join(ENGINES)}")
     try:
@@ -75,7 +88,27 @@ def load(
     return restored.inference(precision, packed, compiled)
 
 
-def load_translator(path: str | Path, *args: Any, **options: Any) -> TextTranslator:
+def load_ensemble(
+    paths: Sequence[str | Path], weights: Sequence[float] | None, **options: Any
+) -> TextTranslator:
+    """The translation models at ``paths`` (each read by ``load`` with
+    ``options``) as one ensemble, weighted by ``weights``."""
+    from rosetta.inference.ensemble import EnsembleTranslator
+
+    if isinstance(paths, bytes) or not isinstance(paths, Sequence) or not paths:
+        raise RosettaError(f"models {paths!r}: a path, or a list of paths")
+    for path in paths:
+        if not isinstance(path, str | Path):
+            raise RosettaError(f"model {path!r}: a path (text or Path)")
+    if options.get("engine", "rosetta") != "rosetta":
+        raise RosettaError("an ensemble decodes in Rosetta's engine (--engine rosetta)")
+    members = [load_translator(path, **options) for path in paths]
+    return EnsembleTranslator(members, weights, names=[str(p) for p in paths])
+
+
+def load_translator(
+    path: str | Path | Sequence[str | Path], *args: Any, **options: Any
+) -> TextTranslator:
     """``load`` (the same arguments) for a translation model; a language
     model is refused."""
     loaded = load(path, *args, **options)
