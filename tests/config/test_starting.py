@@ -61,6 +61,38 @@ def finetune_file(folder: Path, written: dict[str, object]) -> Path:
     return path
 
 
+def vocabulary_size(run: Path) -> int:
+    """The number of ids the run's tokenizers have (one number: the toy
+    run's two vocabularies are the same size)."""
+    from rosetta.data.tokenizer import TokenizerPair
+    from rosetta.runs import checkpoint as ckpt
+
+    meta = ckpt.read_meta(ckpt.resolve_checkpoint(run), tensors=False)
+    pair = TokenizerPair.from_dict(meta["tokenizers"])
+    assert len(pair.src) == len(pair.tgt)
+    return len(pair.src)
+
+
+def test_the_vocabulary_size_quoted_is_the_starting_models_own(start, tmp_path, capsys):
+    """The starting run's ``tokenizer.vocab_size`` is only what was asked for
+    (here the default, 8000, as in every imported model); its vocabulary
+    has far fewer ids. A refusal quotes those, and a configuration that
+    writes them, or what was asked for, agrees."""
+    size = vocabulary_size(start)
+    assert size != 8000
+    config = finetune_file(tmp_path, {})
+    command = ["train", str(config), "-o", str(tmp_path / "x"), "--init", str(start)]
+    assert main([*command, "--set", "tokenizer.vocab_size=100"]) == 2
+    error = capsys.readouterr().err
+    said = f"tokenizer.vocab_size is {size} (its vocabulary's size) there and 100"
+    assert said in error and "8000" not in error, error
+    for agreeing in (size, 8000):
+        init = f"train.init={start}"
+        loaded = load_config(config, [f"tokenizer.vocab_size={agreeing}", init])
+        assert loaded.tokenizer.vocab_size == agreeing
+        assert starting_checkpoint(loaded) is not None  # checked again there
+
+
 def as_set(written: dict[str, object]) -> list[str]:
     return [f"{key}={json.dumps(value)}" for key, value in written.items()]
 
@@ -81,7 +113,11 @@ def test_a_written_key_that_differs_is_refused_naming_it(
     assert len(error.splitlines()) == 1, error
     assert NAMED.search(error)[1] == key, error
     where = f"in {config}" if where == "file" else "with --set"
-    assert f"{key} is {theirs!r} there and {ours!r} {where}" in error
+    if key == "tokenizer.vocab_size":  # what its vocabulary has, not asked for
+        theirs = f"{vocabulary_size(start)} (its vocabulary's size)"
+    else:
+        theirs = repr(theirs)
+    assert f"{key} is {theirs} there and {ours!r} {where}" in error
     assert "a fine-tuning configuration may leave out task, model and" in error
     assert not run.exists()
 

@@ -20,10 +20,23 @@ from rosetta.errors import RosettaError
 
 # what the starting run decides, besides ``task``
 STARTING_SECTIONS = ("model", "tokenizer")
+# beside the sections: the number of ids each side's tokenizer really has,
+# where ``tokenizer.vocab_size`` says only what was asked for (an imported
+# model's is the default, 8000, whatever its vocabulary)
+SIZES = "vocabulary_sizes"
+VOCAB_SIZE = "tokenizer.vocab_size"
 ADVICE = (
     "a fine-tuning configuration may leave out task, model and tokenizer "
     "(a whole section, or the keys that differ): they are the starting run's"
 )
+
+
+def starting_sections(config: dict[str, Any], sizes: tuple[int, int]) -> dict[str, Any]:
+    """What a run that starts from a checkpoint takes from it: its
+    configuration's ``task``, ``model`` and ``tokenizer``, and its
+    tokenizers' real ``sizes`` (source, target)."""
+    kept = ("task", *STARTING_SECTIONS)
+    return {key: config[key] for key in kept if key in config} | {SIZES: list(sizes)}
 
 
 def written_keys(raw: dict[str, Any]) -> dict[str, Any]:
@@ -100,10 +113,25 @@ def first_conflict(
         if field_name and field_name not in classes[name].model_fields:
             continue  # not a key of the section: validation names it
         theirs = stored_value(classes, stored, key)
-        if normal(classes, key, ours) != normal(classes, key, theirs):
-            where = "with --set" if key in overridden else f"in {source}"
-            return f"{key} is {theirs!r} there and {ours!r} {where}"
+        ours_read = normal(classes, key, ours)
+        sizes = stored.get(SIZES) if key == VOCAB_SIZE else None
+        if ours_read == normal(classes, key, theirs) or (
+            sizes and {ours_read} == set(sizes)
+        ):
+            continue  # what the run was made with, or what its vocabulary is
+        where = "with --set" if key in overridden else f"in {source}"
+        return f"{key} is {shown(theirs, sizes)} there and {ours!r} {where}"
     return None
+
+
+def shown(theirs: Any, sizes: list[int] | None) -> str:
+    """The starting run's value as a message quotes it: its vocabularies'
+    real sizes for ``tokenizer.vocab_size`` (``SIZES``)."""
+    if not sizes:
+        return repr(theirs)
+    if len(set(sizes)) == 1:
+        return f"{sizes[0]!r} (its vocabulary's size)"
+    return f"{sizes[0]!r} (source) and {sizes[1]!r} (target)"
 
 
 def take_from_start(

@@ -16,6 +16,7 @@ from rosetta.config import reading
 from rosetta.config.schema import Config
 from rosetta.families import FAMILIES
 from rosetta.runs import checkpoint as ckpt
+from rosetta.runs.starting import starting_point
 
 MODEL_SECTIONS = tuple(family.config for family in FAMILIES)
 
@@ -29,11 +30,11 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> Config:
 
 def starting_model(path: Path) -> dict[str, Any]:
     """The ``task``, ``model`` and ``tokenizer`` of the checkpoint ``path``
-    names (a run: its best)."""
+    names (a run: its best), with its tokenizers' sizes
+    (``rosetta.runs.starting``)."""
     # the configuration only: the weights are checked where they are loaded
-    meta = ckpt.read_meta(ckpt.resolve_checkpoint(path), tensors=False)
-    stored = meta["config"]
-    return {key: stored[key] for key in ("task", "model", "tokenizer") if key in stored}
+    folder = ckpt.resolve_checkpoint(path)
+    return starting_point(folder, ckpt.read_meta(folder, tensors=False))[0]
 
 
 def config_from_dict(

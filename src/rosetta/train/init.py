@@ -17,10 +17,10 @@ from torch import nn
 
 from rosetta.config.schema import Config
 from rosetta.config.starting import ADVICE, STARTING_SECTIONS, first_conflict
-from rosetta.data.tokenizer import TokenizerPair
 from rosetta.errors import RosettaError
 from rosetta.runs import checkpoint as ckpt
 from rosetta.runs import weights
+from rosetta.runs.starting import starting_point
 from rosetta.runtime.records import read_checked
 from rosetta.train.prepare import TOKENIZER_FILE, TokenizerFile, write_tokenizer_file
 
@@ -32,20 +32,13 @@ def starting_checkpoint(config: Config) -> tuple[Path, dict[str, Any]] | None:
         return None
     folder = ckpt.resolve_checkpoint(config.train.init)
     meta = ckpt.read_meta(folder)
-    check_same_model(config, meta["config"], folder)
-    check_languages(config, meta, folder)
-    return folder, meta
-
-
-def check_languages(config: Config, meta: dict[str, Any], folder: Path) -> None:
-    """A model that tags both sides with their language (NLLB-200, M2M100,
-    mBART-50) knows the corpus's ``data.src_lang`` and ``data.tgt_lang``:
-    refused here, before the run's folder is made, with the words the
-    corpus's encoding would refuse them in after the tokenizers are written
-    (``TokenizerPair.tagged``)."""
-    where = str(folder / ckpt.META_FILE)
-    tokenizers = TokenizerPair.from_dict(meta["tokenizers"], where)
+    stored, tokenizers = starting_point(folder, meta)
+    check_same_model(config, stored, folder)
+    # a model that tags both sides with their language (NLLB-200, M2M100,
+    # mBART-50) knows the corpus's data.src_lang and data.tgt_lang: asked
+    # here, before the run's folder is made, not when its corpus is encoded
     tokenizers.tagged(config.data.src_lang, config.data.tgt_lang)
+    return folder, meta
 
 
 def refuse_resuming_an_import(run_dir: Path) -> None:
