@@ -2,6 +2,7 @@
 what to try next at the end."""
 
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -11,7 +12,12 @@ from rosetta.jobs import demo
 from tests.support.toy import toy_config
 
 
-def test_the_demo_estimates_trains_scores_and_keeps_earlier_runs(tmp_path, capsys):
+def test_the_demo_estimates_trains_scores_and_keeps_earlier_runs(
+    tmp_path, capsys, monkeypatch
+):
+    stamp = tmp_path / "installed"  # make's set-up, just finished: 90 s
+    stamp.write_text("90\n")
+    monkeypatch.setattr(demo, "SETUP_STAMP", stamp)
     _, config = toy_config(tmp_path)
     output = tmp_path / "demo"
     arguments = ["--config", str(config), "--output", str(output), "--steps", "12"]
@@ -22,7 +28,8 @@ def test_the_demo_estimates_trains_scores_and_keeps_earlier_runs(tmp_path, capsy
     # ... and the sentence adds up as printed
     found = re.search(
         r"about ([\d.]+) minutes for 12 updates, and about ([\d.]+) for the "
-        r"validations and translating the test set: ([\d.]+) minutes in all",
+        r"validations and translating the test set: ([\d.]+) minutes in all, "
+        r"after the set-up's 1\.5\.",
         first,
     )
     assert found, first
@@ -30,13 +37,16 @@ def test_the_demo_estimates_trains_scores_and_keeps_earlier_runs(tmp_path, capsy
     assert round(training + decoding, 1) == total
     assert "done: 12 steps" in first
     assert re.search(r"^BLEU = [\d.]+", first, re.M)
-    assert re.search(r"Done in [\d.]+ min\. The model is in .*demo\.", first)
+    done = re.search(r"Done in ([\d.]+) min \(([\d.]+) with the set-up\)\.", first)
+    assert done and round(float(done[1]) + 1.5, 1) == float(done[2])
     rosetta = Path(sys.executable).parent / "rosetta"
     assert f"{rosetta} translate -m {output}" in first
     assert f"{rosetta} serve -m {output}" in first
 
+    os.utime(stamp, (0, 0))  # a set-up long before: not this demo's
     entry.main([*arguments, "--device", "cpu"])  # again: the first run stays
     second = capsys.readouterr().out
+    assert "set-up" not in second
     assert f"{output} holds an earlier run and is kept" in second
     assert (output / "checkpoints.json").is_file()
     assert (tmp_path / "demo-2" / "checkpoints.json").is_file()
@@ -69,3 +79,14 @@ def test_the_estimate_counts_every_sentence_the_run_translates(tmp_path):
     )
     assert demo.sentences_decoded(config, 12) == 3 * valid + test  # 5, 10, 12
     assert demo.sentences_decoded(config, 10) == 2 * valid + test
+
+
+def test_the_set_up_counts_where_it_ran_just_before(tmp_path):
+    stamp = tmp_path / "installed"
+    assert demo.setup_minutes(stamp, 1e9) is None  # no set-up stamp
+    stamp.write_text("180\n")
+    now = stamp.stat().st_mtime
+    assert demo.setup_minutes(stamp, now + 5) == 3.0
+    assert demo.setup_minutes(stamp, now + demo.SETUP_JUST_NOW + 1) is None
+    stamp.write_text("")  # the stamp of an older Makefile: empty
+    assert demo.setup_minutes(stamp, stamp.stat().st_mtime) is None

@@ -50,6 +50,9 @@ DEFAULT_CONFIG = "configs/multi30k-de-en-transformer.yaml"
 # what the default trains with at CPU_STEPS: measured in docs/performance.md
 SHORT_BUDGET = ("model.positions=relative",)
 
+# what make's set-up leaves in the environment: the seconds it took
+SETUP_STAMP = Path(sys.prefix) / ".installed"
+SETUP_JUST_NOW = 120  # seconds: a stamp this fresh was this make's set-up
 TRANSLATE_BLOCK = 100  # sentences per step of the progress bar
 SAMPLE_SENTENCES = 32  # validation sentences timed for the estimate
 
@@ -98,12 +101,14 @@ def run_demo(
     # the parts as shown, and their sum: the sentence adds up as printed
     training_minutes = round(total * seconds / 60, 1)
     decoding_minutes = round(decoding / 60, 1)
+    setup = setup_minutes(SETUP_STAMP, time.time())
+    after = "" if setup is None else f", after the set-up's {setup:.1f}"
     print(
         f"One update takes {seconds:.2f} s here (measured just now): about "
         f"{training_minutes:.1f} minutes for {total} updates, and about "
         f"{decoding_minutes:.1f} for the validations and translating the test "
-        f"set: {training_minutes + decoding_minutes:.1f} minutes in all. The "
-        "progress bar corrects this estimate as training goes.\n"
+        f"set: {training_minutes + decoding_minutes:.1f} minutes in all{after}. "
+        "The progress bar corrects this estimate as training goes.\n"
     )
     run_training(config, run_dir)
 
@@ -121,8 +126,21 @@ def run_demo(
     for score in evaluate_all(hypotheses, references):
         print(score)
     minutes = (time.perf_counter() - started) / 60
-    print(f"\nDone in {minutes:.1f} min. The model is in {run_dir}.")
+    with_setup = "" if setup is None else f" ({minutes + setup:.1f} with the set-up)"
+    print(f"\nDone in {minutes:.1f} min{with_setup}. The model is in {run_dir}.")
     print(next_steps(run_dir, config))
+
+
+def setup_minutes(stamp: Path, now: float) -> float | None:
+    """The minutes ``make``'s set-up took, where it ran just before this demo
+    (its ``stamp`` written within ``SETUP_JUST_NOW`` seconds of ``now``,
+    holding its seconds); None where it ran earlier, or not at all."""
+    try:
+        if now - stamp.stat().st_mtime > SETUP_JUST_NOW:
+            return None
+        return int(stamp.read_text().strip()) / 60
+    except (OSError, ValueError):  # no stamp, or one from an older Makefile
+        return None
 
 
 def translate_with_progress(translator, sources: list[str]) -> list[str]:
