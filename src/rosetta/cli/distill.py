@@ -19,6 +19,7 @@ from rosetta.errors import RosettaError
 from rosetta.runs.integrity import META_DIGEST, sha256_file
 from rosetta.runtime.limits import Count, number_flag
 from rosetta.runtime.outputs import claim_file, record_written
+from rosetta.runtime.stopping import said_on_sigterm
 
 DISTILL_BEAM = 5
 DISTILL = "rosetta distill"
@@ -37,6 +38,17 @@ def teacher_identity(model: Path) -> str:
                 digest.update(f"{path.name}\0{sha256_file(path)}\n".encode())
         return digest.hexdigest()
     return ckpt.read_meta(ckpt.resolve_checkpoint(model))[META_DIGEST]
+
+
+def kept_lines(partial: Path) -> str:
+    """What a stopped distillation keeps: the chunks it finished, in
+    ``partial``, which the same command carries on from."""
+    if partial.is_file() and partial.stat().st_size:
+        return (
+            f"the lines finished so far are kept in {partial}: the same "
+            "command again carries on from them"
+        )
+    return "no line was finished yet: run the same command again"
 
 
 def cmd_distill(args: argparse.Namespace) -> None:
@@ -62,18 +74,19 @@ def cmd_distill(args: argparse.Namespace) -> None:
         "search": asdict(replace(options, need_attention=False)),
     }
     check_partial(output, started_with(sources, what))  # before the teacher loads
-    translator = load_translator(args, [args.model])
-    workers = decoding_workers(args, translator, options)
-    count = distill(
-        translator,
-        sources,
-        output,
-        options,
-        what=what,
-        chunk_lines=args.chunk_lines,
-        batch_size=args.batch_size,
-        workers=workers,
-    )
+    with said_on_sigterm(lambda: kept_lines(partial_paths(output)[0])):
+        translator = load_translator(args, [args.model])
+        workers = decoding_workers(args, translator, options)
+        count = distill(
+            translator,
+            sources,
+            output,
+            options,
+            what=what,
+            chunk_lines=args.chunk_lines,
+            batch_size=args.batch_size,
+            workers=workers,
+        )
     record_written(output, DISTILL)
     print(f"{output}: {len(sources)} lines ({count} translated now)", file=sys.stderr)
 

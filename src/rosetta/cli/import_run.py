@@ -8,13 +8,27 @@ from pathlib import Path
 
 from rosetta.cli.flags import add_overwrite_flag
 from rosetta.families import all_importers
+from rosetta.runtime.stopping import said_on_sigterm
 
 
 def cmd_import(args: argparse.Namespace) -> None:
     from rosetta.jobs.importers import import_run
 
-    import_run(args.importer, args.source, Path(args.output), args.overwrite)
+    output = Path(args.output)
+    kept = unchanged(output)  # said as it is now, before anything is written
+    with said_on_sigterm(lambda: kept):
+        import_run(args.importer, args.source, output, args.overwrite)
     print(f"model: {args.output}")
+
+
+def unchanged(output: Path) -> str:
+    """What a stopped import leaves: ``output`` as it was, for an import
+    fills a temporary folder that takes its place only once loaded back."""
+    was = f"{output} is as it was" if output.exists() else "nothing was written"
+    return (
+        f"{was} (the import fills a temporary folder, now removed): run the "
+        "same command again to import the model"
+    )
 
 
 def add_parser(verbs: argparse._SubParsersAction) -> None:
