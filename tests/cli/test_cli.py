@@ -150,7 +150,7 @@ def test_version():
         [sys.executable, "-m", "rosetta", "--version"], capture_output=True, text=True
     )
     assert found.returncode == 0
-    assert found.stdout.strip() == f"rosetta {version('rosetta')}"
+    assert found.stdout.strip() == f"rosetta {version('rosetta-nmt')}"
 
 
 def test_the_version_and_the_package_do_not_wait_for_pytorch():

@@ -111,7 +111,7 @@ def test_without_the_datasets_package_the_error_says_what_to_install(
 ):
     config = hub_config(tmp_path, "{hf: wmt14, split: train}", "{hf: wmt14}")
     monkeypatch.setitem(sys.modules, "datasets", None)  # import fails
-    with pytest.raises(RosettaError, match=r"pip install 'rosetta\[datasets\]'"):
+    with pytest.raises(RosettaError, match=r"pip install 'rosetta-nmt\[datasets\]'"):
         read_corpus(config.data.train)
 
 

@@ -133,7 +133,7 @@ def test_a_resumed_command_refuses_another_teacher_or_precision(
     argv = ["distill", "-m", str(run), "--src", str(src), "-o", str(out)]
     argv += ["--chunk-lines", "3", "--device", "cpu"]
     with monkeypatch.context() as patch:
-        patch.setattr(command, "load_translator", lambda args: StopsAfter(teacher, 1))
+        patch.setattr(command, "load_translator", lambda *_: StopsAfter(teacher, 1))
         assert main(argv) == 130  # interrupted after one chunk
     assert finished(out) == 3
     capsys.readouterr()
@@ -177,7 +177,7 @@ class Freezes:
         return self.translator.translate_nbest(*args, **kwargs)
 
 
-command.load_translator = lambda args: Freezes(load(args))
+command.load_translator = lambda args, paths: Freezes(load(args, paths))
 sys.exit(main(argv))
 """
 

@@ -81,3 +81,35 @@ def test_every_file_the_docs_name_exists():
                 if not (ROOT / path).exists():
                     missing.append(f"{page.relative_to(ROOT)}:{number}: {name}")
     assert missing == [], "\n".join(missing)
+
+
+def test_every_install_line_names_the_distribution_rosetta_is_published_as():
+    """``pip install rosetta`` fetches another project from the package
+    index: Rosetta installs as ``rosetta-nmt`` (its extras too), or from a
+    clone (``pip install -e .``)."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["name"] == "rosetta-nmt"
+    ours = re.compile(
+        r"""^['"]?(rosetta-nmt(\[[a-z0-9,-]+\])?|\.(\[[a-z0-9,-]+\])?)['"]?$"""
+    )
+    install = re.compile(
+        r"""pip install ((?:-[-\w]+ )*)(['"]?[\w.-]+(\[[\w,-]+\])?['"]?)"""
+    )
+    wrong = []
+    tests = [
+        f for f in sorted((ROOT / "tests").rglob("*.py")) if f.name != "test_docs.py"
+    ]
+    for file in [*product_files(), *tests]:
+        lines = file.read_text(encoding="utf-8").splitlines()
+        for number, line in enumerate(lines, 1):
+            for found in install.finditer(line):
+                name = found[2]
+                ours_or_not = name.strip("'\"").startswith(("rosetta", "."))
+                if ours_or_not and not ours.match(name):
+                    wrong.append(f"{file.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert wrong == []
+    text = "pip install 'rosetta[hub]' or pip install -e '.[ct2]'"
+    assert [m[2] for m in install.finditer(text)] == ["'rosetta[hub]'", "'.[ct2]'"]
+    assert not ours.match("'rosetta[hub]'") and ours.match("'rosetta-nmt[hub]'")

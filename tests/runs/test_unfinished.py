@@ -56,6 +56,10 @@ def test_an_import_stopped_between_its_renames_is_named_with_its_command(
     assert main([*argv, "--ref", str(references), "--device", "cpu"]) == 2
     err = capsys.readouterr().err
     assert "rosetta import again" in err and err.count("\n") == 1, err
+    translate = ["translate", "-m", str(run), "-i", str(references)]
+    assert main(translate) == 2
+    err = capsys.readouterr().err
+    assert "rosetta import again" in err and err.count("\n") == 1, err
     # what it says completes it: the new model takes its place
     main(command)
     assert load_translator(run, device="cpu").translate(["ein Hund"])

@@ -61,7 +61,7 @@ def page_at(playwright, address: str, shows: str = "→"):
 @pytest.fixture(scope="module", params=["transformer", "rnn-attention", "ctranslate2"])
 def server(request, toy_run):
     if request.param == "ctranslate2":
-        pytest.importorskip("ctranslate2", reason="pip install rosetta[ct2]")
+        pytest.importorskip("ctranslate2", reason="pip install rosetta-nmt[ct2]")
         run = toy_run("transformer")
         process, address = start_server(run, "--engine", "ctranslate2")
     else:

@@ -27,6 +27,11 @@ from typing import Any, NoReturn
 from rosetta.errors import RosettaError, Stopped, one_line, speaks_for_the_run
 
 
+# the name it is installed by (``pip install rosetta-nmt``): "rosetta" on
+# the package index is another project; the package and command stay rosetta
+DISTRIBUTION = "rosetta-nmt"
+
+
 def installed_version() -> str:
     """The installed package's version; a source tree run without installing
     (``PYTHONPATH=src``, as on a GPU machine with no network) has none."""
@@ -35,7 +40,7 @@ def installed_version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
     try:
-        return version("rosetta")
+        return version(DISTRIBUTION)
     except PackageNotFoundError:
         return "(source tree, not installed)"
 

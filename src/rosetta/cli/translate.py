@@ -36,6 +36,7 @@ def cmd_translate(args: argparse.Namespace) -> None:
     check = LanguageCheck(not args.no_language_check)
     from rosetta.cli.common import decoding_workers, load_translator, search_options
     from rosetta.inference.constraints import read_constraints_file
+    from rosetta.runs.unfinished import refuse_missing
 
     if args.format == "text" and args.attention:
         raise RosettaError("--attention needs --format jsonl")
@@ -56,8 +57,7 @@ def cmd_translate(args: argparse.Namespace) -> None:
             "search, not of sampling"
         )
     for model in args.models:  # said before the input is read
-        if not Path(model).exists():
-            raise RosettaError(f"{model}: no such model file or folder")
+        refuse_missing(Path(model))
     constraints = None
     lines, origins = numbered_lines(args.input)  # before the model loads
     if args.constraints is not None:

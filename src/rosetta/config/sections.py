@@ -56,7 +56,7 @@ class CorpusFiles(Section):
     hf: str | None = Field(
         None,
         description="or a Hugging Face dataset: a hub name (wmt14) or a folder "
-        "saved with save_to_disk; needs pip install 'rosetta[datasets]'",
+        "saved with save_to_disk; needs pip install 'rosetta-nmt[datasets]'",
     )
     config: str | None = Field(None, description="hf: the dataset's configuration")
     split: str | None = Field(None, description="hf: the split (train, validation)")

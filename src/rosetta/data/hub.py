@@ -1,5 +1,5 @@
 """Parallel corpora from the Hugging Face hub, through the ``datasets``
-library (an optional extra: ``pip install 'rosetta[datasets]'``).
+library (an optional extra: ``pip install 'rosetta-nmt[datasets]'``).
 
 A corpus section ``{hf: wmt14, config: de-en, split: train}`` names a hub
 dataset; ``hf`` may also be a folder written by ``Dataset.save_to_disk``.
@@ -35,7 +35,7 @@ def load(files: CorpusFiles) -> Any:
     except ImportError:
         raise RosettaError(
             f"{describe(files)}: reading a Hugging Face dataset needs the "
-            "datasets package: pip install 'rosetta[datasets]'"
+            "datasets package: pip install 'rosetta-nmt[datasets]'"
         ) from None
     assert files.hf is not None
     try:

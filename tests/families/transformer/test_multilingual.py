@@ -499,7 +499,7 @@ def test_a_missing_module_of_the_nllb_export_is_named(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "google.protobuf", None)
     with pytest.raises(RosettaError, match=r"google\.protobuf is missing") as refused:
         write_nllb_tokenizer(tmp_path, None, [], {})
-    assert "pip install 'rosetta[export-hf]'" in str(refused.value)
+    assert "pip install 'rosetta-nmt[export-hf]'" in str(refused.value)
 
 
 @pytest.mark.reference

@@ -35,7 +35,7 @@ HF_IMPORT = Importer(
     summary="a Hugging Face transformers model: MarianMT (the OPUS-MT models), "
     "NLLB-200, M2M100 or mBART-50",
     source="a model folder, or a Hub name such as Helsinki-NLP/opus-mt-de-en or "
-    "facebook/nllb-200-distilled-600M (downloaded with pip install 'rosetta[hub]')",
+    "facebook/nllb-200-distilled-600M (downloaded with pip install 'rosetta-nmt[hub]')",
     write=Later("rosetta.families.transformer.hf_import", "import_hf"),
 )
 

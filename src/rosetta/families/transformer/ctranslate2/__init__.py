@@ -25,7 +25,7 @@ def load(
 
 EXPORT = ExportFormat(
     name="ctranslate2",
-    summary="CTranslate2, a C++ inference engine (pip install 'rosetta[ct2]')",
+    summary="CTranslate2, a C++ inference engine (pip install 'rosetta-nmt[ct2]')",
     marker=ENGINE_FILE,
     kind="a CTranslate2 export",
     quantizations=("int8", "int8_float32", "int16", "float16", "bfloat16"),

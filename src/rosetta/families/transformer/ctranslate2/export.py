@@ -8,7 +8,7 @@ pre-norm layers, and Rosetta's vocabularies and special tokens. Beside it,
 ``rosetta.json`` holds the tokenizers and the configuration, so the folder
 alone translates text (``rosetta.families.transformer.ctranslate2.engine``).
 
-CTranslate2 is an optional dependency: ``pip install rosetta[ct2]``.
+CTranslate2 is an optional dependency: ``pip install rosetta-nmt[ct2]``.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def import_ctranslate2() -> Any:
         import ctranslate2
     except ImportError:
         raise RosettaError(
-            "CTranslate2 is not installed: pip install 'rosetta[ct2]' "
+            "CTranslate2 is not installed: pip install 'rosetta-nmt[ct2]' "
             "(or pip install ctranslate2)"
         ) from None
     return ctranslate2

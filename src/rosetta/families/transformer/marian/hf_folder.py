@@ -211,7 +211,7 @@ def fetch_from_hub(name: str) -> Path:
     except ImportError:
         raise RosettaError(
             f"{name}: not a local folder; to download it from the Hugging Face "
-            "Hub: pip install 'rosetta[hub]'"
+            "Hub: pip install 'rosetta-nmt[hub]'"
         ) from None
     try:
         path = snapshot_download(name, allow_patterns=HUB_FILES)

@@ -27,7 +27,7 @@ def write_nllb_tokenizer(
         raise RosettaError(
             f"{folder}: an NLLB-200 export writes its tokenizer with "
             f"transformers 5 or later and protobuf; {missing} is missing: "
-            "pip install 'rosetta[export-hf]'"
+            "pip install 'rosetta-nmt[export-hf]'"
         ) from None
     if int(transformers.__version__.split(".")[0]) < 5:
         raise RosettaError(
