@@ -23,6 +23,14 @@ def add_search_flags(
     """One flag per ``SearchOptions`` field, its default shown, not repeated;
     ``beam`` is the default beam size the verb uses when none is given."""
     group = verb.add_argument_group("search")
+    add_beam_flags(group, beam)
+    add_length_flags(group)
+    add_sampling_flags(group)
+    add_control_flags(group)
+
+
+def add_beam_flags(group: argparse._ArgumentGroup, beam: str) -> None:
+    """How beam search runs: its size, length normalisation and stopping."""
     number_flag(
         group,
         "--beam",
@@ -57,6 +65,10 @@ def add_search_flags(
         "CTranslate2); without it the beam holds the k best expansions, ended "
         "or not (the textbook beam)",
     )
+
+
+def add_length_flags(group: argparse._ArgumentGroup) -> None:
+    """The output limit ``a·S + b``."""
     number_flag(
         group,
         "--max-len-a",
@@ -69,6 +81,10 @@ def add_search_flags(
         limits.LengthOffset,
         "(default: the model's decode.max_len_b)",
     )
+
+
+def add_sampling_flags(group: argparse._ArgumentGroup) -> None:
+    """Sampling instead of search, and how it draws."""
     group.add_argument(
         "--sample", action="store_true", default=None, help="sample instead"
     )
@@ -88,6 +104,10 @@ def add_search_flags(
         f"sampling: nucleus probability (default {DEFAULT['top_p']})",
     )
     number_flag(group, "--seed", limits.Seed, "sampling seed")
+
+
+def add_control_flags(group: argparse._ArgumentGroup) -> None:
+    """What no translation may do, whichever search finds it."""
     number_flag(
         group,
         "--min-len",
