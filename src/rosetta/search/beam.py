@@ -35,19 +35,30 @@ candidates are its result only when none of its candidates is complete.
 Constraints per sentence (a prefix, phrases to include or exclude) steer the
 same loop (``rosetta.search.constraints``): with phrases to include, the
 candidates also hold the next token of each phrase a prefix has not met,
-and the beam's places are allocated among them by how much they have met.
+and the beam's places are allocated among them by how much they have met
+(``rosetta.search.include_beam``).
+
+The loop (``_search``) reads as the steps above: the next token's
+log-probabilities, the prefixes left no token set aside, the best
+expansions (``best_expansions``), the ended ones finished (``finish``), the
+live beam for the next step (``rosetta.search.live_beam``) and the stopping
+test (``has_stopped``).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+
 import torch
 
-from rosetta.interfaces.encoder_decoder import DecoderState, EncoderDecoder
-from rosetta.search.constraints import BatchConstraints, allocate
-from rosetta.search.controls import NO_CONTROLS, Controls, next_token_log_probs
-from rosetta.search.fed_prefix import feed_prefix
-from rosetta.search.finished import FinishedCandidates, expand_like
-from rosetta.search.greedy import Hypothesis, max_lengths
+from rosetta.interfaces.encoder_decoder import EncoderDecoder
+from rosetta.search.constraints import BatchConstraints
+from rosetta.search.controls import NO_CONTROLS, Controls
+from rosetta.search.fed_prefix import NextTokens, feed_prefix
+from rosetta.search.finished import FinishedCandidates
+from rosetta.search.greedy import Hypothesis, output_limits
+from rosetta.search.include_beam import IncludeAllocation
+from rosetta.search.live_beam import Expansions, LiveBeam, attention_history
 from rosetta.search.options import LengthPenalty, Stopping, check_penalty
 from rosetta.search.topk import top_k_rows
 
@@ -68,6 +79,69 @@ def normalized_score(
 ) -> float:
     """The ranking score of one finished sequence of ``length`` scored tokens."""
     return score / float(length_penalty(torch.tensor(length), alpha, kind))
+
+
+@dataclass(frozen=True)
+class BeamSettings:
+    """What a beam search is asked for, checked once."""
+
+    bos_id: int
+    eos_id: int
+    beam_size: int
+    alpha: float
+    penalty: LengthPenalty = "power"
+    stopping: Stopping = "exact"
+    nbest: int = 1
+    refill: bool = False
+    need_attention: bool = False
+
+    def __post_init__(self) -> None:
+        if self.beam_size < 1:
+            raise ValueError(f"beam size must be at least 1, got {self.beam_size}")
+        if not 1 <= self.nbest <= self.beam_size:
+            raise ValueError(
+                f"nbest must be between 1 and the beam size, got {self.nbest}"
+            )
+        if self.stopping not in ("exact", "k_finished", "max_length"):
+            raise ValueError(
+                f"unknown stopping {self.stopping!r}: "
+                "use 'exact', 'k_finished' or 'max_length'"
+            )
+        length_penalty(torch.tensor(1), self.alpha, self.penalty)  # checks the kind
+
+    @property
+    def width(self) -> int:
+        """How many expansions a step ranks per sentence: refill ranks 2k, so
+        k that do not end remain (a prefix has one ``<eos>`` expansion, so at
+        most k of them end)."""
+        return 2 * self.beam_size if self.refill else self.beam_size
+
+
+@dataclass(frozen=True)
+class Lengths:
+    """A batch's output limits (n,) and the length penalties beam search
+    divides by."""
+
+    limits: torch.Tensor
+    divisors: list[float]  # penalty(L) for L = 1..steps, computed once
+    best_possible: torch.Tensor  # (n,) penalty(limit): a live prefix's best
+
+    @classmethod
+    def of(cls, limits: torch.Tensor, settings: BeamSettings) -> Lengths:
+        def penalty(length: torch.Tensor) -> torch.Tensor:
+            return length_penalty(length, settings.alpha, settings.penalty)
+
+        steps = torch.arange(1, int(limits.max()) + 1)
+        return cls(limits, penalty(steps).tolist(), penalty(limits))
+
+    @property
+    def steps(self) -> int:
+        """The most steps any sentence takes."""
+        return len(self.divisors)
+
+    def divisor(self, length: int) -> float:
+        """penalty(L) of ``L`` = ``length`` scored tokens."""
+        return self.divisors[length - 1]
 
 
 @torch.no_grad()
@@ -105,227 +179,162 @@ def beam_search(
     (``normalized_score``); with ``need_attention``, the attention weights of
     every output step (``attention``, (L, layers, heads, S)).
     """
-    if beam_size < 1:
-        raise ValueError(f"beam size must be at least 1, got {beam_size}")
-    if not 1 <= nbest <= beam_size:
-        raise ValueError(f"nbest must be between 1 and the beam size, got {nbest}")
-    if stopping not in ("exact", "k_finished", "max_length"):
-        raise ValueError(
-            f"unknown stopping {stopping!r}: use 'exact', 'k_finished' or 'max_length'"
-        )
-    length_penalty(torch.tensor(1), alpha, penalty)  # validates the penalty kind
-    n, k, device = src.size(0), beam_size, src.device
-    least = None if constraints is None else constraints.least_lengths()
-    limits = max_lengths(src_mask.sum(1), max_len_a, max_len_b, max_len_cap, least)
-    controls.check_limits(limits)
-    steps = int(limits.max())
-    best_possible_divisor = length_penalty(limits, alpha, penalty)  # (n,)
-    # penalty(L) for L = 1..steps, computed once: step t scores L = t + 1 tokens
-    divisors = length_penalty(torch.arange(1, steps + 1), alpha, penalty).tolist()
-    # The first step decodes one row per sentence: its k beams would all hold
-    # the same prefix, <bos>; the state is widened to k rows after it.
+    settings = BeamSettings(
+        bos_id=bos_id,
+        eos_id=eos_id,
+        beam_size=beam_size,
+        alpha=alpha,
+        penalty=penalty,
+        stopping=stopping,
+        nbest=nbest,
+        refill=refill,
+        need_attention=need_attention,
+    )
+    limits = output_limits(
+        src_mask, max_len_a, max_len_b, max_len_cap, constraints, controls
+    )
+    lengths = Lengths.of(limits, settings)
+    return _search(model, src, src_mask, settings, lengths, controls, constraints)
+
+
+def _search(
+    model: EncoderDecoder,
+    src: torch.Tensor,
+    src_mask: torch.Tensor,
+    settings: BeamSettings,
+    lengths: Lengths,
+    controls: Controls,
+    constraints: BatchConstraints | None,
+) -> list[list[Hypothesis]]:
+    """The search itself: at each step the best expansions of the live
+    prefixes, the ended ones set aside, until every sentence stops."""
+    n, k, device = src.size(0), settings.beam_size, src.device
+    includes = IncludeAllocation.of(constraints)
     state = model.init_state(model.encode(src, src_mask), src_mask)
-    rows_per_sentence = 1
-    # refill: rank 2k expansions, so k that do not end remain (a prefix has
-    # one <eos> expansion, so at most k of them end)
-    width = 2 * k if refill else k
-    position = torch.arange(width, device=device)  # rank among the expansions
-    among_k_best = position < k
-    neg_inf = float("-inf")
-
-    # live beams of the active sentences (a = number of active sentences)
-    active = torch.arange(n, device=device)  # original index of each
-    live_scores = torch.full((n, k), neg_inf, dtype=torch.float64, device=device)
-    live_scores[:, 0] = 0.0  # one live prefix, <bos>, at the start
-    live_tokens = torch.zeros((n, k, 0), dtype=torch.long, device=device)
-    prev = torch.full((n,), bos_id, dtype=torch.long, device=device)
-    live_attention: torch.Tensor | None = None  # (a, k, t, layers, heads, S)
-    done = FinishedCandidates.empty(n, k, steps, eos_id, device)
-    stuck = FinishedCandidates.empty(n, k, steps, eos_id, device)  # incomplete
-    includes = constraints is not None and constraints.includes
-    live_matched = None  # (a, k, P): include tokens each live prefix has met
-    if includes:
-        live_matched = constraints.start(active).unsqueeze(1).expand(-1, k, -1)
     fed = None
-    if not need_attention:  # the prefix every sentence starts with, in one pass
-        fed = feed_prefix(model, state, constraints, controls, limits, bos_id)
-    if fed is not None:
-        state, live_scores[:, 0] = fed.state, fed.scores
-        live_tokens = fed.tokens.unsqueeze(1).expand(-1, k, -1).contiguous()
-        for column in range(fed.length if live_matched is not None else 0):
-            live_matched = constraints.advance(
-                live_matched,
-                live_tokens[..., column],
-                active.unsqueeze(1).expand(-1, k),
-            )
+    if not settings.need_attention:  # the prefix every sentence starts with
+        fed = feed_prefix(
+            model, state, constraints, controls, lengths.limits, settings.bos_id
+        )
+        state = state if fed is None else fed.state
+    beam = LiveBeam.start(n, k, settings.bos_id, device, fed, includes)
+    next_tokens = NextTokens(model, controls, fed, settings.need_attention)
+    done = FinishedCandidates.empty(n, k, lengths.steps, settings.eos_id, device)
+    stuck = FinishedCandidates.empty(n, k, lengths.steps, settings.eos_id, device)
 
-    for t in range(0 if fed is None else fed.length, steps):
-        a = active.numel()
-        # the tokens so far of each state row: (a * rows_per_sentence, t)
-        prefixes = live_tokens[:, :rows_per_sentence].reshape(a * rows_per_sentence, t)
-        if fed is not None and t == fed.length:
-            log_probs = fed.after
-            controls.rule_out(log_probs, prefixes)
-        else:
-            log_probs, state = next_token_log_probs(  # (a*k, V)
-                model, prev, state, prefixes, controls, need_attention
-            )
-        row_matched = None
-        if live_matched is not None:
-            row_matched = live_matched[:, :rows_per_sentence].flatten(0, 1)
+    while beam.length < lengths.steps:  # step t = beam.length
+        prefixes = beam.prefixes()  # (rows, t)
+        log_probs, state = next_tokens(beam.last_tokens(), state, prefixes)
         if constraints is not None:  # nothing added to a search without them
-            row_sentence = active.repeat_interleave(rows_per_sentence)
-            constraints.rule_out(log_probs, prefixes, row_sentence, row_matched)
-        no_token = ~log_probs.isfinite().any(dim=1)  # (a * rows_per_sentence,)
+            constraints.rule_out(
+                log_probs, prefixes, beam.row_sentence(), beam.row_matched()
+            )
+        no_token = ~log_probs.isfinite().any(dim=1)  # the controls left none
         if bool(no_token.any()):  # those prefixes end here, incomplete
-            ended_here = torch.zeros_like(live_scores, dtype=torch.bool)
-            ended_here[:, :rows_per_sentence] = no_token.view(a, rows_per_sentence)
-            ended_here &= live_scores.isfinite()
-            rank = live_scores / divisors[max(t, 1) - 1]
-            stuck.merge(
-                active,
-                rank.masked_fill(~ended_here, neg_inf),
-                live_scores,
-                live_tokens,
-                torch.full_like(live_scores, t, dtype=torch.long),
-                live_attention,
-            )
-        # Adding a prefix's score keeps the order of its row, so a sentence's
-        # best expansions are among the best tokens of each of its rows: rank
-        # k·width candidates per sentence, not k·V.
-        per_row = min(width, log_probs.size(-1))
-        row_scores, row_tokens = top_k_rows(log_probs, per_row)  # (rows, per_row)
-        if includes:  # and the next token of each phrase not met
-            wanted = constraints.next_tokens(row_matched, row_sentence)  # (rows, P)
-            wanted_scores = log_probs.gather(1, wanted.clamp(min=0)).to(row_scores)
-            repeated = (wanted[:, :, None] == row_tokens[:, None, :]).any(2)
-            repeated |= (wanted[:, :, None] == wanted[:, None, :]).tril(-1).any(2)
-            unwanted = (wanted < 0) | repeated
-            row_scores = torch.cat(
-                [row_scores, wanted_scores.masked_fill(unwanted, neg_inf)], 1
-            )
-            row_tokens = torch.cat([row_tokens, wanted.clamp(min=0)], 1)
-        per_row = row_tokens.size(1)
-        if rows_per_sentence < k:  # the first step: slot 0 is the only live one
-            row_scores = row_scores.repeat_interleave(k, dim=0)
-            row_tokens = row_tokens.repeat_interleave(k, dim=0)
-        candidates = live_scores.unsqueeze(-1) + row_scores.double().view(a, k, -1)
-        matched = None
-        if includes:  # every candidate's count, and the beam allocated by it
-            expanded = live_matched.unsqueeze(2).expand(-1, -1, per_row, -1)
-            matched = constraints.advance(
-                expanded,
-                row_tokens.view(a, k, per_row),
-                active[:, None, None].expand(-1, k, per_row),
-            )
-            matched = matched.reshape(a, k * per_row, -1)
-            sentence = active.unsqueeze(1)
-            banks = constraints.met(matched, sentence)
-            top_index = allocate(
-                candidates.view(a, -1), banks, constraints.needed[active], width
-            )
-            top_scores = candidates.view(a, -1).gather(1, top_index)
-            matched = matched.gather(1, expand_like(top_index, matched))
-        else:
-            top_scores, top_index = candidates.view(a, -1).topk(width, dim=1)
-        parent = top_index // per_row
-        token = row_tokens.view(a, -1).gather(1, top_index)
-        at_limit = (t + 1 >= limits[active]).unsqueeze(1)  # (a, 1)
-        ends = (token == eos_id) | at_limit
-        sequences = torch.cat(
-            [
-                live_tokens.gather(1, parent.unsqueeze(-1).expand(-1, -1, t)),
-                token.unsqueeze(-1),
-            ],
-            dim=-1,
-        )  # (a, w, t+1)
-        step_attention = None
-        if need_attention:
-            step_attention = _beam_attention(
-                state, live_attention, parent, a, rows_per_sentence
-            )
-
-        # expansions among the k best that end are finished candidates (those
-        # that end at the limit with an include phrase unmet, incomplete ones)
-        finishing = ends & top_scores.isfinite() & among_k_best
-        rank = (top_scores / divisors[t]).masked_fill(~finishing, neg_inf)
-        lengths = t + 1 - (token == eos_id).long()  # tokens before <eos>
-        if matched is not None:
-            short = ~constraints.all_met(matched, active.unsqueeze(1))
-            attention = step_attention
-            stuck.merge(
-                active,
-                rank.masked_fill(~short, neg_inf),
-                top_scores,
-                sequences,
-                lengths,
-                attention,
-            )
-            rank = rank.masked_fill(short, neg_inf)
-        done.merge(active, rank, top_scores, sequences, lengths, step_attention)
-
-        if refill:  # the k best expansions that do not end live on
-            live = torch.where(ends, position + width, position).argsort(dim=1)[:, :k]
-            top_scores, ends = top_scores.gather(1, live), ends.gather(1, live)
-            parent, token = parent.gather(1, live), token.gather(1, live)
-            sequences = sequences.gather(1, expand_like(live, sequences))
-            if matched is not None:
-                matched = matched.gather(1, expand_like(live, matched))
-            if step_attention is not None:
-                step_attention = step_attention.gather(
-                    1, expand_like(live, step_attention)
-                )
-        live_scores = top_scores.masked_fill(ends, neg_inf)
-        live_tokens, prev_rows, live_attention = sequences, token, step_attention
-        live_matched = matched
-        # the state row each new live prefix continues (at the first step, the
-        # -inf candidates of the dead slots point to the sentence's one row)
-        beam_rows = torch.arange(a, device=device).unsqueeze(1) * rows_per_sentence
-        beam_rows = beam_rows + parent.clamp(max=rows_per_sentence - 1)
-
-        kth_done = done.rank[active, nbest - 1]  # the n-best list's last entry
-        if stopping == "exact":
-            reachable = live_scores.max(dim=1).values / best_possible_divisor[active]
-            finished = kth_done >= reachable
-        elif stopping == "k_finished":  # k kept means at least k have finished
-            finished = done.rank[active].isfinite().all(dim=1)
-        else:
-            finished = torch.zeros_like(kth_done, dtype=torch.bool)
-        finished |= at_limit.squeeze(1) | ~live_scores.isfinite().any(dim=1)
-        if bool(finished.all()):
+            divisor = lengths.divisor(max(beam.length, 1))
+            stuck.merge(beam.active, *beam.ended_where(no_token, divisor))
+        best = best_expansions(beam, log_probs, settings, lengths, includes)
+        if settings.need_attention:
+            best = replace(best, attention=attention_history(state, beam, best.parent))
+        finish(best, beam.active, settings, lengths, done, stuck)
+        if settings.refill:  # the k best expansions that do not end live on
+            best = best.refilled(k)
+        rows = beam.state_rows(best.parent)  # the state row each continues
+        beam = best.live(beam)
+        stopped = has_stopped(beam, settings, lengths, done)
+        if bool(stopped.all()):
             break
-        keep = (~finished).nonzero().squeeze(1)
-        state = state.reorder(beam_rows[keep].flatten())
-        rows_per_sentence = k
-        active, live_scores = active[keep], live_scores[keep]
-        live_tokens, prev = live_tokens[keep], prev_rows[keep].flatten()
-        if live_attention is not None:
-            live_attention = live_attention[keep]
-        if live_matched is not None:
-            live_matched = live_matched[keep]
+        keep = (~stopped).nonzero().squeeze(1)
+        state = state.reorder(rows[keep].flatten())
+        beam = beam.keep(keep)
 
     src_lengths = src_mask.sum(1).tolist()
-    found = done.hypotheses(nbest, src_lengths)
-    incomplete = stuck.hypotheses(nbest, src_lengths, complete=False)
+    found = done.hypotheses(settings.nbest, src_lengths)
+    incomplete = stuck.hypotheses(settings.nbest, src_lengths, complete=False)
     return [best or fallback for best, fallback in zip(found, incomplete, strict=True)]
 
 
-def _beam_attention(
-    state: DecoderState,
-    live_attention: torch.Tensor | None,
-    parent: torch.Tensor,
-    a: int,
-    rows_per_sentence: int,
-) -> torch.Tensor:
-    """Every candidate's attention history: (a, w, t+1, layers, heads, S)."""
-    if state.attention is None:
-        raise ValueError("this model does not report attention weights")
-    weights = state.attention[:, -1]  # (a*rows_per_sentence, layers, heads, S)
-    weights = weights.reshape(a, rows_per_sentence, 1, *weights.shape[1:])
-    history = (
-        weights
-        if live_attention is None
-        else torch.cat([live_attention, weights], dim=2)
+def best_expansions(
+    beam: LiveBeam,
+    log_probs: torch.Tensor,
+    settings: BeamSettings,
+    lengths: Lengths,
+    includes: IncludeAllocation | None,
+) -> Expansions:
+    """The ``width`` best one-token expansions of each sentence's live
+    prefixes, by ``score + log P(token)`` (with phrases to include, by bank)."""
+    a, t = beam.active.numel(), beam.length
+    k, width = settings.beam_size, settings.width
+    # Adding a prefix's score keeps the order of its row, so a sentence's
+    # best expansions are among the best tokens of each of its rows: rank
+    # k·width candidates per sentence, not k·V.
+    row_scores, row_tokens = top_k_rows(log_probs, min(width, log_probs.size(-1)))
+    if includes is not None:  # and the next token of each phrase not met
+        row_scores, row_tokens = includes.add_wanted(
+            log_probs, row_scores, row_tokens, beam.row_matched(), beam.row_sentence()
+        )
+    per_row = row_tokens.size(1)
+    if beam.rows < k:  # the first step: slot 0 is the only live one
+        row_scores = row_scores.repeat_interleave(k, dim=0)
+        row_tokens = row_tokens.repeat_interleave(k, dim=0)
+    candidates = beam.scores.unsqueeze(-1) + row_scores.double().view(a, k, -1)
+    matched = unmet = None
+    if includes is None:
+        scores, index = candidates.view(a, -1).topk(width, dim=1)
+    else:  # the beam's places allocated among the banks
+        scores, index, matched = includes.choose(
+            candidates, row_tokens.view(a, k, per_row), beam.matched, beam.active, width
+        )
+        unmet = includes.unmet(matched, beam.active)
+    parent = index // per_row
+    token = row_tokens.view(a, -1).gather(1, index)
+    at_limit = (t + 1 >= lengths.limits[beam.active]).unsqueeze(1)  # (a, 1)
+    ends = (token == settings.eos_id) | at_limit
+    history = beam.tokens.gather(1, parent.unsqueeze(-1).expand(-1, -1, t))
+    sequences = torch.cat([history, token.unsqueeze(-1)], dim=-1)  # (a, w, t+1)
+    return Expansions(scores, parent, token, ends, sequences, None, matched, unmet)
+
+
+def finish(
+    best: Expansions,
+    active: torch.Tensor,
+    settings: BeamSettings,
+    lengths: Lengths,
+    done: FinishedCandidates,
+    stuck: FinishedCandidates,
+) -> None:
+    """Expansions among the k best that end are finished candidates (those
+    that end with a phrase to include unmet, incomplete ones)."""
+    scored = best.sequences.size(2)  # L = t + 1: the tokens and <eos>
+    among_k_best = (
+        torch.arange(best.ends.size(1), device=active.device) < settings.beam_size
     )
-    parent = parent.clamp(max=rows_per_sentence - 1)  # first step: one row
-    return history.gather(1, expand_like(parent, history))
+    finishing = best.ends & best.scores.isfinite() & among_k_best
+    rank = best.scores / lengths.divisor(scored)
+    rank = rank.masked_fill(~finishing, float("-inf"))
+    token_lengths = scored - (best.token == settings.eos_id).long()  # before <eos>
+    ended = best.scores, best.sequences, token_lengths, best.attention
+    if best.unmet is not None:
+        stuck.merge(active, rank.masked_fill(~best.unmet, float("-inf")), *ended)
+        rank = rank.masked_fill(best.unmet, float("-inf"))
+    done.merge(active, rank, *ended)
+
+
+def has_stopped(
+    beam: LiveBeam,
+    settings: BeamSettings,
+    lengths: Lengths,
+    done: FinishedCandidates,
+) -> torch.Tensor:
+    """(a,) whether each active sentence stops with the live ``beam`` (the
+    module's stopping rules)."""
+    kth_done = done.rank[beam.active, settings.nbest - 1]  # the n-best's last
+    if settings.stopping == "exact":
+        reachable = beam.scores.max(dim=1).values / lengths.best_possible[beam.active]
+        stopped = kth_done >= reachable
+    elif settings.stopping == "k_finished":  # k kept means at least k finished
+        stopped = done.rank[beam.active].isfinite().all(dim=1)
+    else:
+        stopped = torch.zeros_like(kth_done, dtype=torch.bool)
+    at_limit = beam.length >= lengths.limits[beam.active]
+    return stopped | at_limit | ~beam.scores.isfinite().any(dim=1)

@@ -1,7 +1,9 @@
 """A batch's forced prefixes fed to the model in one pass (``feed_prefix``),
 not one step per token: the same scores and state as forcing them step by
 step (``BatchConstraints.rule_out``), the first ``free`` tokens of each
-scored 0 (a target-language token, forced as ``transformers`` forces it)."""
+scored 0 (a target-language token, forced as ``transformers`` forces it).
+A search takes its first step's log-probabilities from the fed prefix, and
+the next ones from the model (``NextTokens``)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import torch
 
 from rosetta.interfaces.encoder_decoder import DecoderState, EncoderDecoder
 from rosetta.search.constraints import BatchConstraints
-from rosetta.search.controls import Controls, without_start
+from rosetta.search.controls import Controls, next_token_log_probs, without_start
 
 
 @dataclass
@@ -59,3 +61,32 @@ def feed_prefix(
     scored = position >= constraints.free.unsqueeze(1)
     scores = picked.where(scored, 0.0).double().sum(1)
     return FedPrefix(m, tokens, scores, log_probs[:, m - skip], state)
+
+
+class NextTokens:
+    """Each step's next-token log-probabilities (rows, V) and the state after
+    it: at the first call, those a ``FedPrefix`` already computed (the
+    controls applied to them), after it ``model.step``."""
+
+    def __init__(
+        self,
+        model: EncoderDecoder,
+        controls: Controls,
+        fed: FedPrefix | None = None,
+        need_attention: bool = False,
+    ):
+        self.model, self.controls, self.need_attention = model, controls, need_attention
+        self.pending = None if fed is None else fed.after
+
+    def __call__(
+        self, prev: torch.Tensor, state: DecoderState, prefixes: torch.Tensor
+    ) -> tuple[torch.Tensor, DecoderState]:
+        """``prev`` (rows,) the last tokens, ``prefixes`` (rows, t) each
+        row's output so far."""
+        if self.pending is not None:
+            log_probs, self.pending = self.pending, None
+            self.controls.rule_out(log_probs, prefixes)
+            return log_probs, state
+        return next_token_log_probs(
+            self.model, prev, state, prefixes, self.controls, self.need_attention
+        )

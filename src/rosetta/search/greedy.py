@@ -16,8 +16,8 @@ import torch
 
 from rosetta.interfaces.encoder_decoder import EncoderDecoder
 from rosetta.search.constraints import BatchConstraints
-from rosetta.search.controls import NO_CONTROLS, Controls, next_token_log_probs
-from rosetta.search.fed_prefix import feed_prefix
+from rosetta.search.controls import NO_CONTROLS, Controls
+from rosetta.search.fed_prefix import NextTokens, feed_prefix
 from rosetta.search.topk import argmax_rows
 
 
@@ -54,6 +54,23 @@ def max_lengths(
     return limits.clamp(max=cap) if cap is not None else limits
 
 
+def output_limits(
+    src_mask: torch.Tensor,
+    max_len_a: float,
+    max_len_b: int,
+    max_len_cap: int | None,
+    constraints: BatchConstraints | None,
+    controls: Controls,
+) -> torch.Tensor:
+    """(n,) each sentence's output limit (``max_lengths``), raised to what its
+    constraints need; ``ValueError`` where the controls' minimum length is
+    beyond it."""
+    least = None if constraints is None else constraints.least_lengths()
+    limits = max_lengths(src_mask.sum(1), max_len_a, max_len_b, max_len_cap, least)
+    controls.check_limits(limits)
+    return limits
+
+
 TokenChooser = Callable[[torch.Tensor], torch.Tensor]  # (n, V) log P -> (n,) ids
 
 
@@ -85,36 +102,26 @@ def greedy_search(
     likely one; sampling passes its own). Scores are the model's
     log-probabilities of the chosen tokens.
     """
-    n = src.size(0)
-    device = src.device
-    least = None
-    if constraints is not None:
-        if constraints.includes:
-            raise ValueError(
-                "phrases to include need beam search (beam size 2 or more)"
-            )
-        least = constraints.least_lengths()
-    limits = max_lengths(src_mask.sum(1), max_len_a, max_len_b, max_len_cap, least)
-    controls.check_limits(limits)
+    if constraints is not None and constraints.includes:
+        raise ValueError("phrases to include need beam search (beam size 2 or more)")
+    limits = output_limits(
+        src_mask, max_len_a, max_len_b, max_len_cap, constraints, controls
+    )
+    n, device, steps = src.size(0), src.device, int(limits.max())
     state = model.init_state(model.encode(src, src_mask), src_mask)
     alive = torch.arange(n, device=device)  # original row of each state row
     tokens = torch.full((n,), bos_id, dtype=torch.long, device=device)
-    output = torch.full((n, int(limits.max())), eos_id, dtype=torch.long, device=device)
+    output = torch.full((n, steps), eos_id, dtype=torch.long, device=device)
     lengths = limits.clone()
     scores = torch.zeros(n, dtype=torch.float64, device=device)
     stuck = torch.zeros(n, dtype=torch.bool, device=device)  # no token was left
     fed = feed_prefix(model, state, constraints, controls, limits, bos_id)
     if fed is not None:  # the prefix every sentence starts with, in one pass
         output[:, : fed.length], scores, state = fed.tokens, fed.scores, fed.state
+    next_tokens = NextTokens(model, controls, fed)
 
-    for t in range(0 if fed is None else fed.length, int(limits.max())):
-        if fed is not None and t == fed.length:
-            log_probs = fed.after
-            controls.rule_out(log_probs, output[:, :t])
-        else:
-            log_probs, state = next_token_log_probs(  # (alive, V)
-                model, tokens, state, output[alive, :t], controls
-            )
+    for t in range(0 if fed is None else fed.length, steps):
+        log_probs, state = next_tokens(tokens, state, output[alive, :t])  # (alive, V)
         if constraints is not None:
             constraints.rule_out(log_probs, output[alive, :t], alive)
         # a row left no token ends as if by <eos>, adding 0 to its score
@@ -133,7 +140,18 @@ def greedy_search(
             keep = (~done).nonzero().squeeze(1)
             state = state.reorder(keep)
             alive, tokens = alive[keep], tokens[keep]
+    return _hypotheses(output, lengths, scores, limits, stuck)
 
+
+def _hypotheses(
+    output: torch.Tensor,
+    lengths: torch.Tensor,
+    scores: torch.Tensor,
+    limits: torch.Tensor,
+    stuck: torch.Tensor,
+) -> list[Hypothesis]:
+    """Each sentence's output (n, steps) cut to its length (n,): ended where
+    it is shorter than its limit and not ``stuck`` (n,) (no token left)."""
     rows, lengths_list, scores_list = output.tolist(), lengths.tolist(), scores.tolist()
     ended = ((lengths < limits) & ~stuck).tolist()
     complete = (~stuck).tolist()
@@ -144,5 +162,5 @@ def greedy_search(
             ended=ended[i],
             complete=complete[i],
         )
-        for i in range(n)
+        for i in range(len(rows))
     ]
