@@ -63,9 +63,11 @@ $(GPU_STAMP): pyproject.toml
 test-gpu: $(GPU_STAMP)
 	ROSETTA_REQUIRE_CUDA=1 $(GPU_VENV)/bin/python -m pytest -q
 
+# mypy checks the packages [tool.mypy] of pyproject.toml names
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/mypy
 
 # The README's quality table: train the default for 100 minutes, score test_2016.
 bench-quality: $(STAMP)

@@ -17,9 +17,10 @@ def speaks_for_the_run() -> bool:
     return os.environ.get("RANK", "0") == "0"
 
 
-# what str.splitlines() breaks a line at, each written as its escape
+# what str.splitlines() breaks a line at (by code point, as str.translate
+# reads it), each written as its escape
 LINE_BREAKS = {
-    char: char.encode("unicode_escape").decode("ascii")
+    ord(char): char.encode("unicode_escape").decode("ascii")
     for char in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
 }
 
@@ -27,7 +28,7 @@ LINE_BREAKS = {
 def one_line(message: object) -> str:
     """``message`` on one line: a line break inside it (a file name may hold
     one) written as its escape, so an error is always one line."""
-    return str(message).translate(str.maketrans(LINE_BREAKS))
+    return str(message).translate(LINE_BREAKS)
 
 
 def in_words(error: BaseException) -> str:

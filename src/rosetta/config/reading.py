@@ -85,7 +85,7 @@ def _family_config(arch: str | None, sections: Sections) -> type[BaseModel]:
 
 
 def _section(
-    location: list[Any], arch: str | None, sections: Sections
+    location: list[int | str], arch: str | None, sections: Sections
 ) -> type[BaseModel] | None:
     """The config class that holds the key at ``location`` (a key path)."""
     by_place: dict[str, type[BaseModel]] = {
@@ -103,7 +103,9 @@ def _section(
     return by_place.get(".".join(str(part) for part in location[:-1]))
 
 
-def _did_you_mean(location: list[Any], arch: str | None, sections: Sections) -> str:
+def _did_you_mean(
+    location: list[int | str], arch: str | None, sections: Sections
+) -> str:
     section = _section(location, arch, sections)
     if section is None:
         return ""
@@ -129,9 +131,9 @@ def format_validation_error(
     problems = []
     for item in error.errors():
         location = list(item["loc"])
-        arch = None
+        arch: str | None = None
         if location[:1] == ["model"] and location[1:2] and location[1] in archs:
-            arch = location.pop(1)  # the family's tag, not a key
+            arch = str(location.pop(1))  # the family's tag, not a key
         key = ".".join(str(part) for part in location) or "(top level)"
         message = item["msg"]
         if item["type"] == "extra_forbidden":

@@ -10,8 +10,9 @@ The configuration knows no family: ``config_class(sections)`` makes the
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Callable
-from typing import Annotated, Any, ClassVar, Literal, Union
+from typing import Annotated, ClassVar, Literal, Union
 
 from pydantic import (
     Discriminator,
@@ -81,10 +82,10 @@ class Config(Section):
         return self
 
 
-def _arch_of(default: str) -> Callable[[Any], str | None]:
+def _arch_of(default: str) -> Callable[[object], str | None]:
     """Which section a ``model`` value is: its ``arch``, or ``default``."""
 
-    def arch(section: Any) -> str | None:
+    def arch(section: object) -> str | None:
         if isinstance(section, dict):
             return section.get("arch", default)
         return getattr(section, "arch", None)
@@ -99,21 +100,29 @@ def config_class(sections: tuple[type[ModelSection], ...]) -> type[Config]:
     forbids the keys it does not read, like every other section)."""
     archs = tuple(section.arch_name() for section in sections)
     tagged = tuple(Annotated[s, Tag(s.arch_name())] for s in sections)
-    union = Annotated[
-        Union[tagged],  # noqa: UP007
-        Discriminator(
-            _arch_of(archs[0]),
-            custom_error_type="unknown_arch",
-            custom_error_message=f"unknown arch; use one of: {', '.join(archs)}",
+    # The union's members are known only here, at run time: the subscripts
+    # are calls, which a type checker does not read as type expressions.
+    union = operator.getitem(
+        Annotated,
+        (
+            operator.getitem(Union, tagged),
+            Discriminator(
+                _arch_of(archs[0]),
+                custom_error_type="unknown_arch",
+                custom_error_message=f"unknown arch; use one of: {', '.join(archs)}",
+            ),
         ),
-    ]
+    )
     made = create_model(
         "Config",
         __base__=Config,
         __module__=Config.__module__,
         model=(
-            SerializeAsAny[union],
-            Field(sections[0](), description="the architecture, picked by model.arch"),
+            operator.getitem(SerializeAsAny, union),
+            Field(
+                sections[0].model_validate({}),  # the first family's defaults
+                description="the architecture, picked by model.arch",
+            ),
         ),
     )
     made.MODEL_SECTIONS = sections

@@ -10,7 +10,7 @@ ignored setting.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar, Literal, get_args
+from typing import ClassVar, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -31,7 +31,9 @@ class Section(BaseModel):
 
     @field_validator("*", mode="before")
     @classmethod
-    def _no_bool_for_a_number(cls, value: Any, info: ValidationInfo) -> Any:
+    def _no_bool_for_a_number(cls, value: object, info: ValidationInfo) -> object:
+        if info.field_name is None:  # pydantic names the field to a field validator
+            return value
         annotation = cls.model_fields[info.field_name].annotation
         numeric = {int, float} & {annotation, *get_args(annotation)}
         if isinstance(value, bool) and numeric:
@@ -85,7 +87,7 @@ class CorpusFiles(Section):
 class DataConfig(Section):
     @model_validator(mode="before")
     @classmethod
-    def _hub_columns(cls, data: Any) -> Any:
+    def _hub_columns(cls, data: object) -> object:
         """A Hugging Face corpus reads the language codes unless told otherwise."""
         if not isinstance(data, dict):
             return data

@@ -114,7 +114,7 @@ class PieceTableTokenizer:
         return len(self.vocab)
 
     def to_dict(self) -> dict[str, Any]:
-        state = {
+        state: dict[str, object] = {
             "kind": "sentencepiece-table",
             "model": base64.b64encode(self.model_bytes).decode("ascii"),
             "tokens": self.vocab.tokens,

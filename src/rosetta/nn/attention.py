@@ -20,7 +20,9 @@ from torch import nn
 try:
     from torch.nn.attention import SDPBackend, sdpa_kernel
 except ImportError:  # torch < 2.3 has no cuDNN attention to keep out
-    sdpa_kernel = None
+    _CHOOSES_KERNELS = False
+else:
+    _CHOOSES_KERNELS = True
 
 
 def scaled_dot_product_attention(
@@ -66,7 +68,7 @@ def fused_attention(
     but not cuDNN's: cuDNN builds a plan for every new shape, milliseconds of
     host time, and batches cut by a token budget bring a new shape nearly
     every step (on an H200 that made bf16 training 15× slower than fp32)."""
-    if sdpa_kernel is None or query.device.type != "cuda":
+    if not _CHOOSES_KERNELS or query.device.type != "cuda":
         return F.scaled_dot_product_attention(
             query, key, value, attn_mask=mask, dropout_p=dropout_p
         )

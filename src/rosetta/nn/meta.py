@@ -82,5 +82,5 @@ def uninitialised() -> Iterator[None]:
                 setattr(torch.nn.init, name, initialiser)
 
 
-def _unchanged(tensor: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
+def _unchanged(tensor: torch.Tensor, *args: object, **kwargs: object) -> torch.Tensor:
     return tensor

@@ -92,7 +92,7 @@ class RNN(nn.Module):
         for layer in range(num_layers):
             layer_input = input_size if layer == 0 else hidden_size * self.directions
             for suffix in self._suffixes(layer):
-                shapes = {
+                shapes: dict[str, tuple[int, ...]] = {
                     "weight_ih": (rows, layer_input),
                     "weight_hh": (rows, hidden_size),
                 }
@@ -121,8 +121,12 @@ class RNN(nn.Module):
     def _suffixes(self, layer: int) -> list[str]:
         return [f"_l{layer}", f"_l{layer}_reverse"][: self.directions]
 
-    def _weights(self, name: str) -> torch.Tensor | None:
-        return getattr(self, name, None)
+    def _weight(self, name: str) -> torch.Tensor:
+        return self.get_parameter(name)
+
+    def _bias(self, name: str) -> torch.Tensor | None:
+        # absent from a layer made with bias=False
+        return self._parameters.get(name)
 
     def forward(
         self,
@@ -147,7 +151,7 @@ class RNN(nn.Module):
     ) -> tuple[torch.Tensor, RecurrentState]:
         kernel = self._kernel[0]
         kernel.train(self.training)
-        parameters = dict(self.named_parameters())
+        parameters: dict[str, torch.Tensor] = dict(self.named_parameters())
         if lengths is None:
             return functional_call(kernel, parameters, (x, state))
         packed = pack_padded_sequence(
@@ -208,16 +212,16 @@ class RNN(nn.Module):
         reverse: bool,
     ) -> tuple[torch.Tensor, RecurrentState]:
         """One direction of one layer: x (n, T, I) -> (n, T, H), final state."""
-        weight_hh = self._weights("weight_hh" + suffix)
-        bias_hh = self._weights("bias_hh" + suffix)
+        weight_hh = self._weight("weight_hh" + suffix)
+        bias_hh = self._bias("bias_hh" + suffix)
         input_gates = nn.functional.linear(
-            x, self._weights("weight_ih" + suffix), self._weights("bias_ih" + suffix)
+            x, self._weight("weight_ih" + suffix), self._bias("bias_ih" + suffix)
         )  # (n, T, G*H): the input's share of every gate, all steps at once
         steps = range(x.size(1) - 1, -1, -1) if reverse else range(x.size(1))
         outputs: list[torch.Tensor] = [x.new_empty(0)] * x.size(1)
         for t in steps:
             keep = valid[:, t, None]  # (n, 1): padded steps leave the state alone
-            if self.cell == "lstm":
+            if isinstance(state, tuple):  # the LSTM's (h, c)
                 h, c = lstm_step(input_gates[:, t], state, weight_hh, bias_hh)
                 state = (torch.where(keep, h, state[0]), torch.where(keep, c, state[1]))
                 out = state[0]

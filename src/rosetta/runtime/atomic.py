@@ -36,7 +36,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import StringConstraints
 
@@ -122,7 +122,7 @@ def write_text_atomic(path: Path, text: str) -> None:
         handle.write(text)
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
+def write_json_atomic(path: Path, data: object) -> None:
     """Replace ``path`` with ``data`` as JSON, all or nothing."""
     write_text_atomic(path, json.dumps(data, indent=1))
 

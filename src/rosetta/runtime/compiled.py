@@ -30,7 +30,7 @@ import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Generic, Literal, ParamSpec, TypeVar
 
 import torch
 
@@ -51,7 +51,7 @@ def checked_setting(setting: object, name: str = "compiled") -> CompileSetting:
     """``setting`` if it is true, false or ``"auto"``; else a clear error
     (a string such as "false" is not a boolean)."""
     if setting is True or setting is False or setting == "auto":
-        return setting  # type: ignore[return-value]
+        return setting
     raise ValueError(f"{name} must be True, False or 'auto', got {setting!r}")
 
 
@@ -127,7 +127,11 @@ def graphs_compiled() -> int:
     return int(counters["stats"]["unique_graphs"])
 
 
-class CompiledOrEager:
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class CompiledOrEager(Generic[P, R]):
     """``function`` compiled with ``options``; at the first compile that
     fails, one line to ``warn``, ``fallback()`` (what the eager function
     needs set back), and from then on ``function`` itself.
@@ -138,7 +142,7 @@ class CompiledOrEager:
 
     def __init__(
         self,
-        function: Callable[..., Any],
+        function: Callable[P, R],
         name: str,
         warn: Callable[[str], None],
         fallback: Callable[[], None] | None = None,
@@ -146,19 +150,19 @@ class CompiledOrEager:
     ):
         self.function, self.name, self.warn = function, name, warn
         self.fallback = fallback
-        self.compiled: Callable[..., Any] | None = torch.compile(function, **options)
+        self.compiled: Callable[P, R] | None = torch.compile(function, **options)
 
     @property
     def eager(self) -> bool:
         return self.compiled is None
 
-    def __call__(self, *args: Any) -> Any:
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         if self.compiled is None:
-            return self.function(*args)
+            return self.function(*args, **kwargs)
         from torch._dynamo.exc import FailOnRecompileLimitHit, TorchDynamoException
 
         try:
-            return self.compiled(*args)
+            return self.compiled(*args, **kwargs)
         except (TorchDynamoException, FailOnRecompileLimitHit) as error:
             first = str(error).strip().splitlines()[0] if str(error).strip() else ""
             reason = f"{type(error).__name__}: {first}"[:300]
@@ -166,7 +170,7 @@ class CompiledOrEager:
             self.compiled = None
             if self.fallback is not None:
                 self.fallback()
-            return self.function(*args)
+            return self.function(*args, **kwargs)
 
 
 def configure_compiler() -> None:

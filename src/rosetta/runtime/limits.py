@@ -64,7 +64,7 @@ def reason(error: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def check(kind: Any, value: Any, name: str) -> Any:
+def check(kind: Any, value: object, name: str) -> Any:
     """``value`` as ``kind`` allows it; ``ValueError`` naming ``name`` if not."""
     try:
         return _adapter(kind).validate_python(value)
@@ -72,7 +72,7 @@ def check(kind: Any, value: Any, name: str) -> Any:
         raise ValueError(f"{name} {reason(error)}, got {value!r}") from None
 
 
-def _is_whole(kind: Any) -> bool:
+def _is_whole(kind: object) -> bool:
     return get_args(kind)[0] is int
 
 
@@ -103,7 +103,7 @@ def number_flag(
     name: str,
     kind: Any,
     meaning: str,
-    default: Any = None,
+    default: object = None,
     **more: Any,
 ) -> None:
     """``name`` (``--beam``) taking a number of ``kind``, refused before any

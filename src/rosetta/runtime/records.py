@@ -28,7 +28,7 @@ class Record(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
-def parse_record(data: Any, schema: type[T], where: str, what: str) -> T:
+def parse_record(data: object, schema: type[T], where: str, what: str) -> T:
     """``data`` (already parsed) as ``schema``; a ``RosettaError`` naming
     ``where`` and the first fields that do not fit otherwise."""
     try:
