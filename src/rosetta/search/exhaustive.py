@@ -19,7 +19,7 @@ search's does.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 import torch
@@ -64,52 +64,17 @@ def exhaustive_search(
     for i in range(src.size(0)):  # one sentence at a time: this is the reference
         length = int(src_mask[i].sum())
         source, mask = src[i : i + 1, :length], src_mask[i : i + 1, :length]
-        state = model.init_state(model.encode(source, mask), mask)
-        limit = int(limits[i])
-        prefixes: list[list[int]] = [[]]
-        scores = torch.zeros(1, dtype=torch.float64)
-        prev = torch.full((1,), bos_id, dtype=torch.long, device=src.device)
-        finished: list[Hypothesis] = []
-        for t in range(limit):
-            done = torch.tensor(prefixes, dtype=torch.long, device=src.device)
-            log_probs, state = next_token_log_probs(  # (P, V)
-                model, prev, state, done.view(len(prefixes), t), controls
-            )
-            vocab = log_probs.size(-1)
-            if t == 0 and vocab**limit > max_sequences:
-                raise ValueError(
-                    f"exhaustive search would score V^T' = {vocab}^{limit} "
-                    f"sequences, more than max_sequences={max_sequences}; "
-                    "use a smaller vocabulary or maximum length, or beam search"
-                )
-            candidates = scores.unsqueeze(1) + log_probs.double().cpu()  # (P, V)
-            no_token = ~candidates.isfinite().any(dim=1)
-            for row in no_token.nonzero().flatten().tolist():
-                score = float(scores[row])
-                rank = normalized_score(score, max(t, 1), alpha, penalty)
-                finished.append(
-                    Hypothesis(prefixes[row], score, rank, ended=False, complete=False)
-                )
-            for row, prefix in enumerate(prefixes):
-                for token in range(vocab):
-                    score = float(candidates[row, token])
-                    if score == float("-inf"):
-                        continue
-                    ends = token == eos_id
-                    if ends or t + 1 == limit:  # L = t + 1 scored tokens
-                        rank = normalized_score(score, t + 1, alpha, penalty)
-                        tokens = prefix if ends else [*prefix, token]
-                        finished.append(Hypothesis(tokens, score, rank))
-            if t + 1 == limit:
-                break
-            live = (candidates.isfinite()).nonzero()  # (P', 2): parent, token
-            live = live[live[:, 1] != eos_id]
-            if live.numel() == 0:
-                break
-            prefixes = [[*prefixes[p], tok] for p, tok in live.tolist()]
-            scores = candidates[live[:, 0], live[:, 1]]
-            state = state.reorder(live[:, 0].to(src.device))
-            prev = live[:, 1].to(src.device)
+        finished = every_sequence(
+            model,
+            source,
+            mask,
+            int(limits[i]),
+            bos_id=bos_id,
+            eos_id=eos_id,
+            rank=lambda score, scored: normalized_score(score, scored, alpha, penalty),
+            max_sequences=max_sequences,
+            controls=controls,
+        )
         if constraints is not None:
             finished = [
                 h if constraints[i].met_by(h.tokens) else replace(h, complete=False)
@@ -120,3 +85,70 @@ def exhaustive_search(
         chosen.sort(key=lambda h: -(h.normalized_score or 0.0))
         results.append(chosen[:nbest])
     return results
+
+
+def every_sequence(
+    model: EncoderDecoder,
+    source: torch.Tensor,
+    mask: torch.Tensor,
+    limit: int,
+    *,
+    bos_id: int,
+    eos_id: int,
+    rank: Callable[[float, int], float],
+    max_sequences: int,
+    controls: Controls,
+) -> list[Hypothesis]:
+    """Every sequence of one sentence ``source`` (1, S) up to ``limit``
+    tokens, scored, ranked by ``rank(score, scored tokens)``: those that end
+    (``<eos>`` or the limit), and those the controls leave no token."""
+    state = model.init_state(model.encode(source, mask), mask)
+    prefixes: list[list[int]] = [[]]
+    scores = torch.zeros(1, dtype=torch.float64)
+    prev = torch.full((1,), bos_id, dtype=torch.long, device=source.device)
+    finished: list[Hypothesis] = []
+    for t in range(limit):
+        done = torch.tensor(prefixes, dtype=torch.long, device=source.device)
+        log_probs, state = next_token_log_probs(  # (P, V)
+            model, prev, state, done.view(len(prefixes), t), controls
+        )
+        vocab = log_probs.size(-1)
+        if t == 0 and vocab**limit > max_sequences:
+            raise ValueError(
+                f"exhaustive search would score V^T' = {vocab}^{limit} "
+                f"sequences, more than max_sequences={max_sequences}; "
+                "use a smaller vocabulary or maximum length, or beam search"
+            )
+        candidates = scores.unsqueeze(1) + log_probs.double().cpu()  # (P, V)
+        no_token = ~candidates.isfinite().any(dim=1)
+        for row in no_token.nonzero().flatten().tolist():
+            score = float(scores[row])
+            finished.append(
+                Hypothesis(
+                    prefixes[row],
+                    score,
+                    rank(score, max(t, 1)),
+                    ended=False,
+                    complete=False,
+                )
+            )
+        for row, prefix in enumerate(prefixes):
+            for token in range(vocab):
+                score = float(candidates[row, token])
+                if score == float("-inf"):
+                    continue
+                ends = token == eos_id
+                if ends or t + 1 == limit:  # L = t + 1 scored tokens
+                    tokens = prefix if ends else [*prefix, token]
+                    finished.append(Hypothesis(tokens, score, rank(score, t + 1)))
+        if t + 1 == limit:
+            break
+        live = (candidates.isfinite()).nonzero()  # (P', 2): parent, token
+        live = live[live[:, 1] != eos_id]
+        if live.numel() == 0:
+            break
+        prefixes = [[*prefixes[p], tok] for p, tok in live.tolist()]
+        scores = candidates[live[:, 0], live[:, 1]]
+        state = state.reorder(live[:, 0].to(source.device))
+        prev = live[:, 1].to(source.device)
+    return finished

@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from rosetta.config.reading import config_from_dict
+from rosetta.config.schema import Config
 from rosetta.data.piece_table import PieceTableTokenizer
 from rosetta.data.tokenizer import TokenizerPair
 from rosetta.errors import RosettaError, in_words
@@ -134,30 +135,12 @@ def import_multilingual(
         )
     )
     tokenizer = piece_table(spm_model, ids.tokens, tokens, spm_path)
-    # no languages by default: a model of 200 must be told which (a corpus
-    # named by two codes, as fine-tuning's, makes them the run's defaults)
-    data = {"src_lang": "src", "tgt_lang": "tgt"}
-    model = model_section(settings, str(where))
-    try:
-        rosetta_config = config_from_dict(
-            {"data": data, "model": model, "tokenizer": {"joint": True}},
-            (TransformerConfig,),
-            f"{path}: the configuration made from it",
-        )
-    except RosettaError as error:
-        raise RosettaError(in_words(error)) from None
-    kept = {"num_beams", "max_length", "length_penalty"}
-    search = {
-        key: value
-        for source_settings in (settings, generation)
-        for key, value in source_settings.model_dump().items()
-        if key in kept and value is not None
-    }
+    rosetta_config = run_config(path, settings)
     imported = ImportedRecord(
         source=source,
         format=f"{MODEL_TYPES[settings.model_type]} (Hugging Face transformers, "
         f"{settings.model_type})",
-        generation=search,
+        generation=search_settings(settings, generation),
     )
     write_imported_run(
         folder, rosetta_config, TokenizerPair(tokenizer, tokenizer), stored, imported
@@ -297,4 +280,35 @@ def model_section(settings: MultilingualSettings, where: str) -> dict[str, Any]:
         "embedding_norm": mbart,
         "output_bias": mbart,
         "start_token": "eos",
+    }
+
+
+def run_config(path: Path, settings: MultilingualSettings) -> Config:
+    """The Rosetta configuration of the model in ``path``, read as
+    ``settings``: no languages of its own (a model of 200 must be told
+    which; a corpus named by two codes, as fine-tuning's, makes them the
+    run's defaults)."""
+    data = {"src_lang": "src", "tgt_lang": "tgt"}
+    model = model_section(settings, str(path / CONFIG_FILE))
+    try:
+        return config_from_dict(
+            {"data": data, "model": model, "tokenizer": {"joint": True}},
+            (TransformerConfig,),
+            f"{path}: the configuration made from it",
+        )
+    except RosettaError as error:
+        raise RosettaError(in_words(error)) from None
+
+
+def search_settings(
+    settings: MultilingualSettings, generation: GenerationSettings
+) -> dict[str, Any]:
+    """What the folder says search should do (its beams, length limit and
+    penalty), from its config.json and generation_config.json."""
+    kept = {"num_beams", "max_length", "length_penalty"}
+    return {
+        key: value
+        for source_settings in (settings, generation)
+        for key, value in source_settings.model_dump().items()
+        if key in kept and value is not None
     }
