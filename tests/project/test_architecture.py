@@ -13,6 +13,7 @@ from tests.support.paths import ROOT
 SRC = ROOT / "src"
 PACKAGE = SRC / "rosetta"
 MAX_LINES = 350
+MAX_FUNCTION_LINES = 80  # a screen
 
 
 def module_name(path: Path) -> str:
@@ -204,6 +205,40 @@ def test_no_import_cycle(type_checking):
 def test_modules_are_small(path):
     lines = len(path.read_text(encoding="utf-8").splitlines())
     assert lines <= MAX_LINES, f"{path.name}: {lines} lines (at most {MAX_LINES})"
+
+
+def long_functions(source: str, limit: int) -> list[str]:
+    """The functions (methods, nested ones) of ``source`` over ``limit``
+    lines, signature and docstring counted: ``name: N lines``."""
+    return [
+        f"{node.name}: {node.end_lineno - node.lineno + 1} lines"
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.end_lineno is not None
+        and node.end_lineno - node.lineno + 1 > limit
+    ]
+
+
+@pytest.mark.parametrize(
+    "path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(SRC))
+)
+def test_functions_read_in_one_screen(path):
+    """A function that outgrows a screen has become several steps: each gets
+    a name of its own."""
+    found = long_functions(path.read_text(encoding="utf-8"), MAX_FUNCTION_LINES)
+    assert found == [], f"{path.name}: at most {MAX_FUNCTION_LINES} lines: {found}"
+
+
+def test_the_function_guard_counts_what_it_should():
+    body = "".join(f"    x{n} = {n}\n" for n in range(MAX_FUNCTION_LINES))
+    source = f"def long():\n{body}\ndef short():\n    pass\n"
+    assert long_functions(source, MAX_FUNCTION_LINES) == [
+        f"long: {MAX_FUNCTION_LINES + 1} lines"
+    ]
+    nested = "class A:\n    async def m(self):\n" + body.replace("    ", "        ")
+    assert long_functions(nested, MAX_FUNCTION_LINES) == [
+        f"m: {MAX_FUNCTION_LINES + 1} lines"
+    ]
 
 
 def test_reading_the_configuration_loads_no_pytorch():
