@@ -13,6 +13,8 @@ import time
 import torch
 
 from rosetta.families.transformer.build import build_transformer
+from rosetta.families.transformer.config import TransformerConfig
+from rosetta.families.transformer.positions.base import scheme_of
 
 
 def main() -> None:
@@ -22,7 +24,8 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
 
-    model = build_transformer(8000, 8000, share_embeddings=True)
+    section = TransformerConfig()  # the default sizes, shared embeddings
+    model = build_transformer(section, scheme_of(section.positions), 8000, 8000)
     for parameter in model.parameters():
         parameter.grad = torch.randn_like(parameter)
     optimizers = {

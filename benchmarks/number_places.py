@@ -33,14 +33,14 @@ from rosetta.data.batching import Example, collate
 from rosetta.data.corpus import read_corpus
 from rosetta.data.synthetic import accuracy
 from rosetta.data.vocab import PAD_ID
-from rosetta.families.transformer.number_positions import shifted
-from rosetta.families.transformer.positions import RandomPositionsTransformer
+from rosetta.families.transformer.model import Transformer
+from rosetta.families.transformer.positions.numbers import shifted
 from rosetta.jobs.loading import load_translator
 from rosetta.search.options import SearchOptions
 
 
 def teacher_forced(
-    model: RandomPositionsTransformer, pairs: list[Example], offset: int
+    model: Transformer, pairs: list[Example], offset: int
 ) -> tuple[float, float]:
     """Exact % and per-token % of ``pairs`` teacher-forced with every digit
     moved by ``offset``: the training forward at a chosen offset."""
@@ -48,8 +48,8 @@ def teacher_forced(
     src_mask = batch.src_mask
     tgt_mask = batch.tgt_out != PAD_ID
     moved = torch.full((len(pairs), 1), offset)
-    source = shifted(model.encoder.numbers(batch.src, real=src_mask), moved)
-    target = shifted(model.decoder.numbers(batch.tgt_in), moved)
+    source = shifted(model.encoder.positions.numbers(batch.src, real=src_mask), moved)
+    target = shifted(model.decoder.positions.numbers(batch.tgt_in), moved)
     with torch.no_grad():
         features = model.forward_placed(
             batch.src, src_mask, batch.tgt_in, source, target, tgt_mask
@@ -70,7 +70,7 @@ def main() -> None:
     args = parser.parse_args()
     translator = load_translator(args.run, device="cpu", which=args.which)
     model = translator.model
-    if not isinstance(model, RandomPositionsTransformer) or model.draw is not None:
+    if not isinstance(model, Transformer) or not model.scheme.needs_digits:
         raise SystemExit(f"{args.run}: not a model with positions inside numbers")
     model.eval()
     splits = args.splits or sorted(

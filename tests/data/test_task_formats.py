@@ -183,9 +183,9 @@ def test_the_written_addition_config_places_digits_where_they_hold(tmp_path, tas
     training offset: a training forward at that offset runs."""
     import torch
 
-    from rosetta.families.transformer.build import build_transformer
-    from rosetta.families.transformer.number_positions import shifted
+    from rosetta.families.transformer.positions.numbers import shifted
     from rosetta.jobs.run_config import load_config
+    from tests.support.transformers import transformer
 
     out = tmp_path / "task"
     flags = ["--lengths", "1-5", "--bands", "6-30", "--count", "50", "--valid", "5"]
@@ -197,18 +197,13 @@ def test_the_written_addition_config_places_digits_where_they_hold(tmp_path, tas
     assert model.positions == "abacus-alibi"
     ids = torch.arange(16)
     digits = (ids >= 4) & (ids < 14)  # 0-3 the specials, 14 the plus sign
-    built = build_transformer(
-        16,
-        16,
-        **model.layer_sizes(),
-        positions=model.positions,
-        digits=(digits, digits),
-    ).train()
+    sizes = model.model_dump(exclude={"arch"})
+    built = transformer(16, 16, (digits, digits), **sizes).train()
     src = torch.tensor([[5] * 30 + [14] + [6] * 30 + [3]])  # two 30-digit numbers
     tgt_in = torch.tensor([[2] + [7] * 31])  # <bos> and a 31-digit sum
     largest = torch.tensor([[model.number_offset]])
     built.training_positions = lambda s, m, t: (
-        shifted(built.encoder.numbers(s, real=m), largest),
-        shifted(built.decoder.numbers(t), largest),
+        shifted(built.encoder.positions.numbers(s, real=m), largest),
+        shifted(built.decoder.positions.numbers(t), largest),
     )
     assert built(src, src > 0, tgt_in).shape == (1, 32, model.d_model)

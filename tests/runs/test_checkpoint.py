@@ -6,10 +6,10 @@ from safetensors.torch import load_file, save_file, save_model
 
 from rosetta.errors import RosettaError
 from rosetta.families import build_model
-from rosetta.families.transformer.build import build_transformer
 from rosetta.runs import checkpoint as ckpt
 from rosetta.runs import weights
 from tests.support.toy import RNN_ATTENTION, toy_config
+from tests.support.transformers import transformer
 
 CPU = torch.device("cpu")
 
@@ -71,7 +71,7 @@ def test_weights_that_share_one_buffer_are_saved_and_load_back_exactly(tmp_path)
 
 def tied_transformer(seed):
     torch.manual_seed(seed)
-    return build_transformer(
+    return transformer(
         30, 30, d_model=16, heads=2, d_ff=32, share_embeddings=True, tie_output=True
     )
 
@@ -109,13 +109,13 @@ def test_the_output_projection_loads_from_its_earlier_name(tmp_path):
     from rosetta.families.transformer import FAMILY
 
     torch.manual_seed(1)
-    model = build_transformer(30, 30, d_model=16, heads=2, d_ff=32, tie_output=False)
+    model = transformer(30, 30, d_model=16, heads=2, d_ff=32, tie_output=False)
     tensors = ckpt.model_tensors(model)
     tensors["decoder.output_proj.weight"] = tensors.pop("output_proj.weight")
     (tmp_path / "c").mkdir()
     save_file(tensors, str(tmp_path / "c" / ckpt.MODEL_FILE))
     torch.manual_seed(2)
-    fresh = build_transformer(30, 30, d_model=16, heads=2, d_ff=32, tie_output=False)
+    fresh = transformer(30, 30, d_model=16, heads=2, d_ff=32, tie_output=False)
     with pytest.raises(RosettaError, match=r"unexpected: decoder\.output_proj"):
         weights.load_weights(tmp_path / "c", fresh, CPU)
     weights.load_weights(tmp_path / "c", fresh, CPU, FAMILY.upgrade_weights)
@@ -133,7 +133,7 @@ def test_weights_of_another_model_are_a_clear_error(tmp_path):
     with pytest.raises(RosettaError, match=r"missing: decoder\.layers\.0\.ffn") as e:
         weights.load_weights(tmp_path / "c", tied_transformer(2), CPU)
     assert "unexpected: decoder.extra" in str(e.value)
-    bigger = build_transformer(
+    bigger = transformer(
         30, 30, d_model=32, heads=2, d_ff=32, share_embeddings=True
     )
     save(tmp_path / "d", bigger)

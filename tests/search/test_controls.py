@@ -11,13 +11,13 @@ import pytest
 import torch
 
 from rosetta.data.vocab import BOS_ID, EOS_ID
-from rosetta.families.transformer.build import build_transformer
 from rosetta.search.bans import Spellings
 from rosetta.search.beam import beam_search
 from rosetta.search.controls import Controls
 from rosetta.search.greedy import greedy_search
 from rosetta.search.options import SearchOptions
 from tests.support.next_token import next_token_log_probs
+from tests.support.transformers import transformer
 
 VOCAB, LIMIT = 8, 4
 WORDS = (1, 4, 5, 6, 7)  # what an output may hold: <unk> and the words
@@ -28,7 +28,7 @@ def tiny_model(eos_bias: float) -> torch.nn.Module:
     change the best output); ``eos_bias`` on </s>'s logit: 6 makes the
     empty output the best (a minimum length changes it)."""
     torch.manual_seed(1)
-    network = build_transformer(
+    network = transformer(
         VOCAB,
         VOCAB,
         encoder_layers=1,

@@ -1,10 +1,10 @@
 import pytest
 import torch
 
-from rosetta.families.transformer.build import build_transformer
 from rosetta.search import greedy_search, max_lengths
 from tests.support.fakes import BOS, CONFIG_LIMIT, EOS, TableModel
 from tests.support.next_token import next_token_log_probs
+from tests.support.transformers import transformer
 
 LIMIT = CONFIG_LIMIT
 
@@ -42,7 +42,7 @@ def test_max_length_is_a_times_source_plus_b():
 
 def tiny_transformer(layers, seed):
     torch.manual_seed(seed)
-    return build_transformer(
+    return transformer(
         12,
         12,
         d_model=32,

@@ -8,10 +8,10 @@ import torch
 from rosetta.data import Example, collate
 from rosetta.data.vocab import BOS_ID, EOS_ID, PAD_ID
 from rosetta.families.rnn.model import build_rnn_seq2seq
-from rosetta.families.transformer.build import build_transformer
 from rosetta.search import greedy_search
 from rosetta.train import label_smoothed_cross_entropy, learning_rate
 from tests.support.fakes import CONFIG_LIMIT
+from tests.support.transformers import transformer
 
 VOCAB, SYMBOLS = 14, range(4, 14)
 
@@ -70,7 +70,7 @@ def train_to_reverse(model, peak_lr, clip_norm=None, decay="inverse_sqrt"):
 @pytest.mark.slow
 def test_transformer_learns_to_reverse_within_a_minute():
     torch.manual_seed(0)
-    model = build_transformer(
+    model = transformer(
         VOCAB,
         VOCAB,
         encoder_layers=2,

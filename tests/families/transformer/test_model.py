@@ -2,23 +2,22 @@ import pytest
 import torch
 from torch import nn
 
-from rosetta.families.transformer.build import build_transformer
 from rosetta.families.transformer.fast.packed import pack_for_inference
 from rosetta.families.transformer.layers import (
     TransformerDecoderLayer,
     TransformerEncoderLayer,
 )
 from rosetta.families.transformer.model import causal_mask
-from rosetta.families.transformer.positions import (
-    POSITIONS,
-    draw_offsets,
-    draw_positions,
-)
+from rosetta.families.transformer.positions import SCHEMES
+from rosetta.families.transformer.positions.draws import draw_offsets, draw_positions
 from rosetta.nn import LayerSizes
 from rosetta.nn.linear_bias import LinearBiases, cross_distances, self_distances
 from rosetta.nn.relative_attention import RelativeMultiHeadAttention
 from rosetta.train import label_smoothed_cross_entropy
 from tests.nn.test_attention import copy_into_torch
+from tests.support.transformers import transformer
+
+POSITIONS = tuple(SCHEMES)
 
 D, HEADS, FF = 32, 4, 64
 
@@ -99,7 +98,7 @@ def tiny_model(**overrides):
     # tokens 4-8 are digits (abacus, coupled): random batches hold numbers
     digits = torch.arange(11).sub(4).lt(5) & torch.arange(11).ge(4)
     digits = (digits, torch.cat([digits, torch.zeros(2, dtype=torch.bool)]))
-    model = build_transformer(11, 13, **options, digits=digits).eval()
+    model = transformer(11, 13, **options, digits=digits).eval()
     with torch.no_grad():  # relative attention's biases start at 0: make them count
         for module in model.modules():
             if isinstance(module, RelativeMultiHeadAttention):
@@ -204,13 +203,13 @@ def test_padding_content_never_changes_real_outputs_or_the_loss(positions):
 
 
 def test_shared_and_tied_embeddings_are_one_parameter():
-    model = build_transformer(
+    model = transformer(
         20, 20, d_model=16, heads=2, d_ff=32, share_embeddings=True, tie_output=True
     )
     assert model.encoder.embedding is model.decoder.embedding
     assert model.output_proj.weight is model.decoder.embedding.token.weight
     with pytest.raises(ValueError, match="one vocabulary"):
-        build_transformer(20, 21, d_model=16, heads=2, share_embeddings=True)
+        transformer(20, 21, d_model=16, heads=2, share_embeddings=True)
 
 
 def test_too_long_input_is_a_clear_error():
@@ -281,7 +280,7 @@ def test_shifted_positions_are_consecutive_from_every_start():
 
 
 def test_nope_adds_positions_in_the_encoder_only_and_shares_the_tokens():
-    model = build_transformer(
+    model = transformer(
         20, 20, d_model=16, heads=2, d_ff=32, share_embeddings=True, positions="nope"
     ).eval()
     tokens = torch.tensor([[5, 5, 5]])
@@ -317,7 +316,7 @@ def test_alibi_scores_are_the_formula_and_hold_no_positions():
     src, src_mask, _ = random_batch()
     encoder = model.encoder
     layer = encoder.layers[0]
-    slopes = encoder.biases.log_slopes[0].exp()
+    slopes = encoder.positions.biases.log_slopes[0].exp()
     x = encoder.embedding(src)
     assert torch.allclose(x, encoder.embedding.token(src) * encoder.embedding.scale)
     with torch.no_grad():
@@ -331,7 +330,7 @@ def test_alibi_scores_are_the_formula_and_hold_no_positions():
         heads = (torch.softmax(scores, -1) @ v).transpose(1, 2).flatten(2)
         by_hand = layer.attn_res.after(x, layer.self_attn.out_proj(heads))
         by_hand = layer.ffn_res.after(by_hand, layer.ffn(layer.ffn_res.before(by_hand)))
-        mask = encoder.biases.bias(
+        mask = encoder.positions.biases.bias(
             0, self_distances(8, 8, src.device), src_mask[:, None, None, :]
         )
         assert (layer(x, mask) - by_hand)[src_mask].abs().max() <= 1e-5
@@ -344,25 +343,29 @@ def test_alibi_is_never_packed():
 
 
 def test_each_end_of_the_cross_attention_starts_with_the_whole_slope_series():
-    model = build_transformer(20, 20, d_model=32, heads=4, positions="alibi")
-    cross = model.decoder.cross_biases.log_slopes.exp()
+    model = transformer(20, 20, d_model=32, heads=4, positions="alibi")
+    cross = model.decoder.positions.cross_biases.log_slopes.exp()
     assert torch.allclose(cross[0], torch.tensor([1, 2**-4, 1, 2**-4]))
-    six = build_transformer(20, 20, d_model=36, heads=6, positions="alibi")
-    cross = six.decoder.cross_biases.log_slopes.exp()
+    six = transformer(20, 20, d_model=36, heads=6, positions="alibi")
+    cross = six.decoder.positions.cross_biases.log_slopes.exp()
     third = 2 ** (-8 / 3)
     expected = torch.tensor([1, third, third**2] * 2)
     assert torch.allclose(cross[1], expected)
-    encoder = model.encoder.biases.log_slopes.exp()
+    encoder = model.encoder.positions.biases.log_slopes.exp()
     assert torch.allclose(encoder[1], torch.tensor([2**-2, 2**-4, 2**-6, 2**-8]))
 
 
-def test_the_configuration_offers_every_position_scheme():
-    from typing import get_args
+def test_the_configuration_offers_and_describes_every_listed_scheme():
+    from pydantic import ValidationError
 
     from rosetta.families.transformer.config import TransformerConfig
 
-    offered = get_args(TransformerConfig.model_fields["positions"].annotation)
-    assert offered == POSITIONS
+    description = TransformerConfig.model_fields["positions"].description
+    for name in POSITIONS:
+        assert TransformerConfig(positions=name).positions == name
+        assert f"{name}: " in description
+    with pytest.raises(ValidationError, match="use one of sinusoidal, relative"):
+        TransformerConfig(positions="sinusoids")
 
 
 # abacus, coupled and abacus-alibi check their positions against the table: a value the

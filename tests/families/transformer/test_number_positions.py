@@ -8,14 +8,14 @@ import json
 import pytest
 import torch
 
-from rosetta.families.transformer.build import build_transformer
 from rosetta.families.transformer.fast.packed import can_pack
-from rosetta.families.transformer.number_positions import (
+from rosetta.families.transformer.positions.numbers import (
     digit_mask,
     number_positions,
     shifted,
 )
 from tests.families.transformer.test_model import tiny_model
+from tests.support.transformers import transformer
 
 # "4 7 + 8 5 <eos>" and "1 2 3 <eos> <pad>"
 DIGITS = torch.tensor([[1, 1, 0, 1, 1, 0], [1, 1, 1, 0, 0, 0]], dtype=torch.bool)
@@ -73,8 +73,8 @@ def test_training_moves_both_sides_digits_by_one_offset_per_pair(positions):
     src = torch.tensor([[4, 5, 10, 6, 7, 3]] * 64)
     tgt = torch.tensor([[2, 4, 5, 6]] * 64)
     model(src, src != 0, tgt)
-    plain_source = model.encoder.numbers(src)
-    plain_target = model.decoder.numbers(tgt)
+    plain_source = model.encoder.positions.numbers(src)
+    plain_target = model.decoder.positions.numbers(tgt)
     offsets = seen["source"][:, 0] - plain_source[:, 0]
     assert set(offsets.tolist()) == set(range(6))  # 0 .. number_offset
     assert torch.equal(seen["source"], shifted(plain_source, offsets[:, None]))
@@ -89,7 +89,7 @@ def test_training_moves_both_sides_digits_by_one_offset_per_pair(positions):
 def test_number_positions_decode_through_the_layers_and_need_the_digits():
     assert not can_pack(abacus_model())
     with pytest.raises(ValueError, match="need the vocabularies' digits"):
-        build_transformer(12, 12, d_model=16, heads=2, positions="abacus")
+        transformer(12, 12, d_model=16, heads=2, positions="abacus")
     model = abacus_model(number_offset=100).train()  # past the table of 64
     number = torch.tensor([[4] * 10 + [3]] * 64)
     with pytest.raises(ValueError, match=r"raise model\.max_positions"):
@@ -114,7 +114,7 @@ def test_learned_places_are_one_trained_table_and_decode_as_they_teacher_force(
     sinusoidal = abacus_model(positions, number_table="sinusoidal")
     model.eval()
     with torch.no_grad():
-        places = model.encoder.numbers(src, real=src_mask)
+        places = model.encoder.positions.numbers(src, real=src_mask)
         x = model.encoder.embedding(src, positions=places)
         token = model.encoder.embedding.token(src) * model.encoder.embedding.scale
         assert torch.equal(x, token + table[places])
@@ -156,13 +156,13 @@ def test_abacus_alibi_trains_at_offset_0_exactly_as_it_decodes():
     with torch.no_grad():
         expected = model.eval()(src, src_mask, tgt)
         model.training_positions = lambda s, m, t: (
-            model.encoder.numbers(s, real=m),
-            model.decoder.numbers(t),
+            model.encoder.positions.numbers(s, real=m),
+            model.decoder.positions.numbers(t),
         )
         trained = model.train()(src, src_mask, tgt)
         _, places = model.encode(src, src_mask)
     assert (trained - expected).abs().max() <= 1e-5
-    assert torch.equal(places, model.encoder.numbers(src, real=src_mask))
+    assert torch.equal(places, model.encoder.positions.numbers(src, real=src_mask))
 
 
 def test_learned_places_are_for_positions_inside_numbers():
@@ -172,7 +172,7 @@ def test_learned_places_are_for_positions_inside_numbers():
 
     with pytest.raises(ValidationError, match="number_table: learned is for abacus"):
         TransformerConfig(positions="alibi", number_table="learned")
-    with pytest.raises(ValueError, match="learned number places need abacus"):
+    with pytest.raises(ValueError, match="number_table: learned is for abacus"):
         tiny_model(positions="sinusoidal", number_table="learned")
     TransformerConfig(positions="coupled", number_table="learned")
 
@@ -202,7 +202,7 @@ def test_an_abacus_run_reports_the_exactness_a_fresh_load_gets(tmp_path):
     )
     run_training(config, tmp_path / "run")
     translator = load_translator(tmp_path / "run", which="latest", device="cpu")
-    digits = translator.model.encoder.numbers.is_digit
+    digits = translator.model.encoder.positions.numbers.is_digit
     pieces = translator.tokenizers.src.id_pieces(range(len(digits)))
     assert [p for p, d in zip(pieces, digits.tolist(), strict=True) if d] == sorted(
         "0123456789", key=pieces.index

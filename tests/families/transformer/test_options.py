@@ -15,12 +15,12 @@ from benchmarks.marian_model import sentences, train_spm
 from rosetta.data.piece_table import PieceTableTokenizer
 from rosetta.data.tokenizer import TokenizerPair
 from rosetta.data.vocab import BOS_ID, PAD_ID, SPECIALS
-from rosetta.families.transformer.build import build_transformer
 from rosetta.families.transformer.fast.packed import pack_for_inference
 from rosetta.families.transformer.marian.exporter import halves_order, permuted_width
 from rosetta.nn.feedforward import PositionwiseFeedForward
 from rosetta.nn.positional import positional_encoding
 from rosetta.search.controls import next_token_log_probs
+from tests.support.transformers import transformer
 
 SIZES = {"encoder_layers": 2, "decoder_layers": 2, "d_model": 16, "heads": 2}
 
@@ -63,7 +63,7 @@ def test_halves_hold_the_same_sinusoids_in_another_order():
 
 def model(**options) -> torch.nn.Module:
     torch.manual_seed(0)
-    return build_transformer(40, 40, share_embeddings=True, **SIZES, **options).eval()
+    return transformer(40, 40, share_embeddings=True, **SIZES, **options).eval()
 
 
 def logits(network, src, tgt) -> torch.Tensor:
@@ -247,7 +247,7 @@ def test_fairseq_options_compute_what_transformers_computes(architecture):
     else:
         config = transformers.M2M100Config(**TINY)
         theirs = transformers.M2M100ForConditionalGeneration(config).eval()
-    ours = build_transformer(
+    ours = transformer(
         40,
         40,
         **{**SIZES, "d_ff": 32},
@@ -287,7 +287,7 @@ def test_fairseq_sinusoids_are_their_formula():
 
 
 def test_learned_positions_and_the_embedding_norm_are_each_side_s_own():
-    model = build_transformer(
+    model = transformer(
         30,
         30,
         **SIZES,
@@ -309,8 +309,8 @@ def test_learned_positions_and_the_embedding_norm_are_each_side_s_own():
 
 
 def test_unscaled_embeddings_add_the_token_vectors_as_they_are():
-    scaled = build_transformer(30, 30, **SIZES, dropout=0.0).eval()
-    plain = build_transformer(30, 30, **SIZES, dropout=0.0, scale_embeddings=False)
+    scaled = transformer(30, 30, **SIZES, dropout=0.0).eval()
+    plain = transformer(30, 30, **SIZES, dropout=0.0, scale_embeddings=False)
     plain.load_state_dict(scaled.state_dict())
     tokens = torch.randint(4, 30, (2, 5))
     positions = scaled.encoder.embedding.positions[:5]

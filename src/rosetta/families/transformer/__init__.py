@@ -4,10 +4,11 @@ attention layers, with a choice of position schemes (``positions``).
 Three layers, read in this order:
 
 1. The model: ``config`` (its section), ``layers`` (attention and
-   feed-forward sublayers), ``positions`` and ``number_positions`` (one
-   scheme per ``positions`` value), ``kv_cache`` and ``state`` (what
-   decoding carries from step to step), ``model`` (the encoder and decoder
-   stacks), ``build`` (the model assembled from its section).
+   feed-forward sublayers), ``positions`` (a package: the list of position
+   schemes, and one module per ``positions`` value), ``kv_cache`` and
+   ``state`` (what decoding carries from step to step), ``model`` (the
+   encoder and decoder stacks), ``build`` (the model assembled from its
+   section and scheme), ``upgrade`` (older checkpoints' weight names).
 2. ``fast``: the decoding fast path, a transform of a trained model
    (``pack_for_inference``) tested equal to the layers.
 3. ``ctranslate2``: the other engine, an export and its translator.
@@ -81,9 +82,7 @@ FAMILY = Family(
     inference=translator,
     exports=(CTRANSLATE2, HF_EXPORT),
     importers=(HF_IMPORT,),
-    upgrade_weights=Later(
-        "rosetta.interfaces.encoder_decoder", "output_projection_moved"
-    ),
+    upgrade_weights=Later("rosetta.families.transformer.upgrade", "upgrade_weights"),
     example={"arch": "transformer", **TINY_ATTENTION},
     compiles=True,
 )

@@ -3,12 +3,13 @@ non-autoregressive Transformer shares."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from rosetta.config import attention_keys
 from rosetta.config.sections import EncoderDecoderSection
+from rosetta.families.transformer import positions
 
 # a tiny attention model: the sizes of the Transformer's and the NAT's
 # ``Family.example``
@@ -44,12 +45,6 @@ class AttentionSection(EncoderDecoderSection):
     def position_limit(self) -> int | None:
         return self.max_positions
 
-    def layer_sizes(self) -> dict[str, Any]:
-        """The keyword arguments of ``build_transformer`` but ``positions``:
-        every key of the section but ``arch`` and ``norm`` (``norm_first``)."""
-        sizes = self.model_dump(exclude={"arch", "norm", "positions"})
-        return sizes | {"norm_first": self.norm == "pre"}
-
 
 class TransformerConfig(AttentionSection):
     """``arch: transformer`` (the default)."""
@@ -58,40 +53,17 @@ class TransformerConfig(AttentionSection):
         "transformer",
         description="the model family",
     )
-    positions: Literal[
+    positions: str = Field(
         "sinusoidal",
-        "relative",
-        "relative-randomized",
-        "randomized",
-        "shifted",
-        "nope",
-        "alibi",
-        "alibi-randomized",
-        "abacus",
-        "coupled",
-        "abacus-alibi",
-        "learned",
-    ] = Field(
-        "sinusoidal",
-        description="sinusoidal: absolute positions added to the embeddings; "
-        "relative: self-attention scores distances (Transformer-XL); "
-        "relative-randomized: the distances of random sorted positions up to "
-        "max_positions in training; "
-        "randomized: in training, sinusoids at random sorted positions up "
-        "to max_positions; shifted: in training, at consecutive positions "
-        "from a random start; nope: sinusoids in the encoder, none in the "
-        "decoder; alibi: no sinusoids, every attention subtracts a learned "
-        "slope times the distance (cross-attention from both ends of the source); "
-        "alibi-randomized: alibi at random sorted positions up to max_positions "
-        "in training, so that distances beyond the training lengths are learnt; "
-        "abacus: a digit's place in its number as written, other tokens 0; "
-        "coupled: in the source, a digit's place from its number's end (its "
-        "significance when written most significant first), in the output "
-        "its place as written; abacus-alibi: abacus, and the encoder and "
-        "cross-attention subtract a learned slope times the distance between "
-        "two digits' places; learned: a trained vector per position, one table "
-        "per side (mBART's)",
+        description=positions.described(),
     )
+
+    @field_validator("positions")
+    @classmethod
+    def _a_listed_scheme(cls, value: str) -> str:
+        positions.listed(value)  # a ValueError naming the schemes
+        return value
+
     number_offset: int = Field(
         100,
         ge=0,
@@ -155,13 +127,10 @@ class TransformerConfig(AttentionSection):
 
     @model_validator(mode="after")
     def _learned_places_need_numbers(self) -> TransformerConfig:
-        if self.number_table == "learned" and self.positions not in (
-            "abacus",
-            "coupled",
-            "abacus-alibi",
-        ):
+        placing = positions.placing_digits()
+        if self.number_table == "learned" and self.positions not in placing:
             raise ValueError(
-                "number_table: learned is for abacus, coupled or abacus-alibi "
+                f"number_table: learned is for {' or '.join(placing)} "
                 f"positions, not {self.positions}"
             )
         return self

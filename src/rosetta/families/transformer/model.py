@@ -1,4 +1,5 @@
-"""The Transformer encoder and decoder (``rosetta.interfaces.encoder_decoder``)."""
+"""The Transformer encoder and decoder (``rosetta.interfaces.encoder_decoder``),
+and the model that joins them with their position scheme (``positions``)."""
 
 from __future__ import annotations
 
@@ -13,38 +14,36 @@ from rosetta.families.transformer.layers import (
     TransformerEmbedding,
     TransformerEncoderLayer,
 )
-from rosetta.families.transformer.number_positions import NumberPositions
+from rosetta.families.transformer.positions.base import (
+    DecoderPositions,
+    EncoderPositions,
+    PositionScheme,
+)
 from rosetta.families.transformer.state import TransformerState
-from rosetta.interfaces.encoder_decoder import Decoder, Encoder
-from rosetta.nn.linear_bias import (
-    LinearBiases,
-    cross_distances,
-    place_distances,
-    placed_cross_distances,
-    placed_self_distances,
-    self_distances,
+from rosetta.interfaces.encoder_decoder import (
+    Decoder,
+    Encoder,
+    EncoderDecoder,
+    Memory,
 )
 
 
 class TransformerEncoder(Encoder):
-    """``biases``: distance penalties of the self-attention (``alibi``
-    positions, ``rosetta.nn.linear_bias``), or None; ``numbers``: positions
-    inside numbers (``abacus``, ``coupled``), or None."""
+    """``positions``: the scheme's part, which places the tokens and makes
+    each layer's mask (``positions.base.EncoderPositions``)."""
 
     def __init__(
         self,
         embedding: TransformerEmbedding,
         layers: list[TransformerEncoderLayer],
         final_norm: nn.Module,
-        biases: LinearBiases | None = None,
-        numbers: NumberPositions | None = None,
+        positions: EncoderPositions | None = None,
     ):
         super().__init__()
         self.embedding = embedding
         self.layers = nn.ModuleList(layers)
         self.final_norm = final_norm  # LayerNorm in pre-norm, Identity in post-norm
-        self.biases = biases
-        self.numbers = numbers
+        self.positions = positions or EncoderPositions()
 
     def forward(
         self,
@@ -52,24 +51,14 @@ class TransformerEncoder(Encoder):
         src_mask: torch.Tensor,
         positions: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """``positions`` (n, S): the tokens' positions, if not 0, 1, 2, ...
-        (or those inside numbers, with ``numbers``)."""
-        if positions is None and self.numbers is not None:
-            positions = self.numbers(src, real=src_mask)
+        """``positions`` (n, S): the tokens' positions, if not those the
+        scheme gives (0, 1, 2, ..., or the places of digits)."""
+        positions = self.positions.place(src, src_mask, positions)
         x = self.embedding(src, positions=positions)  # (n, S, d)
         mask = src_mask[:, None, None, :]  # (n, 1, 1, S): every query sees real keys
-        if self.biases is not None:
-            length = src.size(1)
-            distance = self_distances(length, length, src.device)
-            if self.numbers is not None:  # abacus-alibi: digits by place
-                distance = place_distances(positions, positions)
-            elif positions is not None:  # drawn in training
-                distance = placed_self_distances(positions)
-        for index, layer in enumerate(self.layers):
-            if self.biases is not None:
-                x = layer(x, self.biases.bias(index, distance, mask))
-            else:
-                x = layer(x, mask, positions)
+        masks = self.positions.masks(len(self.layers), src.size(1), mask, positions)
+        for layer, layer_mask in zip(self.layers, masks, strict=True):
+            x = layer(x, layer_mask, positions)
         return self.final_norm(x)
 
 
@@ -80,27 +69,22 @@ def causal_mask(new: int, total: int, device: torch.device) -> torch.Tensor:
 
 
 class TransformerDecoder(Decoder):
-    """``self_biases`` / ``cross_biases``: distance penalties of the self- and
-    cross-attention (``alibi`` positions, ``rosetta.nn.linear_bias``), or
-    None; ``numbers``: positions inside numbers, each token's from the one
-    before it (``state.number_position``), or None."""
+    """``positions``: the scheme's part, which places the new tokens, makes
+    each layer's self- and cross-attention masks and says what a step hands
+    the next (``positions.base.DecoderPositions``)."""
 
     def __init__(
         self,
         embedding: TransformerEmbedding,
         layers: list[TransformerDecoderLayer],
         final_norm: nn.Module,
-        self_biases: LinearBiases | None = None,
-        cross_biases: LinearBiases | None = None,
-        numbers: NumberPositions | None = None,
+        positions: DecoderPositions | None = None,
     ):
         super().__init__()
         self.embedding = embedding
         self.layers = nn.ModuleList(layers)
         self.final_norm = final_norm
-        self.self_biases = self_biases
-        self.cross_biases = cross_biases
-        self.numbers = numbers
+        self.positions = positions or DecoderPositions()
 
     def init_state(
         self, memory: torch.Tensor, src_mask: torch.Tensor
@@ -119,7 +103,7 @@ class TransformerDecoder(Decoder):
         positions: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, TransformerState]:
         """As ``Decoder.forward``; ``positions`` (n, T) are the tokens'
-        positions (teacher forcing), if not ``state.length``, +1, +2, ..."""
+        positions (teacher forcing), if not those the scheme gives."""
         new = tgt_in.size(1)
         total = state.length + new
         self_mask: torch.Tensor | None = None
@@ -128,13 +112,12 @@ class TransformerDecoder(Decoder):
             if tgt_mask is not None:  # AND the padding mask over target keys
                 assert state.length == 0, "padding masks are for teacher forcing"
                 self_mask = self_mask & tgt_mask[:, None, None, :]
-        number_position = None
-        if self.numbers is not None:
-            if positions is None:
-                positions = self.numbers(tgt_in, state.number_position)
-            number_position = positions[:, -1]
+        positions = self.positions.place(tgt_in, state, positions)
         x = self.embedding(tgt_in, offset=state.length, positions=positions)
-        self_masks, cross_masks = self.layer_masks(state, new, self_mask, positions)
+        heads = self.layers[0].cross_attn.heads
+        self_masks, cross_masks = self.positions.masks(
+            len(self.layers), heads, state, new, self_mask, positions
+        )
         cache = None if state.self_kv is None else state.self_kv.extend(new)
         first_keys_values, weights = [], []
         for i, layer in enumerate(self.layers):
@@ -162,47 +145,77 @@ class TransformerDecoder(Decoder):
             self_kv=cache,
             length=total,
             attention=attention,
-            number_position=number_position,
+            carried=self.positions.carried(positions),
         )
 
-    def layer_masks(
+
+class Transformer(EncoderDecoder):
+    """The encoder, the decoder and the output projection, and ``scheme``,
+    their position scheme: in training, it may place every sentence pair at
+    positions of its own (``PositionScheme.training_positions``); outside
+    training (validation, search) the encoder and decoder place their
+    tokens themselves. Where the scheme's encoder part keeps something of
+    the source (the digits' places), ``encode`` hands it to the decoder's
+    state with the memory."""
+
+    def __init__(
         self,
-        state: TransformerState,
-        new: int,
-        self_mask: torch.Tensor | None,
-        positions: torch.Tensor | None = None,
-    ) -> tuple[list[torch.Tensor | None], list[torch.Tensor]]:
-        """Every layer's self- and cross-attention masks for ``new`` positions
-        after ``state.length``: the shared boolean ones, or with distance
-        penalties, each layer's own bias; from the target's ``positions`` and
-        ``state.source_positions`` where training drew them, and across
-        from the digits' places with positions inside numbers (the decoder's
-        own tokens by their order: a sum's digits are its places)."""
-        layers = len(self.layers)
-        if self.self_biases is None or self.cross_biases is None:
-            return [self_mask] * layers, [state.src_mask] * layers
-        total = state.length + new
-        device = state.src_mask.device
-        allowed = torch.ones((), dtype=torch.bool, device=device)
-        if self_mask is not None:
-            allowed = self_mask
-        back = self_distances(new, total, device)
-        heads = self.layers[0].cross_attn.heads
-        src_mask = state.src_mask[:, 0, 0]
-        across = cross_distances(state.length, new, src_mask, heads)
-        source = state.source_positions
-        by_place = self.numbers is not None and positions is not None
-        if by_place and source is not None:
-            # abacus-alibi: the digits' places across; a sentence's beams are
-            # its queries, one run each: (n, new) -> (m, group * new)
-            grouped = positions.reshape(source.size(0), -1)
-            across = place_distances(grouped, source)
-        elif positions is not None and source is not None:
-            back = placed_self_distances(positions)
-            across = placed_cross_distances(positions, source, src_mask, heads)
-        if state.group > 1 and new > 1 and not by_place:
-            across = across.repeat(1, 1, state.group, 1)
-        return (
-            [self.self_biases.bias(i, back, allowed) for i in range(layers)],
-            [self.cross_biases.bias(i, across, state.src_mask) for i in range(layers)],
-        )
+        encoder: TransformerEncoder,
+        decoder: TransformerDecoder,
+        output_proj: nn.Module,
+        scheme: PositionScheme,
+    ):
+        super().__init__(encoder, decoder, output_proj)
+        self.scheme = scheme
+
+    def encode(self, src: torch.Tensor, src_mask: torch.Tensor) -> Memory:
+        """The memory, and the source's places (n, S) where the scheme keeps
+        them."""
+        memory = self.encoder(src, src_mask)
+        kept = self.encoder.positions.kept(src, src_mask)
+        return memory if kept is None else (memory, kept)
+
+    def init_state(self, memory: Memory, src_mask: torch.Tensor) -> TransformerState:
+        if not isinstance(memory, tuple):
+            return self.decoder.init_state(memory, src_mask)
+        memory, kept = memory
+        state = self.decoder.init_state(memory, src_mask)
+        return replace(state, source_positions=kept)
+
+    def forward(
+        self,
+        src: torch.Tensor,
+        src_mask: torch.Tensor,
+        tgt_in: torch.Tensor,
+        tgt_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        if self.training:
+            placed = self.training_positions(src, src_mask, tgt_in)
+            if placed is not None:
+                return self.forward_placed(src, src_mask, tgt_in, *placed, tgt_mask)
+        return super().forward(src, src_mask, tgt_in, tgt_mask)
+
+    def training_positions(
+        self, src: torch.Tensor, src_mask: torch.Tensor, tgt_in: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """The source's (n, S) and the target's (n, T) positions in training,
+        or None for those of decoding: the scheme's."""
+        return self.scheme.training_positions(self, src, src_mask, tgt_in)
+
+    def forward_placed(
+        self,
+        src: torch.Tensor,
+        src_mask: torch.Tensor,
+        tgt_in: torch.Tensor,
+        source: torch.Tensor,
+        target: torch.Tensor,
+        tgt_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Teacher-forced features with the source's (n, S) and the target's
+        (n, T) positions given: the training forward, at positions of one's
+        choosing (``benchmarks/number_places.py`` moves test pairs with it)."""
+        memory = self.encoder(src, src_mask, source)
+        state = self.decoder.init_state(memory, src_mask)
+        state = replace(state, source_positions=source)
+        features, _ = self.decoder(tgt_in, state, tgt_mask, positions=target)
+        return features

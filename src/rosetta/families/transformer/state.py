@@ -27,8 +27,9 @@ class TransformerState:
     length: int = 0
     attention: torch.Tensor | None = None  # (n, t, layers, heads, S) if asked
     group: int = 1  # decoding rows per memory row
-    # positions inside numbers: the last token's (n,), which the next continues
-    number_position: torch.Tensor | None = None
+    # what the position scheme hands the next step, one row per decoding row
+    # (positions inside numbers: the last token's place, which the next continues)
+    carried: torch.Tensor | None = None
     # the source's positions where training drew them, or its places inside
     # numbers (m, S): distance penalties
     source_positions: torch.Tensor | None = None
@@ -59,9 +60,9 @@ class TransformerState:
             if self.attention is None
             else self.attention.index_select(0, index),
             group=group,
-            number_position=None
-            if self.number_position is None
-            else self.number_position.index_select(0, index),
+            carried=None
+            if self.carried is None
+            else self.carried.index_select(0, index),
             source_positions=source_positions,
         )
 

@@ -22,7 +22,7 @@ from rosetta.data.vocab import BOS, BOS_ID, EOS, UNK
 from rosetta.errors import RosettaError
 from rosetta.families.transformer.ctranslate2.files import ENGINE_FILE
 from rosetta.families.transformer.model import TransformerDecoder, TransformerEncoder
-from rosetta.families.transformer.positions import SCHEMES
+from rosetta.families.transformer.positions.base import scheme_of
 from rosetta.runs import checkpoint as ckpt
 from rosetta.runtime.atomic import write_json_atomic
 from rosetta.runtime.records import Record, read_checked
@@ -49,21 +49,12 @@ def write_export(restored: Any, output: Path, quantization: str | None) -> None:
     refused."""
     import_ctranslate2()
     folder = restored.folder
-    scheme = SCHEMES[restored.config.model.positions]
-    problem = None
-    if scheme.relative:
-        problem = "CTranslate2 has no Transformer-XL attention"
-    elif scheme.distance_penalties:
-        problem = "CTranslate2's encoder-decoder has no distance penalties"
-    elif scheme.numbers is not None:
-        problem = "CTranslate2 counts positions from the start, not inside numbers"
-    elif not scheme.decoder_sinusoids:
-        problem = "CTranslate2 adds sinusoidal positions to both sides"
-    elif scheme.learned:
-        problem = "this export writes sinusoid tables, not learned ones"
-    if problem is not None:
+    positions = restored.config.model.positions
+    scheme = scheme_of(positions)
+    if not scheme.exports_to("ctranslate2"):
         raise RosettaError(
-            f"{folder}: model.positions is {scheme.name}; {problem}, only "
+            f"{folder}: model.positions is {positions}; "
+            f"{scheme.ctranslate2_refusal}, only "
             "absolute sinusoidal positions: to export to CTranslate2, train "
             "with model.positions=sinusoidal (the bundled configuration's)"
         )

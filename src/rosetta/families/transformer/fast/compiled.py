@@ -146,16 +146,15 @@ class CompiledDecoding(EncoderDecoder):
 
 def can_compile_decoding(model: EncoderDecoder) -> bool:
     """A Transformer decoder counting positions 0, 1, 2, ... (absolute or
-    relative), without distance penalties or positions inside numbers."""
+    relative): its position scheme's steps are at their count, without
+    distance penalties or positions inside numbers."""
     decoder = model.decoder
     if not isinstance(decoder, TransformerDecoder):
         return False
-    if decoder.numbers is not None or decoder.self_biases is not None:
+    if not decoder.positions.steps_by_count:
         return False
     attentions = (MultiHeadAttention, RelativeMultiHeadAttention)
-    return decoder.cross_biases is None and all(
-        type(layer.self_attn) in attentions for layer in decoder.layers
-    )
+    return all(type(layer.self_attn) in attentions for layer in decoder.layers)
 
 
 def warn_on_stderr(line: str) -> None:

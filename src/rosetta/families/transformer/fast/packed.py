@@ -140,14 +140,13 @@ class PackedOutputProjection(Snapshot):
 def can_pack(model: EncoderDecoder) -> bool:
     """A Transformer decoder with fused attention and plain ``nn.Linear`` layers
     (not int8-quantized ones, which have their own fast path), without
-    distance penalties or positions inside numbers (the packed step counts
-    positions 0, 1, 2, ... and adds no penalties)."""
+    a position scheme whose steps are not at their count (the packed step
+    counts positions 0, 1, 2, ... and adds no penalties: distance penalties,
+    positions inside numbers)."""
     decoder = model.decoder
     return (
         isinstance(decoder, TransformerDecoder)
-        and decoder.self_biases is None
-        and decoder.cross_biases is None
-        and decoder.numbers is None
+        and decoder.positions.steps_by_count
         and all(is_packable(layer) for layer in decoder.layers)
     )
 

@@ -38,6 +38,7 @@ from rosetta.families.transformer.marian.settings import (
     TOKENIZER_CONFIG,
     VOCAB_FILE,
 )
+from rosetta.families.transformer.positions.base import scheme_of
 from rosetta.runs import checkpoint as ckpt
 
 # the residual stream's layers, by how they meet it: their weight's rows
@@ -51,7 +52,7 @@ def refusal(model: Any) -> str | None:
     section), or None."""
     if model.arch != "transformer":
         return f"arch {model.arch}: MarianMT is a Transformer encoder-decoder"
-    if model.positions != "sinusoidal":
+    if not scheme_of(model.positions).exports_to("marian"):
         return f"{model.positions} positions: MarianMT adds sinusoidal positions"
     if model.sinusoids == "fairseq" or model.first_position:
         return (

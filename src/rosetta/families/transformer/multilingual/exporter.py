@@ -34,6 +34,7 @@ from rosetta.families.transformer.multilingual.vocabulary import (
     M2M100_CODES,
     WRAPPED,
 )
+from rosetta.families.transformer.positions.base import scheme_of
 from rosetta.runs import checkpoint as ckpt
 
 ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "swish": "silu"}
@@ -42,7 +43,8 @@ ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "swish": "silu"}
 def refusal(model: Any) -> str | None:
     """Why neither M2M100's nor mBART's layout holds the ``model`` section,
     or None."""
-    mbart = model.positions == "learned"
+    scheme = scheme_of(model.positions) if model.arch == "transformer" else None
+    mbart = scheme is not None and scheme.exports_to("mbart")
     wanted = {
         "arch": "transformer",
         "norm": "pre",
@@ -53,12 +55,14 @@ def refusal(model: Any) -> str | None:
         "start_token": "eos",
         "embedding_norm": mbart,
         "output_bias": mbart,
-        "positions": "learned" if mbart else "sinusoidal",
     }
+    found = {key: getattr(model, key) for key in wanted}
+    if scheme is not None and not mbart and not scheme.exports_to("m2m100"):
+        wanted["positions"], found["positions"] = "sinusoidal", model.positions
     for key, value in wanted.items():
-        if getattr(model, key) != value:
+        if found[key] != value:
             return (
-                f"model.{key} is {getattr(model, key)}, not {value}: not the "
+                f"model.{key} is {found[key]}, not {value}: not the "
                 "layout of an NLLB-200, M2M100 or mBART-50 model"
             )
     return None
@@ -93,7 +97,7 @@ def exported_tensors(
             if model.embedding_norm:
                 norm = tensors[f"{side}.embedding.norm.{kind}"]
                 out[f"model.{side}.layernorm_embedding.{kind}"] = norm
-        if model.positions == "learned":  # two rows before the first position
+        if scheme_of(model.positions).exports_to("mbart"):  # two rows before
             table = tensors[f"{side}.embedding.positions"]
             out[f"model.{side}.embed_positions.weight"] = torch.cat(
                 [table.new_zeros(2, table.size(1)), table]
@@ -105,7 +109,7 @@ def exported_tensors(
 
 def hf_config(model: Any, size: int) -> dict[str, Any]:
     """``config.json`` of the ``model`` section, ``size`` ids."""
-    mbart = model.positions == "learned"
+    mbart = scheme_of(model.positions).exports_to("mbart")
     config = {
         "architectures": [
             "MBartForConditionalGeneration"
