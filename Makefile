@@ -35,7 +35,7 @@ browser:
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; }
 
 demo: $(STAMP)
-	$(BIN)/python -m rosetta.demo --config $(CONFIG) $(DEMO_FLAGS)
+	$(BIN)/rosetta demo --config $(CONFIG) $(DEMO_FLAGS)
 
 # The documentation site (site/), strict: a broken link or reference fails
 # (not --quiet, which hides the warnings strict mode counts).

@@ -7,7 +7,7 @@ import re
 import sys
 from pathlib import Path
 
-from rosetta import demo as entry
+from rosetta.cli import main
 from rosetta.jobs import demo
 from tests.support.toy import toy_config
 
@@ -21,7 +21,7 @@ def test_the_demo_estimates_trains_scores_and_keeps_earlier_runs(
     _, config = toy_config(tmp_path)
     output = tmp_path / "demo"
     arguments = ["--config", str(config), "--output", str(output), "--steps", "12"]
-    entry.main([*arguments, "--device", "cpu"])
+    assert main(["demo", *arguments, "--device", "cpu"]) == 0
     first = capsys.readouterr().out
     assert re.search(r"One update takes [\d.]+ s here .* for 12 updates", first)
     # the validations and the test set are in the estimate, not left out of it
@@ -44,7 +44,9 @@ def test_the_demo_estimates_trains_scores_and_keeps_earlier_runs(
     assert f"{rosetta} serve -m {output}" in first
 
     os.utime(stamp, (0, 0))  # a set-up long before: not this demo's
-    entry.main([*arguments, "--device", "cpu"])  # again: the first run stays
+    assert (
+        main(["demo", *arguments, "--device", "cpu"]) == 0
+    )  # again: the first run stays
     second = capsys.readouterr().out
     assert "set-up" not in second
     assert f"{output} holds an earlier run and is kept" in second
@@ -52,7 +54,7 @@ def test_the_demo_estimates_trains_scores_and_keeps_earlier_runs(
     assert (tmp_path / "demo-2" / "checkpoints.json").is_file()
 
     relative = ["--set", "model.positions=relative"]
-    entry.main([*arguments, "--device", "cpu", "--fresh", *relative])
+    assert main(["demo", *arguments, "--device", "cpu", "--fresh", *relative]) == 0
     assert "holds an earlier run" not in capsys.readouterr().out
     assert not (tmp_path / "demo-3").exists()
     index = json.loads((output / "checkpoints.json").read_text())

@@ -146,7 +146,7 @@ LAYERS = (
     ("rosetta.families",),  # each family's package, and the list of them
     ("rosetta.jobs",),  # the application: training runs, loading, exports
     ("rosetta",),  # the public API
-    ("rosetta.cli", "rosetta.serve", "rosetta.demo", "rosetta.__main__"),
+    ("rosetta.cli", "rosetta.serve", "rosetta.__main__"),
 )
 
 
@@ -318,7 +318,7 @@ def test_the_command_line_and_server_reach_no_family_s_own_modules():
     reaching = sorted(
         f"{module} -> {imported}"
         for module, imports in graph.items()
-        if module.startswith(("rosetta.cli", "rosetta.serve", "rosetta.demo"))
+        if module.startswith(("rosetta.cli", "rosetta.serve"))
         for imported in imports
         if (imported.startswith("rosetta.families") and imported not in allowed)
         or imported.startswith(below)

@@ -1,5 +1,5 @@
 """``rosetta prepare | train | translate | distill | evaluate | average | export |
-import | serve | plot | languages | score | perplexity | generate | task``.
+import | serve | plot | languages | score | demo | perplexity | generate | task``.
 
 Each verb lives in its own module: its ``cmd_*`` function and the parser that
 calls it. A parser imports only what it shows (``rosetta.cli.flags``), and a
@@ -25,7 +25,6 @@ from types import FrameType
 from typing import Any, NoReturn
 
 from rosetta.errors import RosettaError, Stopped, one_line, speaks_for_the_run
-
 
 # the name it is installed by (``pip install rosetta-nmt``): "rosetta" on
 # the package index is another project; the package and command stay rosetta
@@ -150,6 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
     # the verbs import PyTorch: not before a command needs them
     from rosetta.cli import (
         average,
+        demo,
         distill,
         evaluate,
         export,
@@ -176,6 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
         plot,
         languages,
         score,
+        demo,
     ):
         verb.add_parser(verbs)
     language_model.add_parsers(verbs)

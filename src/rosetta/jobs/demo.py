@@ -1,6 +1,6 @@
-"""``make demo``: train the bundled default for a fixed number of updates,
-translate Multi30k test_2016, score it, show a few translations and what to
-try next.
+"""``rosetta demo`` (``make demo``): train the bundled default for a fixed
+number of updates, translate Multi30k test_2016, score it, show a few
+translations and what to try next.
 
 The budget is counted in updates, not minutes, so a slow or busy machine takes
 longer but learns as much. A GPU, when there is one, trains the configuration's
@@ -30,6 +30,7 @@ from rosetta.data.encoded_pairs import EncodedPairs
 from rosetta.evaluate.corpus import evaluate_all
 from rosetta.families import family_of
 from rosetta.interfaces.trained import Trained
+from rosetta.jobs.demo_budget import CPU_STEPS, DEFAULT_CONFIG
 from rosetta.jobs.loading import load_translator
 from rosetta.jobs.run_config import load_config
 from rosetta.jobs.training import (
@@ -45,8 +46,6 @@ from rosetta.train.prepare import PreparedData, prepare_data
 from rosetta.train.trainer import Trainer
 from rosetta.train.training_task import TrainingSetup
 
-CPU_STEPS = 600  # test_2016 BLEU in the 20s: see docs/performance.md
-DEFAULT_CONFIG = "configs/multi30k-de-en-transformer.yaml"
 # what the default trains with at CPU_STEPS: measured in docs/performance.md
 SHORT_BUDGET = ("model.positions=relative",)
 

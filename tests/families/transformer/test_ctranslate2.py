@@ -19,7 +19,7 @@ from rosetta.runs.checkpoint import read_index
 from tests.support.toy import RNN_ATTENTION, TRANSFORMER_RELATIVE, toy_config
 
 ctranslate2 = pytest.importorskip(
-    "ctranslate2", reason="CTranslate2 is an optional extra: pip install rosetta-nmt[ct2]"
+    "ctranslate2", reason="an optional extra: pip install 'rosetta-nmt[ct2]'"
 )
 
 SENTENCES = [
