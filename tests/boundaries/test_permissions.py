@@ -47,6 +47,10 @@ WRITES: dict[tuple[str, ...], list[str]] = {
         *("task", "copy", "--count", "30", "--valid", "5", "--test", "5"),
         *("-o", "task"),
     ],
+    ("demo",): [
+        *("demo", "--config", "toy.yaml", "--steps", "2", "--device", "cpu"),
+        *("--output", "demo"),
+    ],
     ("plot", "curves"): ["plot", "curves", "run", "-o", "curves.png"],
     ("plot", "positions"): ["plot", "positions", "-o", "positions.svg"],
     ("plot", "attention"): [
