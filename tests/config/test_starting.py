@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from rosetta.cli import main
 from rosetta.errors import RosettaError
 from rosetta.jobs.run_config import load_config
-from rosetta.train.init import starting_checkpoint
+from rosetta.train.fine_tuning import starting_checkpoint
 from tests.support.toy import write_corpus
 
 # keys the starting run (tests/support/toy.py's transformer, word tokenizer) decides:

@@ -316,7 +316,7 @@ def test_a_nats_preparation_aligns_and_training_only_maps(tmp_path, monkeypatch)
     """``rosetta prepare`` (or the first training process) aligns; every
     training process after it maps what it stored."""
     from rosetta.families.nat import fertilities as module
-    from rosetta.families.nat.task import prepare_nat
+    from rosetta.families.nat.training import prepare_nat
 
     config, _ = toy_config(tmp_path, model=NAT)
     run = tmp_path / "run"

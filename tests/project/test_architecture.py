@@ -173,7 +173,7 @@ def test_every_package_is_placed_in_one_layer():
 
 def test_the_layer_map_places_modules_as_drawn():
     assert layer_of("rosetta.config.schema") < layer_of("rosetta.data.corpus")
-    assert layer_of("rosetta.train.trainer") < layer_of("rosetta.families.nat.task")
+    assert layer_of("rosetta.train.trainer") < layer_of("rosetta.families.nat.training")
     assert layer_of("rosetta.families") < layer_of("rosetta.jobs.training")
     assert layer_of("rosetta.jobs.restore") < layer_of("rosetta.cli.train")
     with pytest.raises(AssertionError, match="no layer"):

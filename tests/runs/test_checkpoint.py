@@ -133,9 +133,7 @@ def test_weights_of_another_model_are_a_clear_error(tmp_path):
     with pytest.raises(RosettaError, match=r"missing: decoder\.layers\.0\.ffn") as e:
         weights.load_weights(tmp_path / "c", tied_transformer(2), CPU)
     assert "unexpected: decoder.extra" in str(e.value)
-    bigger = transformer(
-        30, 30, d_model=32, heads=2, d_ff=32, share_embeddings=True
-    )
+    bigger = transformer(30, 30, d_model=32, heads=2, d_ff=32, share_embeddings=True)
     save(tmp_path / "d", bigger)
     with pytest.raises(RosettaError, match=r"is \(\d+, 32\) in the file") as e:
         weights.load_weights(tmp_path / "d", tied_transformer(2), CPU)

@@ -23,7 +23,7 @@ from rosetta.runtime.outputs import refuse_kept_places, refuse_long_name
 from rosetta.runtime.threads import use_threads
 from rosetta.train import distributed
 from rosetta.train.distributed import SINGLE_PROCESS, Group, local_device
-from rosetta.train.init import (
+from rosetta.train.fine_tuning import (
     load_starting_weights,
     refuse_resuming_an_import,
     starting_checkpoint,

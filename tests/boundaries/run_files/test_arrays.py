@@ -25,7 +25,7 @@ from rosetta.cli import main
 from rosetta.data.store import MANIFEST_FILE, STORE_DIR
 from rosetta.errors import RosettaError
 from rosetta.families.nat import fertilities as module
-from rosetta.families.nat.task import prepare_nat
+from rosetta.families.nat.training import prepare_nat
 from rosetta.runtime.fingerprint import KIND, fingerprint
 from rosetta.train.prepare import prepare_data, prepare_text
 from tests.support.read_back import (

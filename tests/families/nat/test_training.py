@@ -15,7 +15,7 @@ from rosetta.families.nat.search import (
     nat_candidates,
     teacher_log_probabilities,
 )
-from rosetta.families.nat.task import collate_nat
+from rosetta.families.nat.training import collate_nat
 from rosetta.families.nat.translator import NATTranslator
 from rosetta.jobs.loading import load_translator
 from rosetta.search.batched import decode_in_batches
