@@ -67,7 +67,7 @@ def normal(classes: dict[str, type[BaseModel]], key: str, value: Any) -> Any:
     and a tuple, compare equal), or as given where it does not read."""
     name, _, field_name = key.partition(".")
     field = classes[name].model_fields.get(field_name) if name in classes else None
-    if field is None:
+    if field is None or field.annotation is None:
         return value
     adapter: TypeAdapter[Any] = TypeAdapter(field.annotation)
     try:
