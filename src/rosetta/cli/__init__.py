@@ -279,6 +279,11 @@ def run_command(argv: list[str] | None, noted: list[bool]) -> int:
     except Stopped as stop:
         print(f"rosetta {args.verb}: {stop}", file=sys.stderr)
         return stop.status
+    except BrokenPipeError:  # the reader went away (``| head``): no traceback,
+        # and none at exit either, when Python flushes standard output again
+        # (an OSError, so caught before the clause below)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, as the shell reports it
     except OSError as error:
         if error.errno != errno.ENAMETOOLONG:
             raise
@@ -291,10 +296,6 @@ def run_command(argv: list[str] | None, noted: list[bool]) -> int:
             file=sys.stderr,
         )
         return 2
-    except BrokenPipeError:  # the reader went away (``| head``): no traceback,
-        # and none at exit either, when Python flushes standard output again
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 141  # 128 + SIGPIPE, as the shell reports it
     return status or 0  # a command returns its status where it said why itself
 
 

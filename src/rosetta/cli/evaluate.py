@@ -70,6 +70,8 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
         hypotheses = read_input_lines([args.hyp])
     else:
         raise RosettaError("give --hyp FILE, or --model MODEL with --src FILE")
+    if not references:
+        raise RosettaError(f"{args.ref}: no lines to score")
     if len(hypotheses) != len(references):
         raise RosettaError(
             f"{len(hypotheses)} hypotheses but {args.ref} has {len(references)} lines"

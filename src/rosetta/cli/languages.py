@@ -30,11 +30,19 @@ def language_rows(translator: TextTranslator) -> list[tuple[str, str]]:
     if codes:
         sides = "source and target" if translator.tags_both_sides else "target"
         return [(code, f"{name_of(code) or '?'} ({sides})") for code in codes]
-    data = translator.config.data
+    from rosetta.inference.languages import UNNAMED
+
+    data, found = translator.config.data, translator.corpus_languages
     rows = []
-    for side, code in (("source", data.src_lang), ("target", data.tgt_lang)):
-        if code:
-            rows.append((code, f"{name_of(code) or '?'} ({side})"))
+    for side, code, stand_in in zip(
+        ("source", "target"), (data.src_lang, data.tgt_lang), UNNAMED, strict=True
+    ):
+        said = f"{side}"
+        if code == stand_in and found is not None:  # the corpus tells instead
+            code = getattr(found, side).language
+            said = f"{side}, as its training corpus reads"
+        if code and code != stand_in:
+            rows.append((code, f"{name_of(code) or '?'} ({said})"))
     if not rows:
         rows.append(("-", "the run names no languages (data.src_lang, data.tgt_lang)"))
     return rows

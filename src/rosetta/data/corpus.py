@@ -74,6 +74,8 @@ def read_lines(path: Path) -> Iterator[tuple[int, str]]:
                         f"{error.start} of the line"
                     ) from None
                 text = text.removesuffix("\n").removesuffix("\r")
+                if number == 1:  # a byte-order mark is the file's, not the text's
+                    text = text.removeprefix("\ufeff")
                 check_no_carriage_return(text, path, number)
                 yield number, text
     except (OSError, EOFError) as error:  # unreadable, or a broken gzip stream

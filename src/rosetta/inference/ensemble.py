@@ -37,6 +37,9 @@ from rosetta.inference.translator import Translator
 from rosetta.interfaces.encoder_decoder import DecoderState, EncoderDecoder
 from rosetta.search.controls import without_start
 
+# a share below this rounds log-probabilities away in float32 (0 x -inf)
+SMALLEST_SHARE = 1e-6
+
 
 def ensemble_weights(weights: Sequence[float] | None, count: int) -> list[float]:
     """``weights`` (one positive number per model; default equal) scaled to
@@ -54,8 +57,15 @@ def ensemble_weights(weights: Sequence[float] | None, count: int) -> list[float]
             raise RosettaError(f"ensemble weight {weight!r}: a number")
         if not (math.isfinite(weight) and weight > 0):
             raise RosettaError(f"ensemble weight {weight}: a positive number")
-    total = math.fsum(weights)
-    return [float(weight) / total for weight in weights]
+    largest = max(weights)  # scaled by it first: no sum overflows
+    total = math.fsum(weight / largest for weight in weights)
+    shares = [weight / largest / total for weight in weights]
+    if min(shares) < SMALLEST_SHARE:
+        raise RosettaError(
+            f"ensemble weights {list(weights)}: a model weighted less than "
+            f"{SMALLEST_SHARE:g} of the total changes nothing; leave it out"
+        )
+    return shares
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ import torch
 from rosetta.data.batching import Example, collate
 from rosetta.data.vocab import BOS_ID, EOS_ID, PAD_ID
 from rosetta.errors import RosettaError
+from rosetta.inference.translator import Translator
 from rosetta.runtime.precision import autocast
 from rosetta.search.beam import normalized_score
 from rosetta.search.controls import without_start
@@ -72,7 +73,7 @@ def score_pairs(
     give the length normalisation (``alpha``, ``penalty``)."""
     if len(sources) != len(targets):
         raise RosettaError(f"{len(sources)} sources but {len(targets)} targets")
-    if translator.one_pass or not hasattr(translator, "model"):
+    if not isinstance(translator, Translator):  # NAT, CTranslate2
         raise RosettaError(
             "scoring given translations needs a model that decodes token by "
             "token (a Transformer or a recurrent model), with --engine rosetta"

@@ -115,6 +115,11 @@ class SearchOptions:
                 f"nbest ({self.nbest}) must be between 1 and the beam size "
                 f"({self.beam_size}): set beam_size to at least {self.nbest}"
             )
+        if self.max_len_a == 0 and self.max_len_b == 0:
+            raise ValueError(
+                "an output limit of 0 tokens (max_len_a 0, max_len_b 0) leaves "
+                "no room for a translation"
+            )
         # the search code, imported here: it validates what only it knows
         from rosetta.search.controls import as_spellings
         from rosetta.search.sampling import sampler

@@ -5,7 +5,14 @@ from __future__ import annotations
 import difflib
 from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    field_validator,
+)
 
 from rosetta.inference.constraints import Constraint
 from rosetta.runtime.limits import (
@@ -79,12 +86,14 @@ class TranslateRequest(BaseModel):
     )
     penalty: LengthPenalty = DEFAULT.penalty
     stopping: Stopping = DEFAULT.stopping
-    refill: bool = Field(DEFAULT.refill, description="keep beam_size live prefixes")
+    refill: StrictBool = Field(
+        DEFAULT.refill, description="keep beam_size live prefixes"
+    )
     max_len_a: LengthRatio | None = Field(
         None, description="limit a·S + b (default: the model's)"
     )
     max_len_b: LengthOffset | None = None
-    sample: bool = DEFAULT.sample
+    sample: StrictBool = DEFAULT.sample
     temperature: Temperature = DEFAULT.temperature
     top_k: Size = DEFAULT.top_k
     top_p: Probability = DEFAULT.top_p
@@ -104,12 +113,12 @@ class TranslateRequest(BaseModel):
         description="words or phrases no translation holds, in any casing "
         "and any spelling of the target vocabulary",
     )
-    ban_forms: bool = Field(
+    ban_forms: StrictBool = Field(
         DEFAULT.ban_forms,
         description="ban also every word that starts with a phrase's last word",
     )
-    attention: bool = Field(False, description="return cross-attention weights")
-    alignment: bool = Field(
+    attention: StrictBool = Field(False, description="return cross-attention weights")
+    alignment: StrictBool = Field(
         False,
         description="return word alignments, Pharaoh i-j (source word i, "
         "target word j, from 0, words split on spaces)",
