@@ -23,8 +23,8 @@ from safetensors.torch import load_file, save_file
 
 from rosetta.cli import main
 from rosetta.errors import RosettaError
-from rosetta.families.transformer.marian.convert import imported_ids
-from rosetta.families.transformer.marian.hf_folder import read_marian_folder
+from rosetta.families.transformer.hf.convert import imported_ids
+from rosetta.families.transformer.hf.folder import read_marian_folder
 from rosetta.jobs.loading import load_translator
 from rosetta.runtime import resources
 from rosetta.search.options import SearchOptions

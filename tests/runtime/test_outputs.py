@@ -422,7 +422,7 @@ def test_the_kept_markers_are_the_names_their_owners_write():
     marker must be there (an export is never written over as an output)."""
     from rosetta.data.store import MANIFEST_FILE, STORE_DIR
     from rosetta.families import all_export_formats
-    from rosetta.families.transformer.multilingual.settings import SPM_FILE
+    from rosetta.families.transformer.hf.multilingual.settings import SPM_FILE
     from rosetta.runs.checkpoint import INDEX_FILE, META_FILE
     from rosetta.runtime.outputs import KEPT, RUN_LOCK
     from rosetta.train.prepare import TOKENIZER_FILE

@@ -21,13 +21,13 @@ from tests.support.paths import ROOT
 # temporary folder: a moment the signal finds it at, however fast the machine
 HELD_IMPORT = """
 import sys, time
-from rosetta.families.transformer import hf_import
-written = hf_import.import_marian
+from rosetta.families.transformer.hf import importing
+written = importing.import_marian
 def held(*args):
     written(*args)
     print("written", flush=True)
     time.sleep(120)
-hf_import.import_marian = held
+importing.import_marian = held
 from rosetta.cli import command_line
 sys.argv = ["rosetta", *sys.argv[1:]]
 command_line()

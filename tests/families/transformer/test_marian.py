@@ -18,7 +18,7 @@ from rosetta.cli import main
 from rosetta.data.batching import Example, collate
 from rosetta.errors import RosettaError
 from rosetta.families import all_importers
-from rosetta.families.transformer.marian.convert import imported_ids
+from rosetta.families.transformer.hf.convert import imported_ids
 from rosetta.jobs.importers import import_run
 from rosetta.jobs.loading import load_translator
 from rosetta.search.options import SearchOptions
@@ -551,7 +551,7 @@ def test_an_imports_record_is_typed(imported):
 def test_vocabularies_of_two_sizes_are_made_one():
     """MarianMT has one <pad> id for both sides: the smaller vocabulary is
     filled up before its <pad> with rows that hold no token."""
-    from rosetta.families.transformer.marian.exporter import FILLER, same_size
+    from rosetta.families.transformer.hf.marian.exporter import FILLER, same_size
 
     source = {"</s>": 0, "<unk>": 1, "a": 2, "b": 3, "<pad>": 4}, [3, 1, 4, 5, 2]
     target = {"</s>": 0, "<unk>": 1, "<pad>": 2}, [3, 1, 2]

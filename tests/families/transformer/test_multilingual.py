@@ -488,7 +488,7 @@ def test_a_missing_module_of_the_nllb_export_is_named(monkeypatch, tmp_path):
     """protobuf, which SentencePiece's model file needs, not transformers."""
     import sentencepiece
 
-    from rosetta.families.transformer.multilingual.nllb_tokenizer import (
+    from rosetta.families.transformer.hf.multilingual.nllb_tokenizer import (
         write_nllb_tokenizer,
     )
 

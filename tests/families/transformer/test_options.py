@@ -16,7 +16,7 @@ from rosetta.data.piece_table import PieceTableTokenizer
 from rosetta.data.tokenizer import TokenizerPair
 from rosetta.data.vocab import BOS_ID, PAD_ID, SPECIALS
 from rosetta.families.transformer.fast.packed import pack_for_inference
-from rosetta.families.transformer.marian.exporter import halves_order, permuted_width
+from rosetta.families.transformer.hf.marian.exporter import halves_order, permuted_width
 from rosetta.nn.feedforward import PositionwiseFeedForward
 from rosetta.nn.positional import positional_encoding
 from rosetta.search.controls import next_token_log_probs
@@ -196,7 +196,7 @@ TINY = {
 
 def fairseq_tensors(theirs: dict[str, torch.Tensor], learned: bool) -> dict:
     """Their shared-vocabulary model's tensors under Rosetta's names."""
-    from rosetta.families.transformer.marian.convert import layer_names
+    from rosetta.families.transformer.hf.convert import layer_names
 
     counts = {"encoder_layers": 2, "decoder_layers": 2}
     ours = {mine: theirs[name] for name, mine in layer_names(counts).items()}
@@ -343,7 +343,7 @@ def test_exports_refuse_what_their_format_cannot_hold(option, said, tmp_path):
     from rosetta.errors import RosettaError
     from rosetta.families.transformer.config import TransformerConfig
     from rosetta.families.transformer.ctranslate2.export import write_export
-    from rosetta.families.transformer.marian.exporter import refusal
+    from rosetta.families.transformer.hf.marian.exporter import refusal
 
     section = TransformerConfig(share_embeddings=True, **option)
     assert said in refusal(section)

@@ -12,10 +12,11 @@ Three layers, read in this order:
 2. ``fast``: the decoding fast path, a transform of a trained model
    (``pack_for_inference``) tested equal to the layers.
 3. ``ctranslate2``: the other engine, an export and its translator.
-4. ``marian`` and ``multilingual``: Hugging Face transformers models in
-   and out (``rosetta import hf``, ``rosetta export hf``: ``hf_import``,
-   ``hf_export``), MarianMT's (OPUS-MT) and NLLB-200's, M2M100's and
-   mBART-50's.
+4. ``hf``: Hugging Face transformers models in and out (``rosetta import
+   hf``, ``rosetta export hf``: ``hf.importing``, ``hf.export``): the
+   folder code every layout shares, beside the layouts themselves,
+   ``hf.marian`` (OPUS-MT) and ``hf.multilingual`` (NLLB-200, M2M100,
+   mBART-50).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ HF_IMPORT = Importer(
     "NLLB-200, M2M100 or mBART-50",
     source="a model folder, or a Hub name such as Helsinki-NLP/opus-mt-de-en or "
     "facebook/nllb-200-distilled-600M (downloaded with pip install 'rosetta-nmt[hub]')",
-    write=Later("rosetta.families.transformer.hf_import", "import_hf"),
+    write=Later("rosetta.families.transformer.hf.importing", "import_hf"),
 )
 
 HF_EXPORT = ExportFormat(
@@ -46,12 +47,12 @@ HF_EXPORT = ExportFormat(
     "MarianMT's layout (a post-norm Transformer with sinusoidal positions, "
     "shared embeddings and SentencePiece tokenizers), or that of the NLLB-200, "
     "M2M100 or mBART-50 model a run was imported from",
-    # a MarianMT export's source.spm (marian.settings.SOURCE_SPM; the others
+    # a MarianMT export's source.spm (hf.settings.SOURCE_SPM; the others
     # hold sentencepiece.bpe.model): named here, so listing loads no module
     marker="source.spm",
     kind="a transformers export",
     quantizations=(),
-    write=Later("rosetta.families.transformer.hf_export", "write_hf"),
+    write=Later("rosetta.families.transformer.hf.export", "write_hf"),
 )
 
 

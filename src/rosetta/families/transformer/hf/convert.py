@@ -29,7 +29,7 @@ import torch
 
 from rosetta.data.vocab import BOS_ID, EOS_ID, PAD_ID, SPECIALS, UNK_ID
 from rosetta.errors import RosettaError
-from rosetta.families.transformer.marian.settings import MarianSettings
+from rosetta.families.transformer.hf.settings import MarianSettings
 
 # MarianMT's sub-layer names -> Rosetta's, in an encoder and a decoder layer
 ENCODER_LAYER = {

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from rosetta.errors import RosettaError
-from rosetta.families.transformer.marian.settings import TOKENIZER_CONFIG, read_object
-from rosetta.families.transformer.multilingual.settings import TOKENIZER_JSON
+from rosetta.families.transformer.hf.multilingual.settings import TOKENIZER_JSON
+from rosetta.families.transformer.hf.settings import TOKENIZER_CONFIG, read_object
 
 MBART50 = """
 ar_AR cs_CZ de_DE en_XX es_XX et_EE fi_FI fr_XX gu_IN hi_IN it_IT ja_XX kk_KZ

@@ -24,12 +24,12 @@ import torch
 from rosetta.data.piece_table import PieceTableTokenizer
 from rosetta.data.vocab import EOS_ID, PAD_ID, UNK_ID
 from rosetta.errors import RosettaError
-from rosetta.families.transformer.marian.convert import (
+from rosetta.families.transformer.hf.convert import (
     hf_sizes,
     layer_names,
     take_rows,
 )
-from rosetta.families.transformer.multilingual.vocabulary import (
+from rosetta.families.transformer.hf.multilingual.vocabulary import (
     FAIRSEQ_SPECIALS,
     M2M100_CODES,
     WRAPPED,
@@ -216,7 +216,7 @@ def write_tokenizer(
         config = {"tokenizer_class": "MBart50Tokenizer", "added_tokens_decoder": added}
         write(folder / "tokenizer_config.json", config | codes)
         return
-    from rosetta.families.transformer.multilingual.nllb_tokenizer import (
+    from rosetta.families.transformer.hf.multilingual.nllb_tokenizer import (
         write_nllb_tokenizer,
     )
 

@@ -30,15 +30,18 @@ from typing import Any
 import sentencepiece as spm
 
 from rosetta.errors import RosettaError, in_words
-from rosetta.families.transformer.marian.settings import (
+from rosetta.families.transformer.hf.multilingual.sentencepiece_ids import (
+    sentencepiece_ids,
+)
+from rosetta.families.transformer.hf.multilingual.settings import (
+    SPM_FILE,
+    TOKENIZER_JSON,
+)
+from rosetta.families.transformer.hf.settings import (
     TOKENIZER_CONFIG,
     VOCAB_FILE,
     read_object,
 )
-from rosetta.families.transformer.multilingual.sentencepiece_ids import (
-    sentencepiece_ids,
-)
-from rosetta.families.transformer.multilingual.settings import SPM_FILE, TOKENIZER_JSON
 
 FAIRSEQ_SPECIALS = ("<s>", "<pad>", "</s>", "<unk>")
 NOT_LANGUAGES = {*FAIRSEQ_SPECIALS, "<mask>"}

@@ -18,8 +18,8 @@ from pathlib import Path
 import torch
 
 from rosetta.errors import RosettaError
-from rosetta.families.transformer.marian.convert import layer_names, layer_shape
-from rosetta.families.transformer.marian.settings import MarianSettings
+from rosetta.families.transformer.hf.convert import layer_names, layer_shape
+from rosetta.families.transformer.hf.settings import MarianSettings
 from rosetta.nn.positional import positional_encoding
 
 SHARED = "model.shared.weight"

@@ -22,7 +22,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file
 
 from rosetta.errors import RosettaError, in_words
-from rosetta.families.transformer.marian.settings import (
+from rosetta.families.transformer.hf.settings import (
     CONFIG_FILE,
     GENERATION_FILE,
     HUB_FILES,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rosetta.errors import RosettaError
-from rosetta.families.transformer.marian.settings import (
+from rosetta.families.transformer.hf.settings import (
     Flag,
     GenerationSettings,
     Id,

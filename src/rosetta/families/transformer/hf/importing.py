@@ -1,8 +1,8 @@
 """``rosetta import hf MODEL -o RUN``: a Hugging Face transformers model (a
 local folder or a Hub name) as an ordinary Rosetta run, by its
 ``config.json``'s ``model_type``: ``marian`` (MarianMT, the OPUS-MT models;
-``rosetta.families.transformer.marian``), ``m2m_100`` (M2M100 and NLLB-200)
-and ``mbart`` (mBART-50; ``rosetta.families.transformer.multilingual``)."""
+``rosetta.families.transformer.hf.marian``), ``m2m_100`` (M2M100 and NLLB-200)
+and ``mbart`` (mBART-50; ``rosetta.families.transformer.hf.multilingual``)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rosetta.errors import RosettaError
-from rosetta.families.transformer.marian.hf_folder import fetch_from_hub
-from rosetta.families.transformer.marian.importer import import_marian
-from rosetta.families.transformer.marian.settings import CONFIG_FILE, read_object
-from rosetta.families.transformer.multilingual.importer import import_multilingual
-from rosetta.families.transformer.multilingual.settings import MODEL_TYPES
+from rosetta.families.transformer.hf.folder import fetch_from_hub
+from rosetta.families.transformer.hf.marian.importer import import_marian
+from rosetta.families.transformer.hf.multilingual.importer import import_multilingual
+from rosetta.families.transformer.hf.multilingual.settings import MODEL_TYPES
+from rosetta.families.transformer.hf.settings import CONFIG_FILE, read_object
 
 READ = "marian (MarianMT, OPUS-MT), m2m_100 (M2M100, NLLB-200) and mbart (mBART-50)"
 

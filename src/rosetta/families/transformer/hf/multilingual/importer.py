@@ -25,14 +25,21 @@ from rosetta.data.piece_table import PieceTableTokenizer
 from rosetta.data.tokenizer import TokenizerPair
 from rosetta.errors import RosettaError, in_words
 from rosetta.families.transformer.config import TransformerConfig
-from rosetta.families.transformer.imported_run import write_imported_run
-from rosetta.families.transformer.marian.convert import (
+from rosetta.families.transformer.hf.convert import (
     imported_ids,
     shared_section,
     take_rows,
 )
-from rosetta.families.transformer.marian.hf_folder import read_tensors
-from rosetta.families.transformer.marian.settings import (
+from rosetta.families.transformer.hf.folder import read_tensors
+from rosetta.families.transformer.hf.multilingual.settings import (
+    MODEL_TYPES,
+    SPM_FILE,
+    MultilingualSettings,
+    check_generation,
+    check_layout,
+)
+from rosetta.families.transformer.hf.multilingual.vocabulary import read_token_table
+from rosetta.families.transformer.hf.settings import (
     CONFIG_FILE,
     GENERATION_FILE,
     TOKENIZER_CONFIG,
@@ -41,21 +48,14 @@ from rosetta.families.transformer.marian.settings import (
     check_ids,
     read_object,
 )
-from rosetta.families.transformer.marian.tensors import (
+from rosetta.families.transformer.hf.tensors import (
     Weights,
     check_sizes,
     layer_tensors,
     output_tensors,
     token_tables,
 )
-from rosetta.families.transformer.multilingual.settings import (
-    MODEL_TYPES,
-    SPM_FILE,
-    MultilingualSettings,
-    check_generation,
-    check_layout,
-)
-from rosetta.families.transformer.multilingual.vocabulary import read_token_table
+from rosetta.families.transformer.imported_run import write_imported_run
 from rosetta.nn.positional import positional_encoding
 from rosetta.runs.schemas import ImportedRecord
 from rosetta.runtime.records import parse_record

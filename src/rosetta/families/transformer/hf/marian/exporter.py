@@ -22,13 +22,13 @@ import torch
 from rosetta.data.piece_table import PieceTableTokenizer
 from rosetta.data.tokenizer import SentencePieceTokenizer
 from rosetta.errors import RosettaError
-from rosetta.families.transformer.marian.convert import (
+from rosetta.families.transformer.hf.convert import (
     exported_ids,
     layer_names,
     marian_config,
     take_rows,
 )
-from rosetta.families.transformer.marian.settings import (
+from rosetta.families.transformer.hf.settings import (
     CONFIG_FILE,
     GENERATION_FILE,
     SAFETENSORS_FILE,

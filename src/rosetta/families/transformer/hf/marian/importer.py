@@ -15,24 +15,23 @@ from rosetta.data.piece_table import PieceTableTokenizer
 from rosetta.data.tokenizer import TokenizerPair
 from rosetta.errors import RosettaError, in_words
 from rosetta.families.transformer.config import TransformerConfig
-from rosetta.families.transformer.imported_run import write_imported_run
-from rosetta.families.transformer.marian.convert import (
+from rosetta.families.transformer.hf.convert import (
     IdTable,
     imported_ids,
     model_section,
     take_rows,
 )
-from rosetta.families.transformer.marian.hf_folder import (
+from rosetta.families.transformer.hf.folder import (
     MarianFolder,
     read_marian_folder,
 )
-from rosetta.families.transformer.marian.settings import (
+from rosetta.families.transformer.hf.settings import (
     CONFIG_FILE,
     TARGET_VOCAB_FILE,
     VOCAB_FILE,
     MarianSettings,
 )
-from rosetta.families.transformer.marian.tensors import (
+from rosetta.families.transformer.hf.tensors import (
     Weights,
     check_positions,
     check_sizes,
@@ -40,6 +39,7 @@ from rosetta.families.transformer.marian.tensors import (
     output_tensors,
     token_tables,
 )
+from rosetta.families.transformer.imported_run import write_imported_run
 from rosetta.runs.schemas import ImportedRecord
 from rosetta.runtime.resources import refuse_beyond_memory
 
